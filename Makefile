@@ -1,0 +1,48 @@
+# One entry point for people and CI. Every target installs what it needs, idempotently.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+APT_STAMP := .apt-installed
+
+.PHONY: deps test lint typecheck imports unit demo bench clean
+
+$(APT_STAMP):
+	@if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then \
+	  echo ">> installing Debian package prometheus (prometheus + promtool)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq prometheus >/dev/null; \
+	fi
+	@touch $@
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $@
+
+deps: $(APT_STAMP) $(STAMP)
+
+lint: deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: deps
+	$(BIN)/mypy
+
+imports: deps
+	$(BIN)/lint-imports
+
+unit: deps
+	$(BIN)/pytest
+
+test: lint typecheck imports unit
+
+demo: deps
+	$(BIN)/python -m reclaimer.demo $(DEMO_ARGS)
+
+bench: deps
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) $(APT_STAMP) build *.egg-info

@@ -1,0 +1,169 @@
+"""The metric contract between the exporter and the reclaimer, written once.
+
+The exporter publishes exactly these families; the reclaimer, the rules and the dashboards read
+them by these names. Device families copy dcgm-exporter's names, units and labels so that its
+dashboards and alerts work unchanged; per-pod families follow Prometheus naming (base units,
+ratios 0-1). `tests/test_contract_doc.py` checks that the README's table matches this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    GAUGE = "gauge"
+    COUNTER = "counter"
+
+
+class Source(StrEnum):
+    DCGM = "dcgm-compatible"
+    POD = "per-pod"
+    SELF = "exporter self-metric"
+
+
+# dcgm-exporter's device labels, in its order. MIG devices add MIG_LABELS.
+DEVICE_LABELS: tuple[str, ...] = (
+    "gpu",
+    "UUID",
+    "pci_bus_id",
+    "device",
+    "modelName",
+    "Hostname",
+    "DCGM_FI_DRIVER_VERSION",
+)
+MIG_LABELS: tuple[str, ...] = ("GPU_I_PROFILE", "GPU_I_ID")
+POD_LABELS: tuple[str, ...] = ("namespace", "pod", "container", "gpu", "UUID", "Hostname")
+POD_MIG_LABELS: tuple[str, ...] = ("GPU_I_ID",)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric family: its exact exposed name, type, unit, labels and meaning."""
+
+    name: str
+    kind: Kind
+    unit: str
+    help: str
+    source: Source
+    labels: tuple[str, ...]
+    mig_labels: tuple[str, ...] = ()
+
+
+def _dev(name: str, kind: Kind, unit: str, help_: str) -> MetricSpec:
+    return MetricSpec(name, kind, unit, help_, Source.DCGM, DEVICE_LABELS, MIG_LABELS)
+
+
+def _pod(name: str, unit: str, help_: str) -> MetricSpec:
+    return MetricSpec(name, Kind.GAUGE, unit, help_, Source.POD, POD_LABELS, POD_MIG_LABELS)
+
+
+G, C = Kind.GAUGE, Kind.COUNTER
+
+DEVICE_METRICS: tuple[MetricSpec, ...] = (
+    _dev("DCGM_FI_DEV_GPU_UTIL", G, "%", "GPU utilization (in %)."),
+    _dev("DCGM_FI_DEV_MEM_COPY_UTIL", G, "%", "Memory utilization (in %)."),
+    _dev("DCGM_FI_DEV_ENC_UTIL", G, "%", "Encoder utilization (in %)."),
+    _dev("DCGM_FI_DEV_DEC_UTIL", G, "%", "Decoder utilization (in %)."),
+    _dev("DCGM_FI_DEV_FB_FREE", G, "MiB", "Framebuffer memory free (in MiB)."),
+    _dev("DCGM_FI_DEV_FB_USED", G, "MiB", "Framebuffer memory used (in MiB)."),
+    _dev("DCGM_FI_DEV_FB_RESERVED", G, "MiB", "Framebuffer memory reserved (in MiB)."),
+    _dev("DCGM_FI_DEV_GPU_TEMP", G, "C", "GPU temperature (in C)."),
+    _dev("DCGM_FI_DEV_MEMORY_TEMP", G, "C", "Memory temperature (in C)."),
+    _dev("DCGM_FI_DEV_POWER_USAGE", G, "W", "Power draw (in W)."),
+    _dev(
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        C,
+        "mJ",
+        "Total energy consumption since boot (in mJ).",
+    ),
+    _dev("DCGM_FI_DEV_SM_CLOCK", G, "MHz", "SM clock frequency (in MHz)."),
+    _dev("DCGM_FI_DEV_MEM_CLOCK", G, "MHz", "Memory clock frequency (in MHz)."),
+    _dev("DCGM_FI_DEV_XID_ERRORS", G, "", "Value of the last XID error encountered."),
+    _dev("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", C, "", "Total number of PCIe retries."),
+    _dev(
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        G,
+        "ratio",
+        "Ratio of time the graphics engine is active.",
+    ),
+    _dev(
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        G,
+        "ratio",
+        "Ratio of cycles the tensor (HMMA) pipe is active.",
+    ),
+    _dev("DCGM_FI_PROF_DRAM_ACTIVE", G, "ratio", "Ratio of cycles the device memory is active."),
+)
+
+POD_METRICS: tuple[MetricSpec, ...] = (
+    _pod(
+        "gpu_pod_utilization_ratio",
+        "ratio",
+        "Share of the GPU's time this pod's processes kept it busy over the last collect interval.",
+    ),
+    _pod("gpu_pod_memory_used_bytes", "bytes", "GPU memory used by this pod's processes."),
+    _pod("gpu_pod_allocated", "", "1 for every pod the kubelet allocated this device to."),
+    _pod("gpu_pod_processes", "", "Number of this pod's processes on the device."),
+)
+
+SELF_METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec(
+        "gpu_exporter_collector_success",
+        G,
+        "",
+        "1 when the collector's last cycle succeeded on every device, 0 otherwise.",
+        Source.SELF,
+        ("collector",),
+    ),
+    MetricSpec(
+        "gpu_exporter_collect_duration_seconds",
+        G,
+        "seconds",
+        "Duration of the last collect cycle.",
+        Source.SELF,
+        (),
+    ),
+    MetricSpec(
+        "gpu_exporter_last_collect_timestamp_seconds",
+        G,
+        "seconds",
+        "Unix time of the last completed collect cycle.",
+        Source.SELF,
+        (),
+    ),
+    MetricSpec(
+        "gpu_exporter_errors_total",
+        C,
+        "",
+        "Errors returned by calls to NVML, the kubelet and /proc, by call.",
+        Source.SELF,
+        ("call",),
+    ),
+)
+
+ALL_METRICS: tuple[MetricSpec, ...] = DEVICE_METRICS + POD_METRICS + SELF_METRICS
+BY_NAME: dict[str, MetricSpec] = {m.name: m for m in ALL_METRICS}
+
+# Names the reclaimer queries.
+POD_UTILIZATION = "gpu_pod_utilization_ratio"
+POD_ALLOCATED = "gpu_pod_allocated"
+POD_MEMORY = "gpu_pod_memory_used_bytes"
+DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+DCGM_FB_USED = "DCGM_FI_DEV_FB_USED"
+DCGM_FB_FREE = "DCGM_FI_DEV_FB_FREE"
+
+
+def markdown_table() -> str:
+    """The README's metric-contract table, rendered from ALL_METRICS."""
+    rows = [
+        "| metric | type | unit | labels | source |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for m in ALL_METRICS:
+        labels = ", ".join(f"`{label}`" for label in m.labels)
+        if m.mig_labels:
+            labels += " (+ " + ", ".join(f"`{label}`" for label in m.mig_labels) + " on MIG)"
+        rows.append(f"| `{m.name}` | {m.kind} | {m.unit or '-'} | {labels or '-'} | {m.source} |")
+    return "\n".join(rows)

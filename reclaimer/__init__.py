@@ -1,0 +1,1 @@
+"""gpu-reclaim reclaimer: forecasts idle GPU windows and plans reclaim actions."""

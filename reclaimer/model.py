@@ -1,0 +1,226 @@
+"""Typed data of the reclaimer core: the cluster snapshot, forecasts and the plan.
+
+Everything here is frozen and free of I/O. The controller (and the simulator) build one
+`Snapshot` per cycle before planning; `forecast()` turns utilization history into `Forecast`s;
+`plan()` turns both into a `Plan` of typed actions, each with a `Reason` and its evidence.
+Times are Unix seconds (float); GPU amounts are whole devices (float where shares are summed);
+utilization values are ratios 0..1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+class QueueState(StrEnum):
+    OPEN = "Open"
+    CLOSED = "Closed"
+    CLOSING = "Closing"
+
+
+class JobKind(StrEnum):
+    PYTORCH_JOB = "PyTorchJob"
+    VOLCANO_JOB = "Job"
+    POD = "Pod"
+
+
+class PodPhase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True)
+class Queue:
+    """A Volcano Queue, reduced to what planning needs (GPU counts, not resource lists)."""
+
+    name: str
+    weight: int = 1
+    deserved_gpus: float | None = None
+    guarantee_gpus: float = 0.0
+    capability_gpus: float | None = None
+    reclaimable: bool = True  # unset counts as true in Volcano
+    state: QueueState = QueueState.OPEN
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class Job:
+    """A gang: a PodGroup (PyTorchJob, Volcano Job) or a single bare pod.
+
+    `key` is "namespace/name" and is what forecasts and actions refer to.
+    """
+
+    key: str
+    kind: JobKind
+    namespace: str
+    name: str
+    queue: str
+    gpus: int
+    min_member: int = 1
+    priority: int = 0
+    start_time: float = 0.0
+    pods: tuple[str, ...] = ()  # pod keys "namespace/name"
+    labels: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    suspended: bool = False  # currently suspended / aborted
+    suspended_by_reclaimer: bool = False  # carries the gpu-reclaim.io/ annotation
+    uid: str = ""
+    workload_class: str | None = None
+
+
+@dataclass(frozen=True)
+class Pod:
+    key: str
+    namespace: str
+    name: str
+    node: str | None
+    gpus: int
+    phase: PodPhase
+    job: str | None = None  # Job.key
+    labels: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    start_time: float = 0.0
+    uid: str = ""
+
+
+@dataclass(frozen=True)
+class GpuStats:
+    """Measured per-GPU usage on a node, from the exporter's device metrics."""
+
+    utilization: float  # ratio 0..1, averaged over the stats window
+    memory_used_ratio: float  # FB_USED / (FB_USED + FB_FREE)
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    gpus: int  # physical GPUs
+    replicas: int = 1  # time-slice replicas per GPU (1 = no sharing)
+    config_key: str | None = None  # value of nvidia.com/device-plugin.config
+    gpu_stats: tuple[GpuStats, ...] = ()
+    workload_classes: tuple[str, ...] = ()  # classes of the pods running there
+    last_reshape: float | None = None  # from the gpu-reclaim.io/ annotation
+
+
+@dataclass(frozen=True)
+class PendingDemand:
+    """A job waiting for GPUs in a queue."""
+
+    queue: str
+    job: str  # Job.key
+    gpus: int
+    min_member: int = 1
+    since: float = 0.0
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class DataQuality:
+    """How trustworthy this cycle's measurements are; the planner acts on none that are not."""
+
+    metrics_at: float | None  # newest sample time, None = no data
+    complete: bool = True  # False when any query failed or returned partial data
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    taken_at: float
+    queues: tuple[Queue, ...]
+    jobs: tuple[Job, ...]
+    pods: tuple[Pod, ...]
+    nodes: tuple[Node, ...]
+    pending: tuple[PendingDemand, ...]
+    quality: DataQuality
+    last_actions: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    """Job or node key -> time the reclaimer last acted on it (cool-downs)."""
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """Will this job stay idle for the next horizon?"""
+
+    job: str
+    idle: bool  # the forecaster's decision at its operating point
+    confidence: float  # probability (0..1) that the whole horizon stays below threshold
+    predicted_idle_seconds: float  # expected length of the idle window from now
+    horizon_seconds: float
+    threshold: float  # ratio 0..1
+    method: str
+    samples: int  # history samples the decision used
+    last_sample_at: float | None = None
+
+
+class ActionKind(StrEnum):
+    PREEMPT = "preempt"
+    RESUME = "resume"
+    RESHAPE = "reshape"
+
+
+class Reason(StrEnum):
+    """Why an action was planned, or why a candidate was left alone."""
+
+    # actions
+    IDLE_FOR_STARVED_QUEUE = "IdleJobForStarvedQueue"
+    QUEUE_HAS_ROOM = "QueueHasRoomAgain"
+    NODE_UNDERUSED = "NodeUnderused"
+    NODE_SATURATED = "NodeSaturated"
+    NODE_MEMORY_PRESSURE = "NodeMemoryPressure"
+    # skips
+    STALE_DATA = "StaleData"
+    INCOMPLETE_DATA = "IncompleteData"
+    NOT_RECLAIMABLE = "QueueNotReclaimable"
+    OPTED_OUT = "OptedOut"
+    TOO_YOUNG = "BelowMinimumRuntime"
+    COOLING_DOWN = "CoolingDown"
+    NOT_IDLE = "NotForecastIdle"
+    NO_FORECAST = "NoForecast"
+    NO_FIT = "FreedCapacityDoesNotFit"
+    LIMIT_REACHED = "LimitReached"
+    NO_DEMAND = "NoStarvedDemand"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What an action rests on, for operators and for Events."""
+
+    forecast: Forecast | None = None
+    for_pending: str | None = None  # PendingDemand.job it makes room for
+    for_queue: str | None = None
+    gpus_freed: int = 0
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: ActionKind
+    target: str  # Job.key for preempt/resume, Node.name for reshape
+    reason: Reason
+    evidence: Evidence
+    job_kind: JobKind | None = None
+    from_replicas: int | None = None  # reshape only
+    to_replicas: int | None = None  # reshape only
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A candidate the planner considered and left alone, with why."""
+
+    target: str
+    reason: Reason
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    created_at: float
+    actions: tuple[Action, ...]
+    skipped: tuple[Skip, ...] = ()
