@@ -21,6 +21,7 @@ class Source(StrEnum):
     DCGM = "dcgm-compatible"
     POD = "per-pod"
     SELF = "exporter self-metric"
+    RECLAIMER = "reclaimer self-metric"
 
 
 # dcgm-exporter's device labels, in its order. MIG devices add MIG_LABELS.
@@ -143,7 +144,78 @@ SELF_METRICS: tuple[MetricSpec, ...] = (
     ),
 )
 
-ALL_METRICS: tuple[MetricSpec, ...] = DEVICE_METRICS + POD_METRICS + SELF_METRICS
+
+def _rec(name: str, kind: Kind, unit: str, help_: str, labels: tuple[str, ...] = ()) -> MetricSpec:
+    return MetricSpec(name, kind, unit, help_, Source.RECLAIMER, labels)
+
+
+RECLAIMER_METRICS: tuple[MetricSpec, ...] = (
+    _rec("gpu_reclaimer_cycle_duration_seconds", G, "seconds", "Duration of the last cycle."),
+    _rec(
+        "gpu_reclaimer_last_success_timestamp_seconds",
+        G,
+        "seconds",
+        "Unix time of the last cycle that completed with complete, fresh data.",
+    ),
+    _rec(
+        "gpu_reclaimer_cycles_total",
+        C,
+        "",
+        "Cycles by result: success, skipped (stale or incomplete data) or error.",
+        ("result",),
+    ),
+    _rec(
+        "gpu_reclaimer_actions_planned_total",
+        C,
+        "",
+        "Actions planned, by kind and reason (counted in dry-run too).",
+        ("kind", "reason"),
+    ),
+    _rec(
+        "gpu_reclaimer_actions_applied_total",
+        C,
+        "",
+        "Actions applied to the cluster (server-side dry-run when dry_run is 1).",
+        ("kind", "reason"),
+    ),
+    _rec(
+        "gpu_reclaimer_actions_failed_total",
+        C,
+        "",
+        "Actions that failed or were refused (PDB, conflict, API error).",
+        ("kind", "reason"),
+    ),
+    _rec("gpu_reclaimer_dry_run", G, "", "1 while the reclaimer runs in dry-run mode."),
+    _rec("gpu_reclaimer_is_leader", G, "", "1 while this replica holds the leader lease."),
+    _rec(
+        "gpu_reclaimer_forecasts",
+        G,
+        "",
+        "Jobs in the last cycle's forecast, by outcome: idle, busy or unknown.",
+        ("outcome",),
+    ),
+    _rec(
+        "gpu_reclaimer_forecast_checks_total",
+        C,
+        "",
+        "Idle forecasts checked after their horizon, by result: correct or wrong.",
+        ("result",),
+    ),
+    _rec(
+        "gpu_reclaimer_reclaimed_gpu_seconds_total",
+        C,
+        "seconds",
+        "GPU-seconds freed by preemptions (would-be, in dry-run).",
+    ),
+)
+
+ALL_METRICS: tuple[MetricSpec, ...] = (
+    DEVICE_METRICS + POD_METRICS + SELF_METRICS + RECLAIMER_METRICS
+)
+
+# Recording rules (rules/) that the reclaimer prefers when present. Same labels as the source.
+RECORDED_POD_UTILIZATION_5M = "namespace_pod:gpu_pod_utilization_ratio:avg5m"
+RECORDED_POD_ALLOCATED = "namespace_pod:gpu_pod_allocated:max"
 BY_NAME: dict[str, MetricSpec] = {m.name: m for m in ALL_METRICS}
 
 # Names the reclaimer queries.

@@ -132,6 +132,20 @@ class DataQuality:
 
 
 @dataclass(frozen=True)
+class ClusterView:
+    """What the Kubernetes API (or a `kubectl get -o yaml` dump) says, before metrics join it."""
+
+    taken_at: float
+    queues: tuple[Queue, ...]
+    jobs: tuple[Job, ...]
+    pods: tuple[Pod, ...]
+    nodes: tuple[Node, ...]
+    pending: tuple[PendingDemand, ...]
+    last_actions: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    problems: tuple[str, ...] = ()  # e.g. "Volcano CRDs not installed: preemption disabled"
+
+
+@dataclass(frozen=True)
 class Snapshot:
     taken_at: float
     queues: tuple[Queue, ...]

@@ -1,0 +1,49 @@
+"""Where a collect cycle's inputs come from, as protocols the backends implement.
+
+A backend (nvml, sim, replay) provides a `DeviceSource` (NVML readings, blocking, run in a
+thread) and the attribution inputs: a /proc root to read `<pid>/cgroup` from, the kubelet's
+PodResources allocations and the node's pods (UID -> identity). The `sim` and `replay` backends
+write fixture files for the last three so that attribution runs the same code as on a real node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol
+
+from exporter.model import DeviceReading
+
+
+@dataclass(frozen=True)
+class DeviceSweep:
+    devices: tuple[DeviceReading, ...]
+    collector_success: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType({}))
+    errors: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # this sweep
+
+
+class DeviceSource(Protocol):
+    def read(self) -> DeviceSweep:
+        """Blocking: sample every device once. Never raises for a per-device failure."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One container's devices, as the kubelet's PodResources `List` reports them."""
+
+    namespace: str
+    pod: str
+    container: str
+    resource_name: str  # nvidia.com/gpu or nvidia.com/mig-1g.10gb ...
+    device_ids: tuple[str, ...]  # GPU-<uuid>, GPU-<uuid>::<n>, MIG-<uuid>
+
+
+@dataclass(frozen=True)
+class PodIdentity:
+    uid: str
+    namespace: str
+    name: str

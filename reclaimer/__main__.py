@@ -1,0 +1,5 @@
+import sys
+
+from reclaimer.cli import main
+
+sys.exit(main())
