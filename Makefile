@@ -39,7 +39,7 @@ unit: deps
 test: lint typecheck imports unit
 
 demo: deps
-	$(BIN)/python -m reclaimer.demo $(DEMO_ARGS)
+	$(BIN)/python scripts/demo.py $(DEMO_ARGS)
 
 bench: deps
 	$(BIN)/python bench/run_all.py

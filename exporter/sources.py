@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from pathlib import Path
 from typing import Protocol
 
 from exporter.model import DeviceReading
@@ -47,3 +48,18 @@ class PodIdentity:
     uid: str
     namespace: str
     name: str
+
+
+@dataclass(frozen=True)
+class BackendParts:
+    """Everything a backend hands the collector.
+
+    `podresources_file` and `pods_file` are JSON fixtures (a list of `Allocation` / `PodIdentity`
+    objects as dicts with the same field names) written by `sim`/`replay`; when they are None the
+    collector uses the kubelet PodResources socket and the Kubernetes API instead.
+    """
+
+    devices: DeviceSource
+    proc_root: Path
+    podresources_file: Path | None = None
+    pods_file: Path | None = None
