@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from pathlib import Path
+from types import MappingProxyType
 from typing import Protocol
 
 from exporter.model import DeviceReading
