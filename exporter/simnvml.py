@@ -1,0 +1,100 @@
+"""An NVML emulator with pynvml's call surface, for the sim/replay backends and for tests.
+
+`SimNvml` holds emulated GPUs (`exporter.simnvml_device.SimGpu`) and answers the pynvml calls the
+exporter makes, with pynvml's names, argument order, return shapes (objects with the same
+attribute names as pynvml's ctypes structures) and errors (`NVMLError_*` with `.value` codes).
+NVML semantics reproduced: every call before `nvmlInit` raises Uninitialized; process
+utilization returns only samples newer than `lastSeenTimeStamp` (µs) and raises NotFound when
+there are none; `nvmlDeviceGetUtilizationRates` and process utilization raise NotSupported on
+MIG-enabled GPUs; MIG slots without an instance raise NotFound; GPM is the way to per-instance
+activity. `inject` makes any call raise any error, for one device or all, once or forever.
+
+This module can stand in for the `pynvml` module itself: its module-level attributes are the
+constants and error classes, and any other name (`nvmlInit`, ...) resolves to the method of the
+instance last passed to `install`. It never imports pynvml.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from exporter.simnvml_api import SimNvmlCalls
+from exporter.simnvml_device import SimGpu
+from exporter.simnvml_errors import *  # noqa: F403 - re-exported as pynvml exports them
+from exporter.simnvml_errors import NVMLError
+from exporter.simnvml_structs import *  # noqa: F403
+
+
+@dataclass
+class Fault:
+    """Raise `code` from `call` ("*" = every call) on device `index` (None = every device)."""
+
+    call: str
+    code: int
+    index: int | None = None
+    remaining: int | None = None  # None = forever
+
+
+class SimNvml(SimNvmlCalls):
+    """An emulated NVML library: the GPUs, a clock, the init state and injected faults."""
+
+    def __init__(
+        self,
+        gpus: Sequence[SimGpu],
+        *,
+        clock: Callable[[], float] = time.time,
+        driver_version: str = "550.54.15",
+    ) -> None:
+        self.gpus = list(gpus)
+        self.clock = clock
+        self.driver_version = driver_version
+        self.initialized = 0
+        self.faults: list[Fault] = []
+        self.calls: dict[str, int] = {}
+
+    def inject(
+        self, call: str, code: int, *, index: int | None = None, times: int | None = None
+    ) -> Fault:
+        fault = Fault(call, code, index, times)
+        self.faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        self.faults.clear()
+
+    def check(self, call: str, index: int | None) -> None:
+        """Count the call and raise an injected fault or Uninitialized, as NVML would."""
+        self.calls[call] = self.calls.get(call, 0) + 1
+        for fault in self.faults:
+            if fault.call not in (call, "*") or fault.index not in (None, index):
+                continue
+            if fault.remaining is not None:
+                if fault.remaining <= 0:
+                    continue
+                fault.remaining -= 1
+            raise NVMLError(fault.code)
+        if call not in ("nvmlInit", "nvmlInitWithFlags") and not self.initialized:
+            raise NVMLError(1)  # NVML_ERROR_UNINITIALIZED
+        now = self.clock()
+        for gpu in self.gpus:
+            gpu.advance(now)
+
+
+_installed: SimNvml | None = None
+
+
+def install(lib: SimNvml | None) -> None:
+    """Make this module's nvml* functions call `lib` (None: uninstall)."""
+    global _installed  # noqa: PLW0603 - the module stands in for pynvml's module-level API
+    _installed = lib
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith(("nvml", "Nvml")) and _installed is not None:
+        return getattr(_installed, name)
+    if name.startswith("nvml"):
+        raise NVMLError(12)  # NVML_ERROR_LIBRARY_NOT_FOUND: nothing installed
+    raise AttributeError(name)
