@@ -1,0 +1,245 @@
+"""Pods grouped into gangs (the model's `Job`) and pending demand, from plain object dicts. Pure.
+
+A gang is what the reclaimer preempts as a whole: a Kubeflow PyTorchJob, a Volcano Job, or a
+bare GPU pod (no controller; Volcano gives such a pod its own PodGroup). A pod joins a gang by
+its controller owner reference, or failing that through its PodGroup (`scheduling.k8s.io/
+group-name`) and the PodGroup's owner. Pods run by other controllers (Deployments, batch Jobs...)
+join no gang: evicting one only makes its controller recreate it. Pending demand is every
+PodGroup in Pending/Inqueue, plus unscheduled bare GPU pods that have no PodGroup.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from reclaimer.kube import fields as f
+from reclaimer.kube.resources import (
+    ACTION_TIME_KEYS,
+    DEFAULT_QUEUE,
+    GROUP_NAME_KEY,
+    QUEUE_LABELS,
+    SUSPENDED_BY,
+    WORKLOAD_CLASS,
+)
+from reclaimer.model import Job, JobKind, PendingDemand, Pod, PodPhase
+
+Obj = f.Obj
+_PENDING_PG = frozenset({"Pending", "Inqueue"})
+_VOLCANO_SUSPENDED = frozenset({"Aborting", "Aborted"})
+_VOLCANO_FINISHED = frozenset({"Completed", "Failed", "Terminated", "Terminating"})
+_LIVE_POD = frozenset({PodPhase.PENDING, PodPhase.RUNNING, PodPhase.UNKNOWN})
+
+
+@dataclass(frozen=True)
+class Workloads:
+    jobs: tuple[Job, ...]
+    pods: tuple[Pod, ...]
+    pending: tuple[PendingDemand, ...]
+    last_actions: Mapping[str, float]
+    problems: tuple[str, ...]
+
+
+def last_action_time(annotations: Mapping[str, str]) -> float | None:
+    times = [f.timestamp(annotations.get(k)) for k in ACTION_TIME_KEYS]
+    found = [t for t in times if t is not None]
+    return max(found) if found else None
+
+
+def _priority(class_name: object, priorities: Mapping[str, int]) -> int:
+    return priorities.get(str(class_name), 0) if class_name else 0
+
+
+def _job_from_meta(obj: Obj, kind: JobKind, **values: object) -> Job:
+    annotations = f.annotations_of(obj)
+    labels = f.labels_of(obj)
+    return Job(
+        key=f.key(obj),
+        kind=kind,
+        namespace=f.namespace(obj),
+        name=f.name(obj),
+        labels=labels,
+        annotations=annotations,
+        uid=str(f.meta(obj).get("uid", "")),
+        suspended_by_reclaimer=SUSPENDED_BY in annotations,
+        workload_class=annotations.get(WORKLOAD_CLASS) or labels.get(WORKLOAD_CLASS),
+        **values,  # type: ignore[arg-type]
+    )
+
+
+def _finished(conditions: object) -> bool:
+    items = conditions if isinstance(conditions, Sequence) else []
+    return any(
+        isinstance(c, Mapping)
+        and c.get("type") in ("Succeeded", "Failed")
+        and c.get("status") == "True"
+        for c in items
+    )
+
+
+def pytorch_job(obj: Obj, priorities: Mapping[str, int]) -> Job | None:
+    """A Kubeflow PyTorchJob as a gang; None once it succeeded or failed."""
+    if _finished(f.dig(obj, "status", "conditions")):
+        return None
+    specs = f.dig(obj, "spec", "pytorchReplicaSpecs") or {}
+    replicas = {n: f.int_field(s.get("replicas"), 1) for n, s in specs.items()}
+    gpus = sum(
+        replicas[n] * f.pod_spec_gpus(f.dig(s, "template", "spec")) for n, s in specs.items()
+    )
+    policy = f.dig(obj, "spec", "runPolicy") or {}
+    sched = policy.get("schedulingPolicy") or {}
+    return _job_from_meta(
+        obj,
+        JobKind.PYTORCH_JOB,
+        queue=str(sched.get("queue") or DEFAULT_QUEUE),
+        gpus=gpus,
+        min_member=f.int_field(sched.get("minAvailable"), sum(replicas.values()) or 1),
+        priority=_priority(sched.get("priorityClass"), priorities),
+        start_time=f.timestamp(f.dig(obj, "status", "startTime")) or f.created_at(obj),
+        suspended=bool(policy.get("suspend")),
+    )
+
+
+def volcano_job(obj: Obj, priorities: Mapping[str, int]) -> Job | None:
+    """A Volcano batch Job as a gang; None once it completed, failed or terminated."""
+    phase = f.dig(obj, "status", "state", "phase") or "Pending"
+    if phase in _VOLCANO_FINISHED:
+        return None
+    tasks = f.dig(obj, "spec", "tasks") or []
+    replicas = [f.int_field(t.get("replicas"), 1) for t in tasks]
+    gpus = sum(
+        r * f.pod_spec_gpus(f.dig(t, "template", "spec"))
+        for r, t in zip(replicas, tasks, strict=True)
+    )
+    spec = obj.get("spec") or {}
+    return _job_from_meta(
+        obj,
+        JobKind.VOLCANO_JOB,
+        queue=str(spec.get("queue") or DEFAULT_QUEUE),
+        gpus=gpus,
+        min_member=f.int_field(spec.get("minAvailable"), sum(replicas) or 1),
+        priority=_priority(spec.get("priorityClassName"), priorities),
+        start_time=f.created_at(obj),
+        suspended=phase in _VOLCANO_SUSPENDED,
+    )
+
+
+def owner_job_key(obj: Obj) -> tuple[str | None, str | None]:
+    """(job key, owner kind) of a pod or PodGroup's controller, as far as gangs go."""
+    owner = f.controller_owner(obj)
+    if owner is None:
+        return None, None
+    api = str(owner.get("apiVersion", ""))
+    kind = str(owner.get("kind", ""))
+    if (kind == "PyTorchJob" and api.startswith("kubeflow.org/")) or (
+        kind == "Job" and api.startswith("batch.volcano.sh/")
+    ):
+        return f"{f.namespace(obj)}/{owner.get('name')}", kind
+    return None, kind
+
+
+def _pod_phase(obj: Obj) -> PodPhase:
+    try:
+        return PodPhase(str(f.dig(obj, "status", "phase") or "Pending"))
+    except ValueError:
+        return PodPhase.UNKNOWN
+
+
+def pod_queue(obj: Obj, podgroup: Obj | None) -> str:
+    if podgroup is not None and f.dig(podgroup, "spec", "queue"):
+        return str(f.dig(podgroup, "spec", "queue"))
+    labels = f.labels_of(obj)
+    annotations = f.annotations_of(obj)
+    for label in QUEUE_LABELS:
+        if labels.get(label) or annotations.get(label):
+            return labels.get(label) or annotations[label]
+    return DEFAULT_QUEUE
+
+
+def podgroup_name(obj: Obj) -> str | None:
+    return f.annotations_of(obj).get(GROUP_NAME_KEY) or f.labels_of(obj).get(GROUP_NAME_KEY)
+
+
+def pod(obj: Obj, job: str | None) -> Pod:
+    return Pod(
+        key=f.key(obj),
+        namespace=f.namespace(obj),
+        name=f.name(obj),
+        node=f.dig(obj, "spec", "nodeName") or None,
+        gpus=f.pod_spec_gpus(obj.get("spec")),
+        phase=_pod_phase(obj),
+        job=job,
+        labels=f.labels_of(obj),
+        annotations=f.annotations_of(obj),
+        start_time=f.timestamp(f.dig(obj, "status", "startTime")) or f.created_at(obj),
+        uid=str(f.meta(obj).get("uid", "")),
+    )
+
+
+def bare_pod_job(obj: Obj, p: Pod, queue: str, priorities: Mapping[str, int]) -> Job:
+    spec = obj.get("spec") or {}
+    priority = spec.get("priority")
+    return _job_from_meta(
+        obj,
+        JobKind.POD,
+        queue=queue,
+        gpus=p.gpus,
+        priority=int(priority)
+        if isinstance(priority, int)
+        else _priority(spec.get("priorityClassName"), priorities),
+        start_time=p.start_time,
+        pods=(p.key,),
+    )
+
+
+def attach_pods(jobs: Mapping[str, Job], pods: Sequence[Pod]) -> list[Job]:
+    """Each job with its (sorted) pod keys and, where pods ran, the earliest pod start."""
+    members: dict[str, list[Pod]] = {}
+    for p in pods:
+        if p.job is not None:
+            members.setdefault(p.job, []).append(p)
+    out = []
+    for key, job in sorted(jobs.items()):
+        mine = members.get(key, [])
+        started = [p.start_time for p in mine if p.phase == PodPhase.RUNNING and p.start_time]
+        out.append(
+            dataclasses.replace(
+                job,
+                pods=tuple(sorted(p.key for p in mine)) or job.pods,
+                start_time=min(started) if started else job.start_time,
+            )
+        )
+    return out
+
+
+def is_live(p: Pod) -> bool:
+    return p.phase in _LIVE_POD
+
+
+def pending_from_podgroup(
+    pg: Obj, job: Job | None, member_gpus: int, priorities: Mapping[str, int]
+) -> PendingDemand | None:
+    """Demand of a Pending/Inqueue PodGroup: its job's key, or its owner pod's, or its own."""
+    if (f.dig(pg, "status", "phase") or "Pending") not in _PENDING_PG:
+        return None
+    spec = pg.get("spec") or {}
+    gpus = f.gpu_amount(spec.get("minResources"))
+    need = int(gpus) if gpus is not None else (job.gpus if job else member_gpus)
+    if need <= 0:
+        return None
+    return PendingDemand(
+        queue=str(spec.get("queue") or (job.queue if job else DEFAULT_QUEUE)),
+        job=job.key if job else _podgroup_demand_key(pg),
+        gpus=need,
+        min_member=f.int_field(spec.get("minMember"), 1),
+        since=f.created_at(pg),
+        priority=_priority(spec.get("priorityClassName"), priorities),
+    )
+
+
+def _podgroup_demand_key(pg: Obj) -> str:
+    owner = f.controller_owner(pg)
+    if owner is not None and owner.get("kind") == "Pod":
+        return f"{f.namespace(pg)}/{owner.get('name')}"
+    return f.key(pg)

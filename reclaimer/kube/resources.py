@@ -1,0 +1,76 @@
+"""Names the reclaimer shares with Kubernetes: API coordinates, label and annotation keys.
+
+Pure constants. Everything the reclaimer writes on objects lives under the `gpu-reclaim.io/`
+prefix, so a restarted controller can tell what it did (and resume only what it suspended).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+
+# Volcano / Kubernetes links between pods, podgroups, queues
+GROUP_NAME_KEY: Final = "scheduling.k8s.io/group-name"
+QUEUE_LABELS: Final = ("volcano.sh/queue-name", "scheduling.volcano.sh/queue-name")
+DEFAULT_QUEUE: Final = "default"
+
+# NVIDIA device plugin / GPU feature discovery node labels
+DEVICE_PLUGIN_CONFIG_LABEL: Final = "nvidia.com/device-plugin.config"
+GPU_COUNT_LABEL: Final = "nvidia.com/gpu.count"
+GPU_REPLICAS_LABEL: Final = "nvidia.com/gpu.replicas"
+
+# What the reclaimer records on the objects it acts on
+PREFIX: Final = "gpu-reclaim.io/"
+SUSPENDED_BY: Final = PREFIX + "suspended-by"
+SUSPENDED_AT: Final = PREFIX + "suspended-at"
+SUSPEND_REASON: Final = PREFIX + "suspend-reason"
+RESUMED_AT: Final = PREFIX + "resumed-at"
+EVICTED_AT: Final = PREFIX + "evicted-at"
+LAST_RESHAPE: Final = PREFIX + "last-reshape"
+RESHAPE_FROM: Final = PREFIX + "reshape-from"
+RESHAPE_TO: Final = PREFIX + "reshape-to"
+WORKLOAD_CLASS: Final = PREFIX + "workload-class"
+# annotations whose value is a time of a reclaimer action (cool-downs)
+ACTION_TIME_KEYS: Final = (SUSPENDED_AT, RESUMED_AT, EVICTED_AT, LAST_RESHAPE)
+CONTROLLER_NAME: Final = "gpu-reclaimer"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One API resource: where it lives and whether it is namespaced."""
+
+    group: str  # "" = core
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+QUEUES: Final = Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", namespaced=False)
+PODGROUPS: Final = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
+VOLCANO_JOBS: Final = Resource("batch.volcano.sh", "v1alpha1", "jobs", "Job")
+VOLCANO_COMMANDS: Final = Resource("bus.volcano.sh", "v1alpha1", "commands", "Command")
+PYTORCH_JOBS: Final = Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob")
+PODS: Final = Resource("", "v1", "pods", "Pod")
+NODES: Final = Resource("", "v1", "nodes", "Node", namespaced=False)
+CONFIGMAPS: Final = Resource("", "v1", "configmaps", "ConfigMap")
+EVENTS: Final = Resource("", "v1", "events", "Event")
+PDBS: Final = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
+PRIORITY_CLASSES: Final = Resource(
+    "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
+)
+LEASES: Final = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+
+
+@dataclass(frozen=True)
+class ConfigMapRef:
+    """Where the NVIDIA device plugin's per-node configs live (one key per config)."""
+
+    namespace: str = "gpu-operator"
+    name: str = "time-slicing-config"

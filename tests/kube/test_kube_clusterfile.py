@@ -1,0 +1,72 @@
+"""Loading `kubectl get -o yaml` dumps: List, multi-document, mixed, and malformed input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reclaimer.clusterfile import ClusterFileError, load_cluster_file, load_cluster_view
+
+REPO = Path(__file__).resolve().parent.parent.parent
+FIXTURE = REPO / "tests" / "fixtures" / "cluster" / "cluster.yaml"
+
+
+def _docs() -> list[dict[str, object]]:
+    return [d for d in yaml.safe_load_all(FIXTURE.read_text()) if d]
+
+
+def test_list_and_multidoc_give_the_same_view() -> None:
+    docs = _docs()
+    as_list = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": docs})
+    half = len(docs) // 2
+    mixed = yaml.safe_dump_all(
+        [{"apiVersion": "v1", "kind": "List", "items": docs[:half]}, *docs[half:]]
+    )
+    multi = load_cluster_file(FIXTURE, taken_at=1.0)
+    assert load_cluster_view(as_list, 1.0) == multi
+    assert load_cluster_view(mixed, 1.0) == multi
+    assert len(multi.jobs) == 5
+
+
+def test_unknown_kinds_are_noted() -> None:
+    text = yaml.safe_dump_all(
+        [
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}},
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}},
+        ]
+    )
+    view = load_cluster_view(text, 0.0)
+    assert any("Deployment" in p for p in view.problems)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: [unclosed", "not valid YAML"),
+        ("- just\n- a list\n", "expected a Kubernetes object"),
+        ("kind: Pod\nmetadata: {name: x}\n", "without kind/apiVersion"),
+        ("apiVersion: v1\nkind: Pod\nmetadata: {}\n", "without metadata.name"),
+        ("apiVersion: v1\nkind: List\nitems: {a: 1}\n", "not a list"),
+        ("", "no Kubernetes objects"),
+    ],
+    ids=["bad-yaml", "not-an-object", "no-kind", "no-name", "items-not-list", "empty"],
+)
+def test_malformed_dumps_are_refused_clearly(text: str, message: str) -> None:
+    with pytest.raises(ClusterFileError, match=message):
+        load_cluster_view(text, 0.0, source="dump.yaml")
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(ClusterFileError, match="cannot read"):
+        load_cluster_file(tmp_path / "missing.yaml", 0.0)
+
+
+def test_deploy_examples_load() -> None:
+    examples = sorted((REPO / "deploy" / "examples").glob("*.yaml"))
+    if not examples:
+        pytest.skip("deploy/examples/ not written yet")
+    text = "\n---\n".join(p.read_text() for p in examples)
+    view = load_cluster_view(text, 0.0)
+    assert view.queues or view.jobs or view.nodes

@@ -1,0 +1,178 @@
+"""The pure converter: object dicts -> ClusterView, on the fixture cluster and on edge cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reclaimer.clusterfile import parse_objects
+from reclaimer.kube.convert import ClusterObjects, to_cluster_view
+from reclaimer.kube.quantity import QuantityError, parse_quantity
+from reclaimer.model import JobKind, PodPhase, QueueState
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "cluster" / "cluster.yaml"
+
+
+@pytest.fixture(scope="module")
+def view() -> Any:
+    return to_cluster_view(parse_objects(FIXTURE.read_text()), taken_at=5.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2", 2.0),
+        ("500m", 0.5),
+        ("1Gi", 2.0**30),
+        ("1.5k", 1500.0),
+        ("1e3", 1000.0),
+        ("63500m", 63.5),
+        (4, 4.0),
+    ],
+    ids=["int", "milli", "binary", "decimal-si", "exponent", "cpu-milli", "number"],
+)
+def test_quantities(text: object, expected: float) -> None:
+    assert parse_quantity(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1Qi", "--1", True], ids=str)
+def test_bad_quantities(text: object) -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+
+
+def test_queues(view: Any) -> None:
+    queues = {q.name: q for q in view.queues}
+    assert queues["research"].deserved_gpus == 4 and queues["research"].capability_gpus == 8
+    assert queues["research"].reclaimable  # unset counts as true
+    assert not queues["prod"].reclaimable
+    assert queues["prod"].guarantee_gpus == 2 and queues["prod"].priority == 10
+    assert queues["default"].state is QueueState.CLOSED
+
+
+@pytest.mark.parametrize(
+    ("key", "kind", "queue", "gpus", "min_member", "npods"),
+    [
+        ("research/bert-train", JobKind.PYTORCH_JOB, "research", 2, 2, 2),
+        ("research/sim-sweep", JobKind.VOLCANO_JOB, "research", 2, 2, 2),
+        ("team-a/notebook-0", JobKind.POD, "research", 1, 1, 1),
+        ("prod/llm-finetune", JobKind.PYTORCH_JOB, "prod", 4, 2, 0),
+    ],
+    ids=["pytorchjob", "volcano-job", "bare-pod", "pending-pytorchjob"],
+)
+def test_gangs(
+    view: Any, key: str, kind: JobKind, queue: str, gpus: int, min_member: int, npods: int
+) -> None:
+    job = {j.key: j for j in view.jobs}[key]
+    assert (job.kind, job.queue, job.gpus, job.min_member, len(job.pods)) == (
+        kind,
+        queue,
+        gpus,
+        min_member,
+        npods,
+    )
+
+
+def test_job_details(view: Any) -> None:
+    jobs = {j.key: j for j in view.jobs}
+    assert jobs["research/sim-sweep"].priority == 1000  # from PriorityClass "high"
+    assert jobs["team-a/notebook-0"].priority == 5  # pod spec.priority wins
+    assert jobs["research/bert-train"].workload_class == "training"
+    old = jobs["research/old-train"]
+    assert old.suspended and old.suspended_by_reclaimer
+    assert not jobs["research/bert-train"].suspended_by_reclaimer
+
+
+def test_pods_keep_gpu_pods_only_live(view: Any) -> None:
+    pods = {p.key: p for p in view.pods}
+    assert "team-a/done-job" not in pods  # Succeeded holds no GPU
+    assert pods["serving/infer-7d9f-abc"].job is None  # a Deployment's pod joins no gang
+    assert pods["team-b/waiting-0"].phase is PodPhase.PENDING
+    assert any("other controllers" in p for p in view.problems)
+
+
+def test_nodes_and_timeslicing(view: Any) -> None:
+    nodes = {n.name: n for n in view.nodes}
+    assert set(nodes) == {"gpu-node-1", "gpu-node-2"}  # the CPU node is no GPU node
+    assert (nodes["gpu-node-2"].gpus, nodes["gpu-node-2"].replicas) == (2, 4)
+    assert (nodes["gpu-node-1"].gpus, nodes["gpu-node-1"].replicas) == (4, 1)
+    assert nodes["gpu-node-1"].workload_classes == ("training",)
+    assert nodes["gpu-node-2"].last_reshape is not None
+
+
+def test_pending_demand(view: Any) -> None:
+    pending = {d.job: d for d in view.pending}
+    assert set(pending) == {"prod/llm-finetune", "team-b/waiting-0"}
+    assert (pending["prod/llm-finetune"].gpus, pending["prod/llm-finetune"].queue) == (4, "prod")
+    assert pending["team-b/waiting-0"].queue == "prod"
+
+
+def test_last_actions_and_pdb(view: Any) -> None:
+    assert set(view.last_actions) == {"research/old-train", "gpu-node-2"}
+    assert any("notebook-pdb" in p for p in view.problems)
+
+
+@pytest.mark.parametrize(
+    ("field", "obj", "problem"),
+    [
+        (
+            "pods",
+            {
+                "metadata": {"name": "p", "namespace": "n"},
+                "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "lots"}}}]},
+            },
+            "Pod n/p",
+        ),
+        (
+            "queues",
+            {"metadata": {"name": "q"}, "spec": {"weight": "heavy"}},
+            "Queue q",
+        ),
+        (
+            "nodes",
+            {
+                "metadata": {"name": "n1", "labels": {"nvidia.com/device-plugin.config": "gone"}},
+                "status": {"capacity": {"nvidia.com/gpu": "4"}},
+            },
+            "'gone' not found",
+        ),
+        (
+            "pytorch_jobs",
+            {
+                "metadata": {"name": "j", "namespace": "n"},
+                "spec": {
+                    "pytorchReplicaSpecs": {
+                        "Worker": {
+                            "replicas": 1,
+                            "template": {
+                                "spec": {
+                                    "containers": [
+                                        {"resources": {"limits": {"nvidia.com/gpu": "500m"}}}
+                                    ]
+                                }
+                            },
+                        }
+                    }
+                },
+            },
+            "whole number",
+        ),
+    ],
+    ids=["bad-gpu-quantity", "bad-weight", "missing-config-key", "fractional-gpu"],
+)
+def test_bad_objects_become_problems(field: str, obj: dict[str, Any], problem: str) -> None:
+    view = to_cluster_view(ClusterObjects(**{field: [obj]}), taken_at=0.0)  # type: ignore[arg-type]
+    assert any(problem in p for p in view.problems), view.problems
+
+
+def test_missing_crd_problems_pass_through() -> None:
+    objs = ClusterObjects(problems=("Volcano CRDs not installed",))
+    assert to_cluster_view(objs, 0.0).problems == ("Volcano CRDs not installed",)
+
+
+def test_fixture_is_valid_yaml_documents() -> None:
+    docs = [d for d in yaml.safe_load_all(FIXTURE.read_text()) if d]
+    assert len(docs) > 20
