@@ -200,6 +200,16 @@ class Reason(StrEnum):
     NO_FIT = "FreedCapacityDoesNotFit"
     LIMIT_REACHED = "LimitReached"
     NO_DEMAND = "NoStarvedDemand"
+    # added with the planner
+    CLASS_LIMIT = "WorkloadClassLimit"  # action: replicas above what the node's classes allow
+    QUEUE_AT_SHARE = "QueueAtDeservedShare"  # pending job's queue is not below its share
+    QUEUE_AT_CAPABILITY = "QueueAtCapability"  # pending job would push its queue over capability
+    FITS_FREE = "FitsInFreeCapacity"  # pending job needs no preemption: free slots hold it
+    BELOW_GUARANTEE = "QueueAtGuarantee"  # preempting would take the queue below its guarantee
+    DEMAND_WAITING = "StarvedDemandWaiting"  # resume held back: a starved queue still waits
+    NO_METRICS = "NoMetrics"  # node has no GPU stats to reshape on
+    NO_CHANGE = "NoChangeNeeded"  # node's replicas already fit its load
+    DISABLED = "ActionDisabled"  # the policy turned this kind of action off
 
 
 @dataclass(frozen=True)
