@@ -1,0 +1,65 @@
+"""Keeping the forecaster honest: idle forecasts are remembered and checked once their horizon ends.
+
+Pure functions over immutable data; the controller keeps the pending tuple between cycles.
+An idle forecast made at `t` for horizon `h` is *correct* when every history point of the job in
+(t, t + h] stays below the forecast's threshold, and *wrong* otherwise. It is checked only when
+the data reaches t + h; one with no data at all in its window (the job was preempted, finished or
+lost its series) cannot be judged and is dropped after `GRACE` seconds, uncounted. Each job has
+at most one pending check, the oldest, so a job forecast idle every cycle counts once per horizon.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+import pandas as pd
+
+from reclaimer.model import Forecast
+
+GRACE = 3600.0
+
+
+class CheckResult(StrEnum):
+    CORRECT = "correct"
+    WRONG = "wrong"
+
+
+@dataclass(frozen=True)
+class PendingCheck:
+    job: str
+    made_at: float
+    until: float
+    threshold: float
+
+
+def remember(
+    pending: tuple[PendingCheck, ...], forecasts: Mapping[str, Forecast], now: float
+) -> tuple[PendingCheck, ...]:
+    """Add a check for every idle forecast whose job has none pending."""
+    waiting = {p.job for p in pending}
+    new = tuple(
+        PendingCheck(f.job, now, now + f.horizon_seconds, f.threshold)
+        for f in sorted(forecasts.values(), key=lambda f: f.job)
+        if f.idle and f.job not in waiting
+    )
+    return pending + new
+
+
+def check(
+    pending: tuple[PendingCheck, ...], history: pd.DataFrame, now: float
+) -> tuple[tuple[PendingCheck, ...], tuple[tuple[str, CheckResult], ...]]:
+    """Judge the checks whose window the history covers; return (still pending, results)."""
+    keep: list[PendingCheck] = []
+    results: list[tuple[str, CheckResult]] = []
+    for p in pending:
+        rows = history[history["job"] == p.job]
+        window = rows[(rows["timestamp"] > p.made_at) & (rows["timestamp"] <= p.until)]
+        covered = len(rows) > 0 and float(rows["timestamp"].max()) >= p.until
+        if covered and len(window):
+            busy = bool((window["value"] >= p.threshold).any())
+            results.append((p.job, CheckResult.WRONG if busy else CheckResult.CORRECT))
+        elif now <= p.until + GRACE:
+            keep.append(p)
+    return tuple(keep), tuple(results)

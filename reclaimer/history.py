@@ -1,0 +1,186 @@
+"""From Prometheus answers to the forecaster's history frame and the planner's node GPU stats.
+
+Theory of operation. PromQL does the fleet-wide work, so the cost in requests does not grow with
+the number of pods: one query aggregates every pod's GPU series to one series per
+(namespace, pod), and `query_range` fetches all of them at once over step-aligned time chunks,
+each under Prometheus' 11,000-points-per-series limit. Three instant queries give per-GPU node
+stats. Per source:
+
+- gpu-reclaim (our exporter): `gpu_pod_utilization_ratio`, joined with `gpu_pod_allocated` by
+  `or on (namespace, pod) 0 * ...`, so a pod holding a GPU but running nothing reads 0 instead of
+  vanishing. The recording rules `RECORDED_POD_UTILIZATION_5M` / `RECORDED_POD_ALLOCATED` are
+  used instead when Prometheus has them (one probe per read).
+- dcgm: dcgm-exporter's `DCGM_FI_DEV_GPU_UTIL` series that carry a `pod` label, percent / 100.
+  `--kubernetes-virtual-gpus` copies the device value to every sharing pod under the same name,
+  so series are combined with `max`, never `sum`.
+
+A pod on several GPUs counts as busy as its busiest GPU, and a job as busy as its busiest pod
+(`max`, not `mean`): the reclaimer only acts on jobs that are idle everywhere, so one working
+rank keeps its whole gang. A job is left out of the frame (no history, hence no forecast) unless
+every one of its running GPU pods has a series; such gaps are reported in `problems`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import pandas as pd
+
+import gpu_contract as gc
+from reclaimer.model import ClusterView, GpuStats, PodPhase
+from reclaimer.prom import QueryResult
+
+PROMETHEUS_MAX_POINTS = 11_000
+
+
+class MetricsSource(StrEnum):
+    GPU_RECLAIM = "gpu-reclaim"
+    DCGM = "dcgm"
+
+
+@dataclass(frozen=True)
+class HistoryParams:
+    window: float = 6 * 3600.0  # seconds of history fetched per cycle
+    step: float = 60.0  # seconds between points; also the averaging window per point
+    max_points: int = 10_000  # per series per request, under PROMETHEUS_MAX_POINTS
+    stats_window: float = 600.0  # seconds averaged for node GPU stats
+    max_age: float = 300.0  # newest sample older than this: the data is stale
+
+
+POD_COLUMNS = ["namespace", "pod", "timestamp", "value"]
+JOB_COLUMNS = ["job", "timestamp", "value"]
+
+
+def align(t: float, step: float) -> float:
+    """The latest multiple of `step` at or before `t`: the same grid every cycle."""
+    return math.floor(t / step) * step
+
+
+def time_chunks(
+    start: float, end: float, step: float, max_points: int
+) -> list[tuple[float, float]]:
+    """Split [start, end] on the `step` grid into ranges of at most `max_points` points each."""
+    if step <= 0 or max_points < 1 or not 0 < max_points <= PROMETHEUS_MAX_POINTS:
+        raise ValueError("step must be > 0 and 1 <= max_points <= 11000")
+    chunks = []
+    s = start
+    while s <= end:
+        e = min(end, s + (max_points - 1) * step)
+        chunks.append((s, e))
+        s = e + step
+    return chunks
+
+
+def recorded_probe_query() -> str:
+    return f"count({gc.RECORDED_POD_UTILIZATION_5M}) or count({gc.RECORDED_POD_ALLOCATED})"
+
+
+def pod_utilization_query(source: MetricsSource, recorded: bool, step: float) -> str:
+    """One PromQL expression giving one series per (namespace, pod), value ratio 0..1."""
+    rng = f"[{int(step)}s]"
+    by = "max by (namespace, pod)"
+    if source is MetricsSource.DCGM:
+        util = gc.DCGM_GPU_UTIL
+        return f'{by} (avg_over_time({util}{{pod!=""}}{rng})) / 100'
+    if recorded:
+        util_rec, alloc_rec = gc.RECORDED_POD_UTILIZATION_5M, gc.RECORDED_POD_ALLOCATED
+        return f"{by} ({util_rec}) or on (namespace, pod) (0 * {by} ({alloc_rec}))"
+    util, alloc = gc.POD_UTILIZATION, gc.POD_ALLOCATED
+    return (
+        f"{by} (avg_over_time({util}{rng}))"
+        f" or on (namespace, pod) (0 * {by} (max_over_time({alloc}{rng})))"
+    )
+
+
+def freshness_query(source: MetricsSource) -> str:
+    """Time of the newest raw sample the utilization comes from."""
+    metric = gc.DCGM_GPU_UTIL if source is MetricsSource.DCGM else gc.POD_ALLOCATED
+    return f"max(timestamp({metric}))"
+
+
+def node_stats_queries(window: float) -> dict[str, str]:
+    """Per-GPU (Hostname, UUID) stats; max de-duplicates dcgm's per-pod copies."""
+    by = "max by (Hostname, UUID)"
+    rng = f"[{int(window)}s]"
+    return {
+        "util": f"{by} (avg_over_time({gc.DCGM_GPU_UTIL}{rng}))",
+        "used": f"{by} ({gc.DCGM_FB_USED})",
+        "free": f"{by} ({gc.DCGM_FB_FREE})",
+    }
+
+
+def pod_frame(results: Iterable[QueryResult]) -> pd.DataFrame:
+    """Matrix results (one series per namespace/pod) -> long frame, NaN points dropped."""
+    rows = [
+        (s.labels.get("namespace", ""), s.labels.get("pod", ""), ts, v)
+        for r in results
+        for s in r.series
+        for ts, v in s.points
+        if not math.isnan(v) and s.labels.get("pod")
+    ]
+    frame = pd.DataFrame(rows, columns=POD_COLUMNS)
+    frame["value"] = frame["value"].astype(float).clip(0.0, 1.0)
+    return frame.drop_duplicates(["namespace", "pod", "timestamp"]).reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class JobHistory:
+    frame: pd.DataFrame  # JOB_COLUMNS
+    problems: tuple[str, ...] = ()
+    uncovered: tuple[str, ...] = field(default=())  # job keys left out for missing pods
+
+
+def job_frame(pods: pd.DataFrame, view: ClusterView) -> JobHistory:
+    """Per-pod history -> per-job history (max over the job's pods at each timestamp)."""
+    have = set(zip(pods["namespace"], pods["pod"], strict=True))
+    pod_to_job: dict[tuple[str, str], str] = {}
+    uncovered = []
+    for job in view.jobs:
+        running = [
+            p for p in view.pods if p.job == job.key and p.gpus > 0 and p.phase is PodPhase.RUNNING
+        ]
+        if not running:
+            continue
+        missing = [p.key for p in running if (p.namespace, p.name) not in have]
+        if missing:
+            uncovered.append(f"{job.key} (no series for {', '.join(sorted(missing))})")
+            continue
+        pod_to_job.update({(p.namespace, p.name): job.key for p in running})
+    keys = [pod_to_job.get(k, "") for k in zip(pods["namespace"], pods["pod"], strict=True)]
+    sel = pods.assign(job=keys)
+    sel = sel[sel["job"] != ""]
+    agg = sel.groupby(["job", "timestamp"])["value"].max().reset_index()
+    frame = pd.DataFrame(
+        {
+            "job": agg["job"].astype(str),
+            "timestamp": agg["timestamp"].astype(float),
+            "value": agg["value"].astype(float),
+        },
+        columns=JOB_COLUMNS,
+    )
+    problems = (f"jobs without complete series: {'; '.join(uncovered)}",) if uncovered else ()
+    return JobHistory(
+        frame.reset_index(drop=True), problems, tuple(u.split(" ")[0] for u in uncovered)
+    )
+
+
+def node_stats(results: Mapping[str, QueryResult]) -> dict[str, tuple[GpuStats, ...]]:
+    """Hostname -> per-GPU stats (sorted by UUID); GPUs missing a memory series read 0 memory."""
+
+    def by_gpu(key: str) -> dict[tuple[str, str], float]:
+        out = {}
+        for s in results[key].series:
+            if s.points and not math.isnan(s.points[-1][1]):
+                out[(s.labels.get("Hostname", ""), s.labels.get("UUID", ""))] = s.points[-1][1]
+        return out
+
+    util, used, free = by_gpu("util"), by_gpu("used"), by_gpu("free")
+    stats: dict[str, list[tuple[str, GpuStats]]] = {}
+    for (host, uuid), u in sorted(util.items()):
+        total = used.get((host, uuid), 0.0) + free.get((host, uuid), 0.0)
+        mem = used.get((host, uuid), 0.0) / total if total > 0 else 0.0
+        stats.setdefault(host, []).append((uuid, GpuStats(min(1.0, max(0.0, u / 100)), mem)))
+    return {host: tuple(g for _, g in gpus) for host, gpus in stats.items()}

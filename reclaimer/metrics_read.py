@@ -1,0 +1,134 @@
+"""One cycle's read of Prometheus: a fixed handful of requests, whatever the fleet size.
+
+Requests per read: the recording-rule probe (first read only; the answer is cached by the
+caller), one freshness query (`max(timestamp(...))`, the newest raw sample), one `query_range` per
+time chunk of the history window (one chunk up to 10,000 steps), and three instant queries for
+node GPU stats; all but the probe run concurrently. A failed utilization or freshness query
+raises `MetricsUnavailable` (nothing to plan on); a failed stats query or Prometheus warnings
+clear `complete`; jobs missing series (left out of the history, so never forecast idle) and data
+older than `max_age` (the planner's `metrics_at` check) are reported in `problems`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from reclaimer.history import (
+    HistoryParams,
+    MetricsSource,
+    align,
+    freshness_query,
+    job_frame,
+    node_stats,
+    node_stats_queries,
+    pod_frame,
+    pod_utilization_query,
+    recorded_probe_query,
+    time_chunks,
+)
+from reclaimer.model import ClusterView, GpuStats
+from reclaimer.prom import PromClient, PromError, QueryResult
+
+
+class MetricsUnavailable(Exception):
+    """Prometheus could not give the utilization history this cycle needs."""
+
+
+@dataclass(frozen=True)
+class MetricsRead:
+    history: pd.DataFrame  # job, timestamp, value: the forecaster's input
+    pods: pd.DataFrame  # namespace, pod, timestamp, value: per-pod, for the fleet summary
+    node_stats: dict[str, tuple[GpuStats, ...]]
+    metrics_at: float | None
+    complete: bool
+    problems: tuple[str, ...]
+    recorded: bool  # the recording rules were used
+    requests: int  # HTTP requests this read sent, retries included
+
+
+async def probe_recorded(client: PromClient, now: float) -> bool:
+    """True when the pod utilization/allocation recording rules have data."""
+    try:
+        result = await client.query(recorded_probe_query(), at=now)
+    except PromError as err:
+        raise MetricsUnavailable(f"recording-rule probe failed: {err}") from err
+    return any(s.points for s in result.series)
+
+
+async def read_metrics(
+    client: PromClient,
+    view: ClusterView,
+    now: float,
+    params: HistoryParams,
+    source: MetricsSource,
+    *,
+    recorded: bool | None = None,
+) -> MetricsRead:
+    """Read history and node stats for `view` as of `now`; see the module docstring."""
+    before = client.requests
+    if recorded is None:
+        recorded = source is MetricsSource.GPU_RECLAIM and await probe_recorded(client, now)
+    end = align(now, params.step)
+    start = align(now - params.window, params.step)
+    util_q = pod_utilization_query(source, recorded, params.step)
+    chunks = time_chunks(start, end, params.step, params.max_points)
+    stats_q = node_stats_queries(params.stats_window)
+    calls = [client.query(freshness_query(source), at=now)]
+    calls += [client.query_range(util_q, s, e, params.step) for s, e in chunks]
+    calls += [client.query(q, at=now) for q in stats_q.values()]
+    answers = await asyncio.gather(*calls, return_exceptions=True)
+    core, stats_answers = answers[: 1 + len(chunks)], answers[1 + len(chunks) :]
+    for a in core:
+        if isinstance(a, BaseException):
+            if not isinstance(a, PromError):
+                raise a
+            raise MetricsUnavailable(f"utilization history unavailable: {a}") from a
+    fresh, ranges = _ok(core[0]), [_ok(a) for a in core[1:]]
+    problems = [
+        f"prometheus warning on {r.query!r}: {w}" for r in [fresh, *ranges] for w in r.warnings
+    ]
+    stats: dict[str, tuple[GpuStats, ...]] = {}
+    if any(isinstance(a, BaseException) for a in stats_answers):
+        errs = [str(a) for a in stats_answers if isinstance(a, BaseException)]
+        problems.append(f"node GPU stats unavailable: {'; '.join(errs)}")
+    else:
+        stats_results = dict(zip(stats_q, (_ok(a) for a in stats_answers), strict=True))
+        problems += [
+            f"prometheus warning on {r.query!r}: {w}"
+            for r in stats_results.values()
+            for w in r.warnings
+        ]
+        stats = node_stats(stats_results)
+    complete = not problems  # failed or partial queries; what follows is reported, not fatal
+    metrics_at = _newest(fresh)
+    if metrics_at is None:
+        problems.append("no samples: is the exporter scraped?")
+    elif now - metrics_at > params.max_age:
+        problems.append(f"newest sample is {now - metrics_at:.0f}s old (max {params.max_age:.0f}s)")
+    pods = pod_frame(ranges)
+    jobs = job_frame(pods, view)
+    problems += jobs.problems
+    return MetricsRead(
+        history=jobs.frame,
+        pods=pods,
+        node_stats=stats,
+        metrics_at=metrics_at,
+        complete=complete,
+        problems=tuple(problems),
+        recorded=recorded,
+        requests=client.requests - before,
+    )
+
+
+def _ok(answer: QueryResult | BaseException) -> QueryResult:
+    assert isinstance(answer, QueryResult)
+    return answer
+
+
+def _newest(result: QueryResult) -> float | None:
+    values = [v for s in result.series for _, v in s.points if not math.isnan(v)]
+    return max(values) if values else None

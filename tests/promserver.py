@@ -1,0 +1,147 @@
+"""A real Prometheus for tests: /usr/bin/prometheus on a free loopback port with a temp data dir.
+
+`start_prometheus()` writes a config (optional scrape targets and rule files), optionally backfills
+history first (`promtool tsdb create-blocks-from openmetrics` on OpenMetrics text the test writes
+from a known pattern), starts the server, waits for `/-/ready`, and always stops it.
+Backfilled samples must be younger than the retention (15 d) and older than ~2 h to land in
+blocks cleanly; `history_base()` gives a suitable aligned start time.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+
+Sample = tuple[float, float]  # (unix seconds, value)
+SeriesSpec = tuple[str, Mapping[str, str], Sequence[Sample]]  # (metric, labels, samples)
+
+
+@dataclass(frozen=True)
+class PromServer:
+    url: str
+    data_dir: Path
+    port: int
+
+
+def require_prometheus() -> None:
+    if not (Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()):
+        pytest.skip("prometheus/promtool not installed (make deps)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def history_base(hours_back: float = 30.0, step: float = 3600.0) -> float:
+    """An hour-aligned time `hours_back` ago: old enough to backfill, young enough to keep."""
+    return math.floor((time.time() - hours_back * 3600) / step) * step
+
+
+def openmetrics(series: Iterable[SeriesSpec], types: Mapping[str, str] | None = None) -> str:
+    """OpenMetrics text for promtool: samples grouped by family, sorted by time, `# EOF`."""
+    by_family: dict[str, list[str]] = {}
+    for name, labels, samples in series:
+        lab = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        lines = by_family.setdefault(name, [])
+        lines += [f"{name}{{{lab}}} {v!r} {t:.3f}" for t, v in samples]
+    out = []
+    for name, lines in by_family.items():
+        out.append(f"# TYPE {name} {(types or {}).get(name, 'gauge')}")
+        out += lines
+    return "\n".join(out) + "\n# EOF\n"
+
+
+def backfill(text: str, data_dir: Path) -> None:
+    src = data_dir.parent / "backfill.om"
+    src.write_text(text, encoding="utf-8")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(src), str(data_dir)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"prometheus exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/-/ready", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("prometheus did not become ready in time")
+
+
+@contextmanager
+def start_prometheus(
+    workdir: Path,
+    *,
+    history: str | None = None,
+    scrape_targets: Sequence[str] = (),
+    scrape_interval: str = "1s",
+    rule_files: Sequence[Path] = (),
+) -> Iterator[PromServer]:
+    """Run Prometheus until the block exits; `history` is OpenMetrics text to backfill first."""
+    require_prometheus()
+    data_dir = workdir / "tsdb"
+    if history is not None:
+        backfill(history, data_dir)
+    config = {
+        "global": {"scrape_interval": scrape_interval, "evaluation_interval": scrape_interval},
+        "rule_files": [str(p) for p in rule_files],
+        "scrape_configs": [
+            {"job_name": "gpu-exporter", "static_configs": [{"targets": list(scrape_targets)}]}
+        ]
+        if scrape_targets
+        else [],
+    }
+    cfg = workdir / "prometheus.yml"
+    cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
+    port = free_port()
+    log = (workdir / "prometheus.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            PROMETHEUS,
+            f"--config.file={cfg}",
+            f"--storage.tsdb.path={data_dir}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--storage.tsdb.retention.time=30d",
+            "--log.level=warn",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(url, proc)
+        yield PromServer(url, data_dir, port)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()

@@ -1,0 +1,67 @@
+"""A scripted fake Prometheus HTTP API on loopback: answers from a queue, records every request."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+
+@dataclass
+class Reply:
+    body: Any = None  # JSON-encoded unless str
+    status: int = 200
+    delay: float = 0.0
+
+
+@dataclass
+class FakeProm:
+    replies: list[Reply] = field(default_factory=list)
+    default: Reply | None = None
+    requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    url: str = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        form = dict(await request.post())
+        self.requests.append((request.path, {k: str(v) for k, v in form.items()}))
+        reply = self.replies.pop(0) if self.replies else self.default
+        if reply is None:
+            return web.Response(status=500, text="no scripted reply")
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        text = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
+        return web.Response(status=reply.status, text=text, content_type="application/json")
+
+
+def vector(*series: tuple[dict[str, str], float], at: float = 1000.0, **extra: Any) -> Any:
+    result = [{"metric": m, "value": [at, repr(v)]} for m, v in series]
+    return {"status": "success", "data": {"resultType": "vector", "result": result}, **extra}
+
+
+def matrix(*series: tuple[dict[str, str], list[tuple[float, float]]], **extra: Any) -> Any:
+    result = [{"metric": m, "values": [[t, repr(v)] for t, v in pts]} for m, pts in series]
+    return {"status": "success", "data": {"resultType": "matrix", "result": result}, **extra}
+
+
+def error(kind: str, msg: str) -> Any:
+    return {"status": "error", "errorType": kind, "error": msg}
+
+
+@asynccontextmanager
+async def fake_prometheus(*replies: Reply, default: Reply | None = None) -> AsyncIterator[FakeProm]:
+    fake = FakeProm(list(replies), default)
+    app = web.Application()
+    app.router.add_route("*", "/api/v1/{tail:.*}", fake.handle)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    fake.url = str(server.make_url("")).rstrip("/")
+    try:
+        yield fake
+    finally:
+        await server.close()

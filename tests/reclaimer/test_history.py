@@ -1,0 +1,122 @@
+"""history.py's pure parts: step grid, chunking, PromQL per source, frames and node stats."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import pytest
+from clusterviews import job_with_pods, view
+from hypothesis import given
+from hypothesis import strategies as st
+
+import gpu_contract as gc
+from reclaimer.history import (
+    PROMETHEUS_MAX_POINTS,
+    MetricsSource,
+    align,
+    job_frame,
+    node_stats,
+    pod_frame,
+    pod_utilization_query,
+    time_chunks,
+)
+from reclaimer.prom import QueryResult, Series
+
+
+def series(labels: dict[str, str], *points: tuple[float, float]) -> Series:
+    return Series(MappingProxyType(labels), tuple(points))
+
+
+@given(
+    start=st.integers(0, 10_000),
+    n=st.integers(1, 50_000),
+    step=st.sampled_from([15.0, 60.0, 300.0]),
+    max_points=st.integers(1, PROMETHEUS_MAX_POINTS),
+)
+def test_chunks_cover_the_grid_exactly_once_within_the_limit(start, n, step, max_points) -> None:
+    s = start * step
+    e = s + (n - 1) * step
+    chunks = time_chunks(s, e, step, max_points)
+    grid = [t for cs, ce in chunks for t in _grid(cs, ce, step)]
+    assert grid == _grid(s, e, step)
+    assert all(len(_grid(cs, ce, step)) <= max_points for cs, ce in chunks)
+
+
+def _grid(s: float, e: float, step: float) -> list[float]:
+    return [s + i * step for i in range(round((e - s) / step) + 1)]
+
+
+@pytest.mark.parametrize(
+    ("t", "step", "want"),
+    [(125.0, 60.0, 120.0), (120.0, 60.0, 120.0), (59.9, 60.0, 0.0), (3599.0, 300.0, 3300.0)],
+)
+def test_align_is_on_the_step_grid(t: float, step: float, want: float) -> None:
+    assert align(t, step) == want
+
+
+@pytest.mark.parametrize(
+    ("source", "recorded", "must_have", "must_not"),
+    [
+        pytest.param(
+            MetricsSource.GPU_RECLAIM,
+            False,
+            [gc.POD_UTILIZATION, gc.POD_ALLOCATED, "or on (namespace, pod)", "[60s]"],
+            ["sum"],
+            id="exporter-raw",
+        ),
+        pytest.param(
+            MetricsSource.GPU_RECLAIM,
+            True,
+            [gc.RECORDED_POD_UTILIZATION_5M, gc.RECORDED_POD_ALLOCATED],
+            [gc.POD_UTILIZATION + "["],
+            id="recorded",
+        ),
+        pytest.param(
+            MetricsSource.DCGM,
+            False,
+            [gc.DCGM_GPU_UTIL, 'pod!=""', "/ 100", "max by"],
+            ["sum"],
+            id="dcgm-percent-deduplicated",
+        ),
+    ],
+)
+def test_utilization_query_per_source(source, recorded, must_have, must_not) -> None:
+    q = pod_utilization_query(source, recorded, 60.0)
+    assert all(s in q for s in must_have), q
+    assert not any(s in q for s in must_not), q
+
+
+def test_job_frame_takes_the_busiest_pod_and_drops_jobs_with_missing_pods() -> None:
+    train = job_with_pods("a", "train", "q", [("t-0", 1), ("t-1", 1)])
+    gappy = job_with_pods("b", "gappy", "q", [("g-0", 1), ("g-1", 1)])
+    cv = view([train, gappy])
+    res = QueryResult(
+        "q",
+        "matrix",
+        (
+            series({"namespace": "a", "pod": "t-0"}, (60.0, 0.1), (120.0, 0.0)),
+            series({"namespace": "a", "pod": "t-1"}, (60.0, 0.7), (120.0, float("nan"))),
+            series({"namespace": "b", "pod": "g-0"}, (60.0, 0.0)),
+        ),
+    )
+    jobs = job_frame(pod_frame([res]), cv)
+    got = sorted(zip(jobs.frame["job"], jobs.frame["timestamp"], jobs.frame["value"], strict=True))
+    assert got == [("a/train", 60.0, 0.7), ("a/train", 120.0, 0.0)]
+    assert jobs.uncovered == ("b/gappy",)
+    assert "b/g-1" in jobs.problems[0]
+
+
+def test_node_stats_percent_to_ratio_and_memory_ratio() -> None:
+    def res(*s: Series) -> QueryResult:
+        return QueryResult("q", "vector", s)
+
+    lab = {"Hostname": "n1", "UUID": "GPU-1"}
+    stats = node_stats(
+        {
+            "util": res(series(lab, (0.0, 50.0))),
+            "used": res(series(lab, (0.0, 3000.0))),
+            "free": res(series(lab, (0.0, 1000.0))),
+        }
+    )
+    assert stats["n1"][0].utilization == 0.5
+    assert stats["n1"][0].memory_used_ratio == 0.75
