@@ -55,6 +55,13 @@ class SimNvml(SimNvmlCalls):
         self.faults: list[Fault] = []
         self.calls: dict[str, int] = {}
 
+    def __getattr__(self, name: str) -> Any:
+        """Constants, structures and error classes, so an instance works as a `lib` too."""
+        try:
+            return globals()[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
     def inject(
         self, call: str, code: int, *, index: int | None = None, times: int | None = None
     ) -> Fault:

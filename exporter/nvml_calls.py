@@ -1,0 +1,73 @@
+"""One NVML call with the exporter's error semantics, for one device in one sweep.
+
+`DeviceCalls.call` calls `lib.<name>(*args)` and classifies the outcome: a value; idle
+(NotFound: nothing to report, not a failure); disabled (NotSupported: remembered in the shared
+`disabled` set so the call is never made again for that device); or failed (any other error: the
+collector is marked failed for this device and the error counted by call name). After GpuIsLost
+the device's remaining calls in the sweep are skipped and their collectors marked failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NOT_FOUND = 6
+NVML_ERROR_GPU_IS_LOST = 15
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    value: Any = None
+    ok: bool = False
+    idle: bool = False  # NotFound
+
+
+_SKIPPED = CallOutcome()
+_IDLE = CallOutcome(idle=True)
+
+
+@dataclass
+class DeviceCalls:
+    """The calls made on one device (`key`: GPU index, or (index, slot) for a MIG instance)."""
+
+    lib: Any
+    key: object
+    disabled: set[tuple[object, str]]  # shared across sweeps
+    errors: dict[str, int]  # shared across the sweep's devices
+    sweep_failed: set[str] = field(default_factory=set)  # collectors failed anywhere this sweep
+    failed: set[str] = field(default_factory=set)  # collectors failed on this device
+    lost: list[bool] = field(default_factory=lambda: [False])  # shared with child instances
+
+    def child(self, key: object) -> DeviceCalls:
+        """Calls for a MIG instance of this GPU: own key and failures, same sweep."""
+        return DeviceCalls(
+            self.lib, key, self.disabled, self.errors, self.sweep_failed, lost=self.lost
+        )
+
+    def call(self, collector: str, name: str, *args: Any, tag: str = "") -> CallOutcome:
+        disable_key = (self.key, name + tag)
+        if disable_key in self.disabled:
+            return _SKIPPED
+        if self.lost[0]:
+            self._fail(collector)
+            return _SKIPPED
+        try:
+            return CallOutcome(getattr(self.lib, name)(*args), ok=True)
+        except Exception as exc:  # NVMLError_*, or anything a broken binding raises
+            code = getattr(exc, "value", None)
+            if code == NVML_ERROR_NOT_FOUND:
+                return _IDLE
+            if code == NVML_ERROR_NOT_SUPPORTED:
+                self.disabled.add(disable_key)
+                return _SKIPPED
+            self.errors[name] = self.errors.get(name, 0) + 1
+            self._fail(collector)
+            if code == NVML_ERROR_GPU_IS_LOST and self.key is not None:
+                self.lost[0] = True
+            return _SKIPPED
+
+    def _fail(self, collector: str) -> None:
+        self.failed.add(collector)
+        self.sweep_failed.add(collector)

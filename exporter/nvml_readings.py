@@ -1,0 +1,130 @@
+"""The device readings the NVML source takes, as data: which call, which collector, which
+dcgm-exporter families it yields and how to convert NVML's units (bytes -> MiB, mW -> W).
+
+Family names come from `gpu_contract` (`family` fails at import if a name is not in the
+contract), so a renamed metric cannot silently drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from gpu_contract import BY_NAME
+
+MIB = float(1 << 20)
+
+
+def family(name: str) -> str:
+    """The contract's name for a dcgm-exporter family (KeyError if the contract lacks it)."""
+    return BY_NAME[name].name
+
+
+class Collector(StrEnum):
+    IDENTITY = "identity"
+    MEMORY = "memory"
+    UTILIZATION = "utilization"
+    POWER = "power"
+    THERMAL = "thermal"
+    CLOCKS = "clocks"
+    PCIE = "pcie"
+    PROCESSES = "processes"
+    PROFILING = "profiling"
+    MIG = "mig"
+
+
+FB_FREE = family("DCGM_FI_DEV_FB_FREE")
+FB_USED = family("DCGM_FI_DEV_FB_USED")
+FB_RESERVED = family("DCGM_FI_DEV_FB_RESERVED")
+GPU_UTIL = family("DCGM_FI_DEV_GPU_UTIL")
+MEM_COPY_UTIL = family("DCGM_FI_DEV_MEM_COPY_UTIL")
+
+
+@dataclass(frozen=True)
+class Reading:
+    collector: Collector
+    call: str
+    parse: Callable[[Any], dict[str, float]]
+    args: Callable[[Any], tuple[Any, ...]] = lambda _lib: ()
+    tag: str = ""  # distinguishes two readings of the same call (clock types)
+    whole_gpu_only: bool = False  # skipped on MIG-enabled GPUs (NVML refuses them there)
+
+
+def _memory(m: Any) -> dict[str, float]:
+    return {
+        FB_FREE: float(m.free // (1 << 20)),
+        FB_USED: float(m.used // (1 << 20)),
+        FB_RESERVED: float(getattr(m, "reserved", 0) // (1 << 20)),
+    }
+
+
+def _one(name: str, scale: float = 1.0) -> Callable[[Any], dict[str, float]]:
+    fam = family(name)
+    return lambda v: {fam: float(v) * scale}
+
+
+def _first(name: str) -> Callable[[Any], dict[str, float]]:
+    fam = family(name)
+    return lambda v: {fam: float(v[0])}
+
+
+def _memory_temp(values: Any) -> dict[str, float]:
+    fv = values[0]
+    return {family("DCGM_FI_DEV_MEMORY_TEMP"): float(fv.value.uiVal)} if fv.nvmlReturn == 0 else {}
+
+
+MEMORY = Reading(
+    Collector.MEMORY, "nvmlDeviceGetMemoryInfo", _memory, lambda lib: (lib.nvmlMemory_v2,)
+)
+READINGS: tuple[Reading, ...] = (
+    MEMORY,
+    Reading(
+        Collector.UTILIZATION,
+        "nvmlDeviceGetUtilizationRates",
+        lambda u: {GPU_UTIL: float(u.gpu), MEM_COPY_UTIL: float(u.memory)},
+        whole_gpu_only=True,
+    ),
+    Reading(
+        Collector.UTILIZATION, "nvmlDeviceGetEncoderUtilization", _first("DCGM_FI_DEV_ENC_UTIL")
+    ),
+    Reading(
+        Collector.UTILIZATION, "nvmlDeviceGetDecoderUtilization", _first("DCGM_FI_DEV_DEC_UTIL")
+    ),
+    Reading(Collector.POWER, "nvmlDeviceGetPowerUsage", _one("DCGM_FI_DEV_POWER_USAGE", 1e-3)),
+    Reading(
+        Collector.POWER,
+        "nvmlDeviceGetTotalEnergyConsumption",
+        _one("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"),
+    ),
+    Reading(
+        Collector.THERMAL,
+        "nvmlDeviceGetTemperature",
+        _one("DCGM_FI_DEV_GPU_TEMP"),
+        lambda lib: (lib.NVML_TEMPERATURE_GPU,),
+    ),
+    Reading(
+        Collector.THERMAL,
+        "nvmlDeviceGetFieldValues",
+        _memory_temp,
+        lambda lib: ([lib.NVML_FI_DEV_MEMORY_TEMP],),
+    ),
+    Reading(
+        Collector.CLOCKS,
+        "nvmlDeviceGetClockInfo",
+        _one("DCGM_FI_DEV_SM_CLOCK"),
+        lambda lib: (lib.NVML_CLOCK_SM,),
+        tag="(SM)",
+    ),
+    Reading(
+        Collector.CLOCKS,
+        "nvmlDeviceGetClockInfo",
+        _one("DCGM_FI_DEV_MEM_CLOCK"),
+        lambda lib: (lib.NVML_CLOCK_MEM,),
+        tag="(MEM)",
+    ),
+    Reading(
+        Collector.PCIE, "nvmlDeviceGetPcieReplayCounter", _one("DCGM_FI_DEV_PCIE_REPLAY_COUNTER")
+    ),
+)
