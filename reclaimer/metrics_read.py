@@ -106,7 +106,7 @@ async def read_metrics(
     complete = not problems  # failed or partial queries; what follows is reported, not fatal
     metrics_at = _newest(fresh)
     if metrics_at is None:
-        problems.append("no samples: is the exporter scraped?")
+        problems.append("no samples in the last 5 minutes: is the exporter scraped?")
     elif now - metrics_at > params.max_age:
         problems.append(f"newest sample is {now - metrics_at:.0f}s old (max {params.max_age:.0f}s)")
     pods = pod_frame(ranges)

@@ -1,0 +1,239 @@
+"""history reads against a REAL Prometheus holding backfilled history of a known pattern.
+
+Samples sit at 5, 20, 35 and 50 s past each minute, all with the value of the minute they end, so
+`avg_over_time(x[60s])` at a minute boundary t sees exactly the four samples of (t-60, t] and the
+expected per-step value is known exactly. Requests are counted by a recording proxy in front of
+Prometheus, independent of the client's own counter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from clusterviews import job_with_pods, view
+from promserver import PromServer, history_base, openmetrics, start_prometheus
+
+import gpu_contract as gc
+from reclaimer.history import HistoryParams, MetricsSource
+from reclaimer.metrics_read import read_metrics
+from reclaimer.prom import PromClient
+
+pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
+
+MIN = 60.0
+SPAN = 120  # minutes of history
+OFFSETS = (-55.0, -40.0, -25.0, -10.0)
+
+
+def busy_c(t: float) -> float:
+    """A deterministic pattern: 0.0, 0.1, ..., 0.9 by minute."""
+    return (int(t // MIN) % 10) / 10
+
+
+def samples(base: float, f) -> list[tuple[float, float]]:
+    return [(base + m * MIN + o, f(base + m * MIN)) for m in range(1, SPAN + 1) for o in OFFSETS]
+
+
+def pod(ns: str, name: str, gpu: str, node: str = "n1") -> dict[str, str]:
+    return {
+        "namespace": ns,
+        "pod": name,
+        "container": "main",
+        "gpu": gpu,
+        "UUID": f"GPU-{node}-{gpu}",
+        "Hostname": node,
+    }
+
+
+def dev(gpu: str, node: str = "n1", **extra: str) -> dict[str, str]:
+    return {
+        "gpu": gpu,
+        "UUID": f"GPU-{node}-{gpu}",
+        "Hostname": node,
+        "device": f"nvidia{gpu}",
+        "modelName": "NVIDIA H100",
+        "pci_bus_id": "0",
+        "DCGM_FI_DRIVER_VERSION": "550",
+        **extra,
+    }
+
+
+def fleet_history(base: float, extra_pods: int = 0) -> str:
+    s = []
+    for gpu, val in (("0", 0.8), ("1", 0.6)):  # team-a/a-0 on two GPUs: max is 0.8
+        s.append((gc.POD_UTILIZATION, pod("team-a", "a-0", gpu), samples(base, lambda t, v=val: v)))
+        s.append((gc.POD_ALLOCATED, pod("team-a", "a-0", gpu), samples(base, lambda t: 1.0)))
+    for p, gpu in (("b-0", "2"), ("b-1", "3")):  # allocated, never a utilization series
+        s.append((gc.POD_ALLOCATED, pod("team-b", p, gpu), samples(base, lambda t: 1.0)))
+    s.append((gc.POD_UTILIZATION, pod("team-c", "c-0", "4"), samples(base, busy_c)))
+    s.append((gc.POD_ALLOCATED, pod("team-c", "c-0", "4"), samples(base, lambda t: 1.0)))
+    for i in range(extra_pods):
+        lab = pod("bulk", f"p-{i}", str(8 + i), node="n2")
+        s.append((gc.POD_UTILIZATION, lab, samples(base, lambda t: 0.5)))
+        s.append((gc.POD_ALLOCATED, lab, samples(base, lambda t: 1.0)))
+    for gpu, util in (("0", 40.0), ("1", 60.0)):
+        s.append((gc.DCGM_GPU_UTIL, dev(gpu), samples(base, lambda t, u=util: u)))
+        s.append((gc.DCGM_FB_USED, dev(gpu), samples(base, lambda t: 3000.0)))
+        s.append((gc.DCGM_FB_FREE, dev(gpu), samples(base, lambda t: 1000.0)))
+    return openmetrics(s)
+
+
+def cluster(extra_pods: int = 0):
+    jobs = [
+        job_with_pods("team-a", "train-a", "qa", [("a-0", 2)]),
+        job_with_pods("team-b", "idle-b", "qb", [("b-0", 1), ("b-1", 1)]),
+        job_with_pods("team-c", "wave-c", "qc", [("c-0", 1)]),
+    ]
+    jobs += [job_with_pods("bulk", f"j-{i}", "qd", [(f"p-{i}", 1)]) for i in range(extra_pods)]
+    return view(jobs)
+
+
+class Recorder:
+    """A loopback proxy that counts the requests the client sends to Prometheus."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.paths: list[str] = []
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.paths.append(request.path)
+        form = dict(await request.post())
+        async with aiohttp.ClientSession() as s, s.post(self.target + request.path, data=form) as r:
+            return web.Response(
+                status=r.status, body=await r.read(), content_type="application/json"
+            )
+
+
+@pytest.fixture(scope="module")
+def base() -> float:
+    return history_base()
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory: pytest.TempPathFactory, base: float):
+    work: Path = tmp_path_factory.mktemp("prom")
+    with start_prometheus(work, history=fleet_history(base, extra_pods=40)) as server:
+        yield server
+
+
+@pytest.fixture
+async def recorder(prom: PromServer) -> AsyncIterator[tuple[Recorder, str]]:
+    rec = Recorder(prom.url)
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", rec.handle)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        yield rec, str(server.make_url("")).rstrip("/")
+    finally:
+        await server.close()
+
+
+async def test_history_matches_the_pattern_on_the_step_grid(prom: PromServer, base: float) -> None:
+    now = base + SPAN * MIN + 7.0  # deliberately off-grid
+    params = HistoryParams(window=60 * MIN, step=MIN, stats_window=600.0, max_age=300.0)
+    async with PromClient(prom.url) as client:
+        read = await read_metrics(client, cluster(40), now, params, MetricsSource.GPU_RECLAIM)
+    assert read.complete, read.problems
+    assert read.metrics_at == base + SPAN * MIN - 10.0  # newest backfilled sample
+    assert not read.recorded
+    h = read.history
+    assert set(h["timestamp"] % MIN) == {0.0}  # on the step grid
+    a = h[h["job"] == "team-a/train-a"]
+    assert len(a) == 61 and set(a["value"]) == {0.8}  # busiest GPU of the pod
+    b = h[h["job"] == "team-b/idle-b"]
+    assert len(b) == 61 and set(b["value"]) == {0.0}  # allocated, no utilization: idle
+    c = h[h["job"] == "team-c/wave-c"]
+    assert [round(v, 9) for v in c["value"]] == [busy_c(t) for t in c["timestamp"]]
+    stats = read.node_stats["n1"]
+    assert [g.utilization for g in stats] == [0.4, 0.6]
+    assert [g.memory_used_ratio for g in stats] == [0.75, 0.75]
+
+
+@pytest.mark.parametrize(
+    ("max_points", "chunks"), [(10_000, 1), (30, 3)], ids=["one-chunk", "three-chunks"]
+)
+async def test_request_count_is_fixed_whatever_the_pod_count(
+    prom: PromServer, recorder: tuple[Recorder, str], base: float, max_points: int, chunks: int
+) -> None:
+    rec, url = recorder
+    now = base + SPAN * MIN
+    params = HistoryParams(window=60 * MIN, step=MIN, max_points=max_points)
+    async with PromClient(url) as client:
+        read = await read_metrics(client, cluster(40), now, params, MetricsSource.GPU_RECLAIM)
+        again = await read_metrics(
+            client, cluster(40), now, params, MetricsSource.GPU_RECLAIM, recorded=read.recorded
+        )
+    # 43 jobs, 44 pods: probe + freshness + chunks + 3 node-stat queries, then no probe
+    assert rec.paths.count("/api/v1/query_range") == 2 * chunks
+    assert len(rec.paths) == (1 + 1 + chunks + 3) + (1 + chunks + 3)
+    assert read.requests == 5 + chunks and again.requests == 4 + chunks
+    assert len(set(read.history["job"])) == 43
+    assert len(read.history) == len(again.history) == 43 * 61
+
+
+async def test_recording_rules_are_preferred_when_present(tmp_path: Path, base: float) -> None:
+    lab = {"namespace": "team-c", "pod": "c-0"}
+    text = openmetrics(
+        [
+            (gc.RECORDED_POD_UTILIZATION_5M, lab, samples(base, lambda t: 0.25)),
+            (gc.RECORDED_POD_ALLOCATED, lab, samples(base, lambda t: 1.0)),
+            (gc.POD_ALLOCATED, pod("team-c", "c-0", "4"), samples(base, lambda t: 1.0)),
+            (gc.POD_UTILIZATION, pod("team-c", "c-0", "4"), samples(base, lambda t: 0.9)),
+        ]
+    )
+    params = HistoryParams(window=30 * MIN, step=MIN)
+    with start_prometheus(tmp_path, history=text) as server:
+        async with PromClient(server.url) as client:
+            read = await read_metrics(
+                client, cluster(), base + SPAN * MIN, params, MetricsSource.GPU_RECLAIM
+            )
+    assert read.recorded
+    c = read.history[read.history["job"] == "team-c/wave-c"]
+    assert set(c["value"]) == {0.25}
+    assert "team-a/train-a" in read.problems[0]  # no series for it: reported, left out
+
+
+async def test_dcgm_source_divides_percent_and_ignores_virtual_gpu_copies(
+    tmp_path: Path, base: float
+) -> None:
+    text = openmetrics(
+        [
+            # device series without pod labels, then the pod-labelled copy, and a
+            # --kubernetes-virtual-gpus duplicate of it (same pod, another virtual device)
+            (gc.DCGM_GPU_UTIL, dev("0"), samples(base, lambda t: 70.0)),
+            (
+                gc.DCGM_GPU_UTIL,
+                dev("0", pod="c-0", namespace="team-c", container="main"),
+                samples(base, lambda t: 70.0),
+            ),
+            (
+                gc.DCGM_GPU_UTIL,
+                dev("0", pod="c-0", namespace="team-c", container="main", device="nvidia0-vgpu1"),
+                samples(base, lambda t: 70.0),
+            ),
+        ]
+    )
+    params = HistoryParams(window=30 * MIN, step=MIN)
+    only_c = view([job_with_pods("team-c", "wave-c", "qc", [("c-0", 1)])])
+    with start_prometheus(tmp_path, history=text) as server:
+        async with PromClient(server.url) as client:
+            read = await read_metrics(client, only_c, base + SPAN * MIN, params, MetricsSource.DCGM)
+    assert read.complete, read.problems
+    assert set(read.history["value"]) == {0.7}
+    assert read.node_stats["n1"][0].utilization == 0.7
+
+
+async def test_data_gone_quiet_is_reported(prom: PromServer, base: float) -> None:
+    now = base + SPAN * MIN + 3600.0
+    async with PromClient(prom.url) as client:
+        read = await read_metrics(
+            client, cluster(), now, HistoryParams(window=3600.0), MetricsSource.GPU_RECLAIM
+        )
+    assert read.metrics_at is None  # nothing within Prometheus' 5-minute lookback
+    assert any("no samples" in p for p in read.problems)
