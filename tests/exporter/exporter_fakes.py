@@ -1,0 +1,87 @@
+"""Small builders and a scripted `DeviceSource` for the exporter's serving-side tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from exporter.model import DeviceReading, MigInfo, ProcessUsage
+from exporter.sources import Allocation, DeviceSweep
+
+DRIVER = "550.54.15"
+MODEL = "NVIDIA H100 80GB HBM3"
+
+
+def gpu(
+    index: int,
+    *,
+    processes: tuple[ProcessUsage, ...] = (),
+    values: Mapping[str, float] | None = None,
+    mig: MigInfo | None = None,
+    mig_uuid: str | None = None,
+    model: str = MODEL,
+) -> DeviceReading:
+    return DeviceReading(
+        index=index,
+        uuid=f"GPU-{index:08x}-0000-0000-0000-000000000000",
+        pci_bus_id=f"00000000:{index + 0x10:02X}:00.0",
+        minor=index,
+        model_name=model,
+        driver_version=DRIVER,
+        mig=mig,
+        mig_uuid=mig_uuid,
+        values=MappingProxyType(dict(values or {"DCGM_FI_DEV_GPU_UTIL": 100.0})),
+        processes=processes,
+    )
+
+
+def mig_instance(
+    parent: int, gi: int, *, processes: tuple[ProcessUsage, ...] = ()
+) -> DeviceReading:
+    return gpu(
+        parent,
+        processes=processes,
+        values={"DCGM_FI_DEV_FB_USED": 100.0},
+        mig=MigInfo("1g.10gb", gi, 0, parent),
+        mig_uuid=f"MIG-{parent:04x}{gi:04x}-0000-0000-0000-000000000000",
+    )
+
+
+def proc(pid: int, sm: float, mem: int | None = 1 << 20) -> ProcessUsage:
+    return ProcessUsage(pid=pid, sm_util=sm, mem_util=0.0, memory_bytes=mem)
+
+
+def alloc(ns: str, pod: str, *ids: str, container: str = "main") -> Allocation:
+    resource = "nvidia.com/mig-1g.10gb" if ids and ids[0].startswith("MIG-") else "nvidia.com/gpu"
+    return Allocation(ns, pod, container, resource, ids)
+
+
+def uid(n: int) -> str:
+    return f"{n:08x}-1111-2222-3333-444444444444"
+
+
+def write_proc(proc_root: Path, pid: int, pod_uid: str, container_id: str = "ab" * 32) -> None:
+    """A `<proc_root>/<pid>/cgroup` as a cgroup v2 systemd containerd node writes it."""
+    (proc_root / str(pid)).mkdir(parents=True, exist_ok=True)
+    slice_uid = pod_uid.replace("-", "_")
+    (proc_root / str(pid) / "cgroup").write_text(
+        f"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{slice_uid}.slice/"
+        f"cri-containerd-{container_id}.scope\n"
+    )
+
+
+class ScriptedDevices:
+    """A `DeviceSource` whose next sweep comes from a function (or raises what it raises)."""
+
+    def __init__(self, sweep: Callable[[], DeviceSweep]) -> None:
+        self.sweep = sweep
+        self.reads = 0
+        self.closed = False
+
+    def read(self) -> DeviceSweep:
+        self.reads += 1
+        return self.sweep()
+
+    def close(self) -> None:
+        self.closed = True
