@@ -4,7 +4,10 @@ Theory of operation. PromQL does the fleet-wide work, so the cost in requests do
 the number of pods: one query aggregates every pod's GPU series to one series per
 (namespace, pod), and `query_range` fetches all of them at once over step-aligned time chunks,
 each under Prometheus' 11,000-points-per-series limit. Three instant queries give per-GPU node
-stats. Per source:
+stats. The first read fetches the whole window (24 h by default); later reads pass the previous
+per-pod frame and fetch only the steps since its newest point (plus `refetch_steps` re-read, as
+the newest steps may have been computed before the last scrape landed), so a steady-state cycle
+moves a few points per pod, not a day of them. Per source:
 
 - gpu-reclaim (our exporter): `gpu_pod_utilization_ratio`, joined with `gpu_pod_allocated` by
   `or on (namespace, pod) 0 * ...`, so a pod holding a GPU but running nothing reads 0 instead of
@@ -17,7 +20,8 @@ stats. Per source:
 A pod on several GPUs counts as busy as its busiest GPU, and a job as busy as its busiest pod
 (`max`, not `mean`): the reclaimer only acts on jobs that are idle everywhere, so one working
 rank keeps its whole gang. A job is left out of the frame (no history, hence no forecast) unless
-every one of its running GPU pods has a series; such gaps are reported in `problems`.
+every one of its running GPU pods has a recent point (within `max_age`); such gaps are reported
+in `problems`, so a node whose exporter went quiet never makes its jobs look idle.
 """
 
 from __future__ import annotations
@@ -43,11 +47,12 @@ class MetricsSource(StrEnum):
 
 @dataclass(frozen=True)
 class HistoryParams:
-    window: float = 6 * 3600.0  # seconds of history fetched per cycle
+    window: float = 86400.0  # seconds of history kept (the forecaster's default lookback)
     step: float = 60.0  # seconds between points; also the averaging window per point
     max_points: int = 10_000  # per series per request, under PROMETHEUS_MAX_POINTS
     stats_window: float = 600.0  # seconds averaged for node GPU stats
     max_age: float = 300.0  # newest sample older than this: the data is stale
+    refetch_steps: int = 5  # later cycles re-read this many recent steps (late scrapes)
 
 
 POD_COLUMNS = ["namespace", "pod", "timestamp", "value"]
@@ -126,6 +131,26 @@ def pod_frame(results: Iterable[QueryResult]) -> pd.DataFrame:
     return frame.drop_duplicates(["namespace", "pod", "timestamp"]).reset_index(drop=True)
 
 
+def fetch_start(previous: pd.DataFrame | None, now: float, params: HistoryParams) -> float:
+    """First grid time to fetch: the whole window, or only the tail the previous read lacks."""
+    window_start = align(now - params.window, params.step)
+    if previous is None or previous.empty:
+        return window_start
+    newest = float(previous["timestamp"].max())
+    return max(window_start, align(newest - params.refetch_steps * params.step, params.step))
+
+
+def merge_pods(
+    previous: pd.DataFrame | None, fresh: pd.DataFrame, fetched_from: float, window_start: float
+) -> pd.DataFrame:
+    """Previous rows in [window_start, fetched_from) followed by the freshly fetched rows."""
+    if previous is None or previous.empty:
+        return fresh
+    ts = previous["timestamp"]
+    kept = previous[(ts >= window_start) & (ts < fetched_from)]
+    return pd.concat([kept, fresh], ignore_index=True)
+
+
 @dataclass(frozen=True)
 class JobHistory:
     frame: pd.DataFrame  # JOB_COLUMNS
@@ -133,9 +158,15 @@ class JobHistory:
     uncovered: tuple[str, ...] = field(default=())  # job keys left out for missing pods
 
 
-def job_frame(pods: pd.DataFrame, view: ClusterView) -> JobHistory:
-    """Per-pod history -> per-job history (max over the job's pods at each timestamp)."""
-    have = set(zip(pods["namespace"], pods["pod"], strict=True))
+def job_frame(
+    pods: pd.DataFrame, view: ClusterView, fresh_since: float | None = None
+) -> JobHistory:
+    """Per-pod history -> per-job history (max over the job's pods at each timestamp).
+
+    A pod counts as covered when it has a point at or after `fresh_since` (any point if None).
+    """
+    recent = pods if fresh_since is None else pods[pods["timestamp"] >= fresh_since]
+    have = set(zip(recent["namespace"], recent["pod"], strict=True))
     pod_to_job: dict[tuple[str, str], str] = {}
     uncovered = []
     for job in view.jobs:

@@ -2,7 +2,8 @@
 
 Requests per read: the recording-rule probe (first read only; the answer is cached by the
 caller), one freshness query (`max(timestamp(...))`, the newest raw sample), one `query_range` per
-time chunk of the history window (one chunk up to 10,000 steps), and three instant queries for
+time chunk of the history to fetch (one chunk up to 10,000 steps: the first read's whole window,
+then only the new tail), and three instant queries for
 node GPU stats; all but the probe run concurrently. A failed utilization or freshness query
 raises `MetricsUnavailable` (nothing to plan on); a failed stats query or Prometheus warnings
 clear `complete`; jobs missing series (left out of the history, so never forecast idle) and data
@@ -21,8 +22,10 @@ from reclaimer.history import (
     HistoryParams,
     MetricsSource,
     align,
+    fetch_start,
     freshness_query,
     job_frame,
+    merge_pods,
     node_stats,
     node_stats_queries,
     pod_frame,
@@ -67,13 +70,17 @@ async def read_metrics(
     source: MetricsSource,
     *,
     recorded: bool | None = None,
+    previous: pd.DataFrame | None = None,
 ) -> MetricsRead:
-    """Read history and node stats for `view` as of `now`; see the module docstring."""
+    """Read history and node stats for `view` as of `now`; see the module docstring.
+
+    `previous` is the last read's `pods` frame: only the steps it lacks are fetched.
+    """
     before = client.requests
     if recorded is None:
         recorded = source is MetricsSource.GPU_RECLAIM and await probe_recorded(client, now)
     end = align(now, params.step)
-    start = align(now - params.window, params.step)
+    start = fetch_start(previous, now, params)
     util_q = pod_utilization_query(source, recorded, params.step)
     chunks = time_chunks(start, end, params.step, params.max_points)
     stats_q = node_stats_queries(params.stats_window)
@@ -109,8 +116,8 @@ async def read_metrics(
         problems.append("no samples in the last 5 minutes: is the exporter scraped?")
     elif now - metrics_at > params.max_age:
         problems.append(f"newest sample is {now - metrics_at:.0f}s old (max {params.max_age:.0f}s)")
-    pods = pod_frame(ranges)
-    jobs = job_frame(pods, view)
+    pods = merge_pods(previous, pod_frame(ranges), start, align(now - params.window, params.step))
+    jobs = job_frame(pods, view, fresh_since=now - params.max_age)
     problems += jobs.problems
     return MetricsRead(
         history=jobs.frame,

@@ -99,10 +99,12 @@ class Recorder:
     def __init__(self, target: str) -> None:
         self.target = target
         self.paths: list[str] = []
+        self.forms: list[dict[str, str]] = []
 
     async def handle(self, request: web.Request) -> web.Response:
         self.paths.append(request.path)
-        form = dict(await request.post())
+        form = {k: str(v) for k, v in (await request.post()).items()}
+        self.forms.append(form)
         async with aiohttp.ClientSession() as s, s.post(self.target + request.path, data=form) as r:
             return web.Response(
                 status=r.status, body=await r.read(), content_type="application/json"
@@ -237,3 +239,33 @@ async def test_data_gone_quiet_is_reported(prom: PromServer, base: float) -> Non
         )
     assert read.metrics_at is None  # nothing within Prometheus' 5-minute lookback
     assert any("no samples" in p for p in read.problems)
+
+
+async def test_later_reads_fetch_only_the_new_tail(
+    prom: PromServer, recorder: tuple[Recorder, str], base: float
+) -> None:
+    rec, url = recorder
+    params = HistoryParams(window=60 * MIN, step=MIN, refetch_steps=2)
+    first_at, now = base + 100 * MIN, base + SPAN * MIN
+    async with PromClient(url) as client:
+        first = await read_metrics(client, cluster(), first_at, params, MetricsSource.GPU_RECLAIM)
+        rec.forms.clear()
+        later = await read_metrics(
+            client,
+            cluster(),
+            now,
+            params,
+            MetricsSource.GPU_RECLAIM,
+            recorded=False,
+            previous=first.pods,
+        )
+        full = await read_metrics(
+            client, cluster(), now, params, MetricsSource.GPU_RECLAIM, recorded=False
+        )
+    ranges = [f for f in rec.forms if "start" in f]
+    assert float(ranges[0]["start"]) == first_at - 2 * MIN  # the tail plus 2 re-read steps
+    key = ["job", "timestamp"]
+    got = later.history.sort_values(key).reset_index(drop=True)
+    want = full.history.sort_values(key).reset_index(drop=True)
+    assert got.equals(want)
+    assert float(got["timestamp"].min()) == now - 60 * MIN  # trimmed to the window
