@@ -1,0 +1,123 @@
+"""Building the Kubernetes API client, and the one way every call goes through it.
+
+`build_api()` loads a kubeconfig (a path, else in-cluster credentials, else the default
+kubeconfig). `call()` runs one blocking request with a timeout, returns the decoded JSON as plain
+dicts (no model objects: the converter wants the wire shape, and decoding 10,000 pods into
+models is slow) and turns every failure into `KubeError` carrying the HTTP status (0 for
+transport errors and timeouts). Callers run these blocking calls off the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.config.config_exception import ConfigException
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+class KubeError(Exception):
+    """A failed API call: `status` is the HTTP code, 0 for timeouts and connection errors."""
+
+    def __init__(self, status: int, reason: str, message: str = "") -> None:
+        super().__init__(f"{status} {reason}: {message}" if message else f"{status} {reason}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+    @property
+    def transient(self) -> bool:
+        return self.status in (0, 429) or self.status >= 500
+
+
+class KubeConfigError(Exception):
+    """No usable credentials (bad kubeconfig path, not in a cluster)."""
+
+
+@dataclass(frozen=True)
+class KubeApi:
+    """The typed API groups the reclaimer uses, sharing one client and one timeout."""
+
+    client: Any  # kubernetes.client.ApiClient
+    timeout: float = DEFAULT_TIMEOUT_S
+
+    @property
+    def core(self) -> Any:
+        return k8s.CoreV1Api(self.client)
+
+    @property
+    def custom(self) -> Any:
+        return k8s.CustomObjectsApi(self.client)
+
+    @property
+    def policy(self) -> Any:
+        return k8s.PolicyV1Api(self.client)
+
+    @property
+    def coordination(self) -> Any:
+        return k8s.CoordinationV1Api(self.client)
+
+    @property
+    def scheduling(self) -> Any:
+        return k8s.SchedulingV1Api(self.client)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def api_from_configuration(cfg: Any, timeout: float = DEFAULT_TIMEOUT_S) -> KubeApi:
+    """A `KubeApi` from a ready `kubernetes.client.Configuration` (tests pass host=http://...)."""
+    cfg.retries = False  # one attempt per call: the cycle, not urllib3, decides about retrying
+    return KubeApi(k8s.ApiClient(cfg), timeout)
+
+
+def build_api(
+    kubeconfig: str | None = None, context: str | None = None, timeout: float = DEFAULT_TIMEOUT_S
+) -> KubeApi:
+    """Credentials from `kubeconfig`, else in-cluster, else ~/.kube/config."""
+    cfg = k8s.Configuration()
+    try:
+        if kubeconfig:
+            k8s_config.load_kube_config(kubeconfig, context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            try:
+                k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            except ConfigException:
+                k8s_config.load_kube_config(None, context, client_configuration=cfg)  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError, TypeError, ValueError) as exc:
+        raise KubeConfigError(f"no usable Kubernetes credentials: {exc}") from exc
+    return api_from_configuration(cfg, timeout)
+
+
+def call(api: KubeApi, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run one API method with the timeout; decoded JSON body, or `KubeError`."""
+    try:
+        response = method(*args, _request_timeout=api.timeout, _preload_content=False, **kwargs)
+        data = response.data
+    except k8s.ApiException as exc:
+        raise KubeError(exc.status or 0, str(exc.reason or "error"), _message(exc.body)) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise KubeError(0, type(exc).__name__, str(exc)) from exc
+    if not data:
+        return {}
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise KubeError(0, "BadResponse", f"response is not JSON: {exc}") from exc
+
+
+def _message(body: object) -> str:
+    if isinstance(body, bytes | str):
+        try:
+            decoded = json.loads(body)
+        except ValueError:
+            return str(body)[:200]
+        if isinstance(decoded, dict):
+            return str(decoded.get("message", ""))
+    return ""

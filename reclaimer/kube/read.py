@@ -1,0 +1,123 @@
+"""One cluster snapshot per cycle from the API server: list everything, then convert (pure).
+
+Blocking `kubernetes` calls run in a worker thread (`read_cluster` wraps `read_cluster_sync` in
+`asyncio.to_thread`). Lists are paged. A custom resource whose group/version the server does not
+serve (404: Volcano or Kubeflow not installed) is read as empty and noted in `problems`, so the
+planner runs without what needs it; any other failure raises `ClusterReadError`, which the loop
+turns into "incomplete data, no actions".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from reclaimer.kube import resources as r
+from reclaimer.kube.client import KubeApi, KubeError, call
+from reclaimer.kube.convert import ClusterObjects, to_cluster_view
+from reclaimer.model import ClusterView
+
+log = logging.getLogger(__name__)
+PAGE_SIZE = 500
+_DISABLED = {
+    r.QUEUES: "Volcano Queues not served (scheduling.volcano.sh/v1beta1): queue shares unknown",
+    r.PODGROUPS: "Volcano PodGroups not served (scheduling.volcano.sh/v1beta1): no pending demand",
+    r.VOLCANO_JOBS: "Volcano Jobs not served (batch.volcano.sh/v1alpha1): Volcano jobs ignored",
+    r.PYTORCH_JOBS: "Kubeflow PyTorchJobs not served (kubeflow.org/v1): PyTorchJobs ignored",
+}
+
+
+class ClusterReadError(Exception):
+    """The snapshot is incomplete: the cycle must not act on it."""
+
+
+def _paged(api: KubeApi, method: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
+    items: list[Any] = []
+    token: str | None = None
+    while True:
+        page = call(api, method, *args, limit=PAGE_SIZE, _continue=token, **kwargs)
+        items.extend(page.get("items") or [])
+        token = (page.get("metadata") or {}).get("continue") or None
+        if token is None:
+            return items
+
+
+def _with_kind(items: list[Any], res: r.Resource) -> list[Any]:
+    # list items from the API carry no kind/apiVersion; the converter does not need them,
+    # but dumps and logs are clearer with them
+    for item in items:
+        item.setdefault("kind", res.kind)
+        item.setdefault("apiVersion", res.api_version)
+    return items
+
+
+def list_custom(api: KubeApi, res: r.Resource, problems: list[str]) -> list[Any]:
+    """Every object of a custom resource, or [] (with a problem) when its CRD is absent."""
+    try:
+        items = _paged(
+            api, api.custom.list_cluster_custom_object, res.group, res.version, res.plural
+        )
+    except KubeError as exc:
+        if exc.status == 404:
+            log.warning("%s; continuing without them", _DISABLED[res])
+            problems.append(_DISABLED[res])
+            return []
+        raise ClusterReadError(f"listing {res.plural}.{res.group}: {exc}") from exc
+    return _with_kind(items, res)
+
+
+def read_device_plugin(api: KubeApi, ref: r.ConfigMapRef, problems: list[str]) -> list[Any]:
+    try:
+        cm = call(api, api.core.read_namespaced_config_map, ref.name, ref.namespace)
+    except KubeError as exc:
+        if exc.status == 404:
+            msg = f"device-plugin ConfigMap {ref.namespace}/{ref.name} not found: reshape disabled"
+            log.warning(msg)
+            problems.append(msg)
+            return []
+        raise ClusterReadError(f"reading ConfigMap {ref.namespace}/{ref.name}: {exc}") from exc
+    return _with_kind([cm], r.CONFIGMAPS)
+
+
+def _list_core(api: KubeApi, res: r.Resource, method: Callable[..., Any], **kw: Any) -> list[Any]:
+    try:
+        return _with_kind(_paged(api, method, **kw), res)
+    except KubeError as exc:
+        raise ClusterReadError(f"listing {res.plural}: {exc}") from exc
+
+
+def list_objects(api: KubeApi, device_plugin: r.ConfigMapRef) -> ClusterObjects:
+    """Every object the converter needs (blocking). Raises `ClusterReadError`."""
+    problems: list[str] = []
+    live_pods = "status.phase!=Succeeded,status.phase!=Failed"
+    return ClusterObjects(
+        queues=list_custom(api, r.QUEUES, problems),
+        podgroups=list_custom(api, r.PODGROUPS, problems),
+        volcano_jobs=list_custom(api, r.VOLCANO_JOBS, problems),
+        pytorch_jobs=list_custom(api, r.PYTORCH_JOBS, problems),
+        pods=_list_core(
+            api, r.PODS, api.core.list_pod_for_all_namespaces, field_selector=live_pods
+        ),
+        nodes=_list_core(api, r.NODES, api.core.list_node),
+        configmaps=read_device_plugin(api, device_plugin, problems),
+        pdbs=_list_core(api, r.PDBS, api.policy.list_pod_disruption_budget_for_all_namespaces),
+        priority_classes=_list_core(api, r.PRIORITY_CLASSES, api.scheduling.list_priority_class),
+        problems=tuple(problems),
+    )
+
+
+def read_cluster_sync(
+    api: KubeApi, now: float, device_plugin: r.ConfigMapRef | None = None
+) -> ClusterView:
+    """List and convert (blocking). Raises `ClusterReadError` on incomplete data."""
+    ref = device_plugin or r.ConfigMapRef()
+    return to_cluster_view(list_objects(api, ref), now, ref)
+
+
+async def read_cluster(
+    api: KubeApi, now: float, device_plugin: r.ConfigMapRef | None = None
+) -> ClusterView:
+    """`read_cluster_sync` in a worker thread, for the controller's event loop."""
+    return await asyncio.to_thread(read_cluster_sync, api, now, device_plugin)

@@ -1,0 +1,12 @@
+"""A stateful fake Kubernetes API server for tests: the real `kubernetes` client talks HTTP to it.
+
+`FakeCluster` holds the objects and answers requests the way the API server would for the kinds
+the reclaimer uses (list/get/create/replace/patch/delete, resourceVersion conflicts, dry-run,
+the pods/eviction subresource against PodDisruptionBudgets); `FakeApiServer` serves it over
+aiohttp on 127.0.0.1 from a thread with its own event loop.
+"""
+
+from fakeapi.server import FakeApiServer
+from fakeapi.store import KNOWN, FakeCluster, Fault, Recorded
+
+__all__ = ["KNOWN", "FakeApiServer", "FakeCluster", "Fault", "Recorded"]

@@ -1,0 +1,149 @@
+"""HTTP face of the fake API server: one catch-all aiohttp route, served from a thread.
+
+Paths are parsed the way the API server lays them out (`/api/v1/...`, `/apis/GROUP/VERSION/...`,
+optional `namespaces/NS/`, then PLURAL[/NAME[/SUBRESOURCE]]). Every request is recorded before it
+is answered; an injected fault answers instead of the store (after an optional delay, which is how
+tests make the client time out).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from typing import Any
+from urllib.parse import parse_qs
+
+from aiohttp import web
+
+from fakeapi.store import ApiError, FakeCluster, Recorded
+
+Res = tuple[str, str, str]
+
+
+def _split(path: str) -> tuple[Res, str | None, str | None, str | None]:
+    """(resource, namespace, name, subresource) of an API path."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:2] == ["api", "v1"]:
+        group, version, rest = "", "v1", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    ns = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        ns, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 3:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    name = rest[1] if len(rest) > 1 else None
+    sub = rest[2] if len(rest) > 2 else None
+    return (group, version, rest[0]), ns, name, sub
+
+
+class FakeApiServer:
+    """Serves a `FakeCluster` on 127.0.0.1:<free port> until `stop()`."""
+
+    def __init__(self, cluster: FakeCluster | None = None) -> None:
+        self.cluster = cluster or FakeCluster()
+        self.lock = threading.Lock()
+        self.port = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._runner: web.AppRunner | None = None
+        self._stopping = asyncio.Event()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FakeApiServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
+        return self
+
+    async def _start(self) -> None:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    def stop(self) -> None:
+        async def _stop() -> None:
+            self._stopping.set()
+            if self._runner is not None:
+                await self._runner.cleanup()
+
+        try:
+            asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(timeout=10)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._loop.close()
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        raw = await request.read()
+        body: Any = json.loads(raw) if raw else None
+        query = parse_qs(request.query_string)
+        ctype = request.headers.get("Content-Type", "")
+        rec = Recorded(request.method, request.path, query, body, ctype)
+        with self.lock:
+            self.cluster.requests.append(rec)
+            fault = self.cluster.take_fault(request.method, request.path)
+        if fault is not None:
+            if fault.delay:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), fault.delay)
+            if fault.status is not None:
+                err = ApiError(fault.status, "Injected", f"injected fault {fault.status}")
+                return web.json_response(err.status(), status=fault.status)
+        try:
+            with self.lock:
+                code, answer = self._dispatch(request.method, request.path, query, body, ctype, rec)
+        except ApiError as err:
+            return web.json_response(err.status(), status=err.code)
+        return web.json_response(answer, status=code)
+
+    def _dispatch(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, list[str]],
+        body: Any,
+        ctype: str,
+        rec: Recorded,
+    ) -> tuple[int, Any]:
+        c = self.cluster
+        res, ns, name, sub = _split(path)
+        kind, namespaced = c.check_served(*res)
+        scope = (ns or "") if namespaced else ""
+        dry = rec.dry_run
+        if sub == "eviction" and res == ("", "v1", "pods") and method == "POST" and name:
+            return 201, c.evict(scope, name, dry)
+        if sub is not None:
+            raise ApiError(404, "NotFound", f"subresource {sub} not served by the fake")
+        if name is None:
+            if method == "GET":
+                items = c.list(res, ns if namespaced else None)
+                api = f"{res[0]}/{res[1]}" if res[0] else res[1]
+                return 200, {
+                    "kind": f"{kind}List",
+                    "apiVersion": api,
+                    "metadata": {"resourceVersion": str(c.version)},
+                    "items": items,
+                }
+            if method == "POST":
+                return 201, c.create(res, scope, body, dry)
+            raise ApiError(405, "MethodNotAllowed", f"{method} on a collection")
+        if method == "GET":
+            return 200, c.current(res, scope, name)
+        if method == "PUT":
+            return 200, c.replace(res, scope, name, body, dry)
+        if method == "PATCH":
+            return 200, c.patch(res, scope, name, body, ctype, dry)
+        if method == "DELETE":
+            return 200, c.delete(res, scope, name, dry)
+        raise ApiError(405, "MethodNotAllowed", method)

@@ -1,0 +1,317 @@
+"""State and semantics of the fake API server, free of HTTP.
+
+Objects are stored by (group, version, plural) and (namespace, name). Each write bumps a global
+resourceVersion; a write carrying `metadata.resourceVersion` that is not current answers 409.
+`dryRun=All` runs every check and answers as usual but stores nothing. Strategic-merge patches
+are applied as JSON merge patches: the reclaimer only patches maps (labels, annotations, data,
+spec fields), where the two agree. Evictions check PodDisruptionBudgets like the real server:
+429 when the budget allows no disruption, 500 when more than one budget selects the pod.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+Obj = dict[str, Any]
+
+# (group, version, plural) -> (kind, namespaced)
+KNOWN: dict[tuple[str, str, str], tuple[str, bool]] = {
+    ("", "v1", "pods"): ("Pod", True),
+    ("", "v1", "nodes"): ("Node", False),
+    ("", "v1", "configmaps"): ("ConfigMap", True),
+    ("", "v1", "events"): ("Event", True),
+    ("", "v1", "namespaces"): ("Namespace", False),
+    ("events.k8s.io", "v1", "events"): ("Event", True),
+    ("policy", "v1", "poddisruptionbudgets"): ("PodDisruptionBudget", True),
+    ("coordination.k8s.io", "v1", "leases"): ("Lease", True),
+    ("scheduling.k8s.io", "v1", "priorityclasses"): ("PriorityClass", False),
+    ("scheduling.volcano.sh", "v1beta1", "queues"): ("Queue", False),
+    ("scheduling.volcano.sh", "v1beta1", "podgroups"): ("PodGroup", True),
+    ("batch.volcano.sh", "v1alpha1", "jobs"): ("Job", True),
+    ("bus.volcano.sh", "v1alpha1", "commands"): ("Command", True),
+    ("kubeflow.org", "v1", "pytorchjobs"): ("PyTorchJob", True),
+}
+CRD_GROUPS = frozenset(
+    {"scheduling.volcano.sh", "batch.volcano.sh", "bus.volcano.sh", "kubeflow.org"}
+)
+
+
+class ApiError(Exception):
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+
+    def status(self) -> Obj:
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    body: Any
+    content_type: str
+
+    @property
+    def dry_run(self) -> bool:
+        in_body = isinstance(self.body, dict) and "All" in (
+            (self.body.get("deleteOptions") or {}).get("dryRun") or self.body.get("dryRun") or []
+        )
+        return "All" in self.query.get("dryRun", []) or in_body
+
+
+@dataclass
+class Fault:
+    """The next `times` requests matching method and path regex answer `status` (after `delay`)."""
+
+    method: str | None
+    path: str
+    status: int | None = 500
+    delay: float = 0.0
+    times: int = 1
+
+    def matches(self, method: str, path: str) -> bool:
+        return (self.method is None or self.method == method) and re.search(
+            self.path, path
+        ) is not None
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def _selects(selector: Obj, labels: dict[str, str]) -> bool:
+    if not selector:
+        return False  # policy/v1: an empty selector selects no pods... for our purposes
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        ok = {
+            "In": labels.get(key) in values,
+            "NotIn": labels.get(key) not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+def _amount(value: Any, total: int, round_up: bool) -> int:
+    if isinstance(value, str) and value.endswith("%"):
+        exact = int(value[:-1]) * total / 100
+        return math.ceil(exact) if round_up else math.floor(exact)
+    return int(value)
+
+
+@dataclass
+class FakeCluster:
+    """Stored objects plus the request log and pending faults."""
+
+    crd_groups: frozenset[str] = CRD_GROUPS
+    objects: dict[tuple[str, str, str], dict[tuple[str, str], Obj]] = field(default_factory=dict)
+    requests: list[Recorded] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    version: int = 100
+    serial: int = 0
+
+    # --- test-side helpers -------------------------------------------------------------
+    def add(self, *objs: Obj) -> None:
+        for obj in objs:
+            res = self.resource_of(obj)
+            self._store(res, copy.deepcopy(obj))
+
+    def get(self, group: str, version: str, plural: str, name: str, ns: str = "") -> Obj | None:
+        return self.objects.get((group, version, plural), {}).get((ns, name))
+
+    def all(self, group: str, version: str, plural: str) -> list[Obj]:
+        return list(self.objects.get((group, version, plural), {}).values())
+
+    def inject(
+        self,
+        method: str | None,
+        path: str,
+        status: int | None = 500,
+        *,
+        delay: float = 0.0,
+        times: int = 1,
+    ) -> None:
+        self.faults.append(Fault(method, path, status, delay, times))
+
+    def writes(self) -> list[Recorded]:
+        return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]
+
+    def take_fault(self, method: str, path: str) -> Fault | None:
+        for fault in self.faults:
+            if fault.times > 0 and fault.matches(method, path):
+                fault.times -= 1
+                return fault
+        return None
+
+    # --- semantics -----------------------------------------------------------------------
+    def resource_of(self, obj: Obj) -> tuple[str, str, str]:
+        api = obj["apiVersion"]
+        group, version = api.rsplit("/", 1) if "/" in api else ("", api)
+        for (g, v, plural), (kind, _) in KNOWN.items():
+            if (g, v, kind) == (group, version, obj["kind"]):
+                return g, v, plural
+        raise ValueError(f"unknown kind {api} {obj['kind']}")
+
+    def check_served(self, group: str, version: str, plural: str) -> tuple[str, bool]:
+        known = KNOWN.get((group, version, plural))
+        if known is None or (group in CRD_GROUPS and group not in self.crd_groups):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return known
+
+    def _store(self, res: tuple[str, str, str], obj: Obj) -> Obj:
+        self.version += 1
+        meta = obj.setdefault("metadata", {})
+        meta["resourceVersion"] = str(self.version)
+        if "uid" not in meta:
+            self.serial += 1
+            meta["uid"] = f"00000000-0000-0000-0000-{self.serial:012d}"
+        meta.setdefault("creationTimestamp", "2026-01-01T00:00:00Z")
+        kind, namespaced = KNOWN[res]
+        obj.setdefault("kind", kind)
+        obj.setdefault("apiVersion", f"{res[0]}/{res[1]}" if res[0] else res[1])
+        key = (meta.get("namespace", "") if namespaced else "", meta["name"])
+        self.objects.setdefault(res, {})[key] = obj
+        return obj
+
+    def current(self, res: tuple[str, str, str], ns: str, name: str) -> Obj:
+        obj = self.objects.get(res, {}).get((ns, name))
+        if obj is None:
+            kind = KNOWN[res][0].lower()
+            raise ApiError(404, "NotFound", f'{res[2]} "{name}" not found ({kind})')
+        return obj
+
+    def list(self, res: tuple[str, str, str], ns: str | None) -> list[Obj]:
+        items = self.objects.get(res, {})
+        return [copy.deepcopy(o) for (n, _), o in sorted(items.items()) if ns is None or n == ns]
+
+    def create(self, res: tuple[str, str, str], ns: str, body: Obj, dry: bool) -> Obj:
+        obj = copy.deepcopy(body)
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name"):
+            if not meta.get("generateName"):
+                raise ApiError(422, "Invalid", "metadata.name: Required value")
+            self.serial += 1
+            meta["name"] = f"{meta['generateName']}{self.serial:05x}"
+        if KNOWN[res][1]:
+            meta["namespace"] = ns
+        if (meta.get("namespace", "") if KNOWN[res][1] else "", meta["name"]) in self.objects.get(
+            res, {}
+        ):
+            raise ApiError(409, "AlreadyExists", f'{res[2]} "{meta["name"]}" already exists')
+        return copy.deepcopy(obj) if dry else copy.deepcopy(self._store(res, obj))
+
+    def _check_version(self, current: Obj, body: Obj) -> None:
+        wanted = (body.get("metadata") or {}).get("resourceVersion")
+        if wanted is not None and wanted != current["metadata"]["resourceVersion"]:
+            name = current["metadata"]["name"]
+            raise ApiError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on "{name}": the '
+                "object has been modified; please apply your changes to the latest "
+                "version and try again",
+            )
+
+    def replace(self, res: tuple[str, str, str], ns: str, name: str, body: Obj, dry: bool) -> Obj:
+        current = self.current(res, ns, name)
+        self._check_version(current, body)
+        obj = copy.deepcopy(body)
+        obj["metadata"]["uid"] = current["metadata"]["uid"]
+        return obj if dry else copy.deepcopy(self._store(res, obj))
+
+    def patch(
+        self, res: tuple[str, str, str], ns: str, name: str, body: Any, ctype: str, dry: bool
+    ) -> Obj:
+        if "json-patch" in ctype or not isinstance(body, dict):
+            raise ApiError(415, "UnsupportedMediaType", f"fake server does not take {ctype}")
+        current = self.current(res, ns, name)
+        self._check_version(current, body)
+        merged = merge_patch(current, body)
+        merged["metadata"]["name"], merged["metadata"]["uid"] = name, current["metadata"]["uid"]
+        return merged if dry else copy.deepcopy(self._store(res, merged))
+
+    def delete(self, res: tuple[str, str, str], ns: str, name: str, dry: bool) -> Obj:
+        obj = self.current(res, ns, name)
+        if not dry:
+            del self.objects[res][(ns, name)]
+            self.version += 1
+        return copy.deepcopy(obj)
+
+    def evict(self, ns: str, name: str, dry: bool) -> Obj:
+        pod = self.current(("", "v1", "pods"), ns, name)
+        labels = pod["metadata"].get("labels") or {}
+        budgets = [
+            p
+            for p in self.list(("policy", "v1", "poddisruptionbudgets"), ns)
+            if _selects(p["spec"].get("selector") or {}, labels)
+        ]
+        if len(budgets) > 1:
+            raise ApiError(
+                500,
+                "InternalError",
+                "This pod has more than one PodDisruptionBudget, which the eviction "
+                "subresource does not support.",
+            )
+        if budgets and (pod.get("status") or {}).get("phase") == "Running":
+            self._check_budget(budgets[0], ns)
+        if not dry:
+            self.delete(("", "v1", "pods"), ns, name, dry=False)
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "code": 201,
+        }
+
+    def _check_budget(self, pdb: Obj, ns: str) -> None:
+        selector = pdb["spec"].get("selector") or {}
+        pods = [
+            p
+            for p in self.list(("", "v1", "pods"), ns)
+            if _selects(selector, p["metadata"].get("labels") or {})
+        ]
+        expected = len(pods)
+        healthy = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
+        spec = pdb["spec"]
+        if "minAvailable" in spec:
+            allowed = healthy - _amount(spec["minAvailable"], expected, round_up=True)
+        else:
+            allowed = _amount(spec.get("maxUnavailable", 1), expected, round_up=False) - (
+                expected - healthy
+            )
+        if allowed <= 0:
+            raise ApiError(
+                429,
+                "TooManyRequests",
+                "Cannot evict pod as it would violate the pod's disruption budget.",
+            )

@@ -1,0 +1,89 @@
+"""Reading a snapshot through the real client from the fake API server."""
+
+from __future__ import annotations
+
+import pytest
+from cluster_fixture import CLUSTER_YAML, TIMEOUT_S, fixture_objects
+from fakeapi import FakeApiServer, FakeCluster
+from kubernetes import client as k8s
+
+from reclaimer.clusterfile import load_cluster_file
+from reclaimer.kube.client import api_from_configuration
+from reclaimer.kube.read import ClusterReadError, read_cluster, read_cluster_sync
+
+
+def test_live_read_matches_the_dump(api, server) -> None:
+    live = read_cluster_sync(api, now=7.0)
+    offline = load_cluster_file(CLUSTER_YAML, taken_at=7.0)
+    assert live.queues == offline.queues
+    assert live.nodes == offline.nodes
+    assert live.pending == offline.pending
+    assert [(j.key, j.kind, j.gpus, j.pods) for j in live.jobs] == [
+        (j.key, j.kind, j.gpus, j.pods) for j in offline.jobs
+    ]
+    assert dict(live.last_actions) == dict(offline.last_actions)
+    paths = {r.path for r in server.cluster.requests}
+    assert "/apis/kubeflow.org/v1/pytorchjobs" in paths
+    assert "/api/v1/namespaces/gpu-operator/configmaps/time-slicing-config" in paths
+    assert all(r.method == "GET" for r in server.cluster.requests)
+
+
+async def test_async_read(api) -> None:
+    view = await read_cluster(api, now=1.0)
+    assert {j.key for j in view.jobs} >= {"research/bert-train", "research/sim-sweep"}
+
+
+@pytest.mark.parametrize(
+    ("groups", "missing"),
+    [
+        (frozenset({"kubeflow.org"}), ["Queues", "PodGroups", "Volcano Jobs"]),
+        (frozenset({"scheduling.volcano.sh", "batch.volcano.sh"}), ["PyTorchJobs"]),
+        (frozenset(), ["Queues", "PodGroups", "Volcano Jobs", "PyTorchJobs"]),
+    ],
+    ids=["no-volcano", "no-kubeflow", "neither"],
+)
+def test_missing_crds_disable_what_needs_them(groups: frozenset[str], missing: list[str]) -> None:
+    cluster = FakeCluster(crd_groups=groups)
+    cluster.add(
+        *[
+            o
+            for o in fixture_objects()
+            if "/" not in o["apiVersion"]
+            or o["apiVersion"].split("/")[0] in groups | {"policy", "scheduling.k8s.io"}
+        ]
+    )
+    srv = FakeApiServer(cluster).start()
+    try:
+        api = api_from_configuration(k8s.Configuration(host=srv.url), timeout=TIMEOUT_S)
+        view = read_cluster_sync(api, now=0.0)
+        api.close()
+    finally:
+        srv.stop()
+    for name in missing:
+        assert any(name in p and "not served" in p for p in view.problems), view.problems
+    assert len([p for p in view.problems if "not served" in p]) == len(missing)
+    assert any(j.key == "team-a/notebook-0" for j in view.jobs)  # bare pods still work
+
+
+def test_missing_device_plugin_configmap_is_a_problem(api, cluster) -> None:
+    del cluster.objects[("", "v1", "configmaps")]
+    view = read_cluster_sync(api, now=0.0)
+    assert any("device-plugin ConfigMap" in p for p in view.problems)
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "delay"),
+    [
+        ("^/api/v1/pods$", 500, 0.0),
+        ("^/api/v1/nodes$", 403, 0.0),
+        ("/apis/scheduling.volcano.sh/v1beta1/queues", 500, 0.0),
+        ("^/api/v1/pods$", None, 2.0),
+    ],
+    ids=["pods-500", "nodes-forbidden", "queues-500", "pods-timeout"],
+)
+def test_other_failures_make_the_read_incomplete(
+    api, cluster: FakeCluster, path: str, status: int | None, delay: float
+) -> None:
+    cluster.inject("GET", path, status, delay=delay)
+    with pytest.raises(ClusterReadError):
+        read_cluster_sync(api, now=0.0)
