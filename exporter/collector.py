@@ -1,0 +1,200 @@
+"""The collect loop: sample, attribute, snapshot, render, publish; once per interval.
+
+An asyncio task runs `collect_once` in a worker thread (`asyncio.to_thread`) every
+`interval` seconds on a fixed grid (an overrun skips ticks instead of piling up). A cycle reads
+the devices, then the attribution inputs (kubelet allocations, the node's pods, each process's
+cgroup), computes per-pod usage (`attribution.attribute`, pure), freezes everything into a
+`NodeSnapshot`, renders it once and publishes the result with one reference assignment; scrapes
+read that reference and nothing else.
+
+Failures are contained: a failing attribution input marks its collector failed (self-metric
+`gpu_exporter_collector_success{collector}` 0, `gpu_exporter_errors_total{call}` +1) and the cycle
+publishes device metrics anyway; an exception that escapes a whole cycle is logged and counted,
+the previous rendering stays served and the loop goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from exporter.attribution import attribute
+from exporter.cgroup import CgroupRef, parse_cgroup, read_cgroup
+from exporter.model import DeviceReading, NodeSnapshot, PodUsage
+from exporter.podresources import AllocationSource, PodResourcesError
+from exporter.pods import PodIndex, PodSource
+from exporter.render import Exposition, render
+from exporter.sources import Allocation, DeviceSource, DeviceSweep
+
+log = logging.getLogger(__name__)
+
+PODRESOURCES = "podresources"
+KUBERNETES = "kubernetes"
+PROC = "proc"
+CALL_PODRESOURCES = "podresources_list"
+CALL_PODS = "kubernetes_list_pods"
+CALL_CGROUP = "proc_cgroup_read"
+CALL_DEVICES = "device_read"
+CALL_CYCLE = "collect_cycle"
+
+
+@dataclass(frozen=True)
+class AttributionSources:
+    """Where per-pod attribution reads from; the same for every backend."""
+
+    allocations: AllocationSource
+    pods: PodSource | None  # None: no API; fall back to single-holder devices
+    proc_root: Path
+
+
+@dataclass(frozen=True)
+class Published:
+    snapshot: NodeSnapshot
+    exposition: Exposition
+
+
+@dataclass
+class _Cycle:
+    """Mutable scratch of one cycle (thread-local to the worker)."""
+
+    success: dict[str, bool] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def fail(self, collector: str | None, call: str, n: int = 1) -> None:
+        if collector is not None:
+            self.success[collector] = False
+        self.errors[call] = self.errors.get(call, 0) + n
+
+
+class Collector:
+    def __init__(
+        self,
+        devices: DeviceSource,
+        attribution: AttributionSources | None,
+        *,
+        hostname: str,
+        interval: float = 1.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._devices = devices
+        self._attribution = attribution
+        self._hostname = hostname
+        self.interval = interval
+        self._clock = clock
+        self._errors: dict[str, int] = {}
+        self._degraded: set[str] = set()
+        self.published: Published | None = None  # swapped whole; read by the server
+
+    def collect_once(self) -> Published:
+        """Blocking: one full cycle. Returns what to publish (also publishes it)."""
+        started = time.perf_counter()
+        cycle = _Cycle()
+        sweep = self._read_devices(cycle)
+        cycle.success.update(sweep.collector_success)
+        for call, n in sweep.errors.items():
+            cycle.fail(None, call, n)
+        pods = self._attribute(sweep.devices, cycle)
+        for call, n in cycle.errors.items():
+            self._errors[call] = self._errors.get(call, 0) + n
+        snapshot = NodeSnapshot(
+            hostname=self._hostname,
+            taken_at=self._clock(),
+            duration_seconds=time.perf_counter() - started,
+            devices=sweep.devices,
+            pods=pods,
+            collector_success=MappingProxyType(cycle.success),
+            errors_total=MappingProxyType(dict(self._errors)),
+        )
+        published = Published(snapshot, render(snapshot))
+        self.published = published
+        return published
+
+    def _read_devices(self, cycle: _Cycle) -> DeviceSweep:
+        try:
+            return self._devices.read()
+        except Exception:
+            log.exception("reading devices failed")
+            cycle.fail("devices", CALL_DEVICES)
+            return DeviceSweep(devices=())
+
+    def _attribute(self, devices: tuple[DeviceReading, ...], cycle: _Cycle) -> tuple[PodUsage, ...]:
+        src = self._attribution
+        if src is None:
+            return ()
+        allocations = self._allocations(src, cycle)
+        if allocations is None:
+            return ()  # without allocations nothing can be named: device metrics only
+        index = self._pod_index(src, cycle)
+        owners = self._owners(src.proc_root, devices, cycle)
+        if src.pods is not None:
+            src.pods.want(ref.pod_uid for ref in owners.values())
+        return attribute(devices, allocations, owners, index)
+
+    def _allocations(self, src: AttributionSources, cycle: _Cycle) -> tuple[Allocation, ...] | None:
+        try:
+            allocations = src.allocations.list()
+        except PodResourcesError as exc:
+            self._warn_once(PODRESOURCES, f"no pod attribution, device metrics only: {exc}")
+            cycle.fail(PODRESOURCES, CALL_PODRESOURCES)
+            return None
+        self._recovered(PODRESOURCES)
+        cycle.success[PODRESOURCES] = True
+        return allocations
+
+    def _pod_index(self, src: AttributionSources, cycle: _Cycle) -> PodIndex | None:
+        if src.pods is None:
+            return None
+        lookup = src.pods.lookup()
+        cycle.success[KUBERNETES] = lookup.ok
+        if lookup.new_errors:
+            cycle.fail(KUBERNETES, CALL_PODS, lookup.new_errors)
+        return lookup.index
+
+    def _owners(
+        self, proc_root: Path, devices: tuple[DeviceReading, ...], cycle: _Cycle
+    ) -> dict[int, CgroupRef]:
+        owners: dict[int, CgroupRef] = {}
+        cycle.success[PROC] = True
+        for pid in {p.pid for d in devices for p in d.processes}:
+            try:
+                text = read_cgroup(proc_root, pid)
+            except OSError as exc:
+                self._warn_once(PROC, f"cannot read {proc_root}/{pid}/cgroup: {exc}")
+                cycle.fail(PROC, CALL_CGROUP)
+                continue
+            ref = parse_cgroup(text) if text is not None else None
+            if ref is not None:
+                owners[pid] = ref
+        return owners
+
+    def _warn_once(self, what: str, message: str) -> None:
+        if what not in self._degraded:
+            self._degraded.add(what)
+            log.warning("%s", message)
+
+    def _recovered(self, what: str) -> None:
+        if what in self._degraded:
+            self._degraded.discard(what)
+            log.info("%s is back", what)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Collect every `interval` until `stop` is set. Never raises for a failed cycle."""
+        loop = asyncio.get_running_loop()
+        next_at = loop.time()
+        while not stop.is_set():
+            try:
+                await asyncio.to_thread(self.collect_once)
+            except Exception:
+                log.exception("collect cycle failed; serving the previous rendering")
+                self._errors[CALL_CYCLE] = self._errors.get(CALL_CYCLE, 0) + 1
+            next_at += self.interval
+            now = loop.time()
+            next_at = max(next_at, now)  # overran: skip the missed ticks rather than bursting
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=next_at - now)

@@ -1,0 +1,182 @@
+"""The Prometheus text exposition (format 0.0.4) of one `NodeSnapshot`, built once per cycle.
+
+Scrapes serve these bytes (and their gzip) as they are, so a scrape costs a memory copy, not an
+encode. Rendering is plain string building: each device's and each pod's label set is escaped and
+joined once, then reused for every family. Names, types and HELP texts come from `gpu_contract`.
+
+Exactness over convention where dcgm-exporter compatibility needs it: DCGM counters keep their
+names without `_total` (prometheus_client would append it) and device series never carry pod
+labels. Per-pod families carry `namespace`, `pod`, `container`, `gpu`, `UUID`, `Hostname`, plus
+`GPU_I_ID` on MIG instances.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from exporter.model import DeviceReading, NodeSnapshot, PodUsage
+from gpu_contract import (
+    DEVICE_METRICS,
+    MIG_LABELS,
+    POD_METRICS,
+    POD_MIG_LABELS,
+    SELF_METRICS,
+    MetricSpec,
+)
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+GZIP_LEVEL = 6
+
+_POD_VALUES: dict[str, Callable[[PodUsage], float]] = {
+    "gpu_pod_utilization_ratio": lambda p: p.utilization,
+    "gpu_pod_memory_used_bytes": lambda p: p.memory_bytes,
+    "gpu_pod_allocated": lambda p: 1 if p.allocated else 0,
+    "gpu_pod_processes": lambda p: p.processes,
+}
+_SELF = {m.name: m for m in SELF_METRICS}
+
+
+@dataclass(frozen=True)
+class Exposition:
+    """One cycle's rendering, ready to serve."""
+
+    body: bytes
+    gzipped: bytes
+    taken_at: float
+
+
+def escape_label_value(value: str) -> str:
+    if "\\" in value or '"' in value or "\n" in value:
+        return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return value
+
+
+def escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def format_value(value: float) -> str:
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def _labels(names: Iterable[str], values: dict[str, str]) -> str:
+    return ",".join(f'{n}="{escape_label_value(values[n])}"' for n in names)
+
+
+def device_label_values(device: DeviceReading, hostname: str) -> dict[str, str]:
+    values = {
+        "gpu": str(device.index),
+        "UUID": device.uuid,
+        "pci_bus_id": device.pci_bus_id,
+        "device": f"nvidia{device.minor}",
+        "modelName": device.model_name,
+        "Hostname": hostname,
+        "DCGM_FI_DRIVER_VERSION": device.driver_version,
+    }
+    if device.mig is not None:
+        values["GPU_I_PROFILE"] = device.mig.profile
+        values["GPU_I_ID"] = str(device.mig.gpu_instance_id)
+    return values
+
+
+def _device_labels(device: DeviceReading, hostname: str, spec: MetricSpec) -> str:
+    names = spec.labels + (MIG_LABELS if device.mig is not None else ())
+    return _labels(names, device_label_values(device, hostname))
+
+
+def _pod_labels(pod: PodUsage, hostname: str, spec: MetricSpec) -> str:
+    values = device_label_values(pod.device, hostname)
+    values.update(namespace=pod.ref.namespace, pod=pod.ref.pod, container=pod.ref.container)
+    names = spec.labels + (POD_MIG_LABELS if pod.device.mig is not None else ())
+    return _labels(names, values)
+
+
+def _family(out: list[str], spec: MetricSpec, samples: list[str]) -> None:
+    if samples:
+        out.append(f"# HELP {spec.name} {escape_help(spec.help)}\n# TYPE {spec.name} {spec.kind}\n")
+        out.extend(samples)
+
+
+def _device_families(out: list[str], snapshot: NodeSnapshot) -> None:
+    if not snapshot.devices:
+        return
+    first = DEVICE_METRICS[0]
+    labels = [_device_labels(d, snapshot.hostname, first) for d in snapshot.devices]
+    for spec in DEVICE_METRICS:
+        if spec.labels != first.labels:  # the contract gives all DCGM families one label set
+            labels = [_device_labels(d, snapshot.hostname, spec) for d in snapshot.devices]
+        name = spec.name
+        samples = [
+            f"{name}{{{lab}}} {format_value(d.values[name])}\n"
+            for d, lab in zip(snapshot.devices, labels, strict=True)
+            if name in d.values
+        ]
+        _family(out, spec, samples)
+
+
+def _pod_families(out: list[str], snapshot: NodeSnapshot) -> None:
+    if not snapshot.pods:
+        return
+    first = POD_METRICS[0]
+    labels = [_pod_labels(p, snapshot.hostname, first) for p in snapshot.pods]
+    for spec in POD_METRICS:
+        if spec.labels != first.labels:
+            labels = [_pod_labels(p, snapshot.hostname, spec) for p in snapshot.pods]
+        value = _POD_VALUES[spec.name]
+        name = spec.name
+        samples = [
+            f"{name}{{{lab}}} {format_value(value(p))}\n"
+            for p, lab in zip(snapshot.pods, labels, strict=True)
+        ]
+        _family(out, spec, samples)
+
+
+def _self_families(out: list[str], snapshot: NodeSnapshot) -> None:
+    spec = _SELF["gpu_exporter_collector_success"]
+    _family(
+        out,
+        spec,
+        [
+            f'{spec.name}{{collector="{escape_label_value(c)}"}} {1 if ok else 0}\n'
+            for c, ok in sorted(snapshot.collector_success.items())
+        ],
+    )
+    spec = _SELF["gpu_exporter_collect_duration_seconds"]
+    _family(out, spec, [f"{spec.name} {format_value(snapshot.duration_seconds)}\n"])
+    spec = _SELF["gpu_exporter_last_collect_timestamp_seconds"]
+    _family(out, spec, [f"{spec.name} {format_value(snapshot.taken_at)}\n"])
+    spec = _SELF["gpu_exporter_errors_total"]
+    _family(
+        out,
+        spec,
+        [
+            f'{spec.name}{{call="{escape_label_value(call)}"}} {n}\n'
+            for call, n in sorted(snapshot.errors_total.items())
+        ],
+    )
+
+
+def render_text(snapshot: NodeSnapshot) -> str:
+    """Pure: the exposition text of a snapshot."""
+    out: list[str] = []
+    _device_families(out, snapshot)
+    _pod_families(out, snapshot)
+    _self_families(out, snapshot)
+    return "".join(out)
+
+
+def render(snapshot: NodeSnapshot) -> Exposition:
+    """Pure: the bytes a scrape will serve, plain and gzipped (deterministic: mtime 0)."""
+    body = render_text(snapshot).encode()
+    return Exposition(body, gzip.compress(body, GZIP_LEVEL, mtime=0), snapshot.taken_at)
