@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,13 +24,17 @@ class Reply:
 class FakeProm:
     replies: list[Reply] = field(default_factory=list)
     default: Reply | None = None
+    route: Callable[[str, dict[str, str]], Reply] | None = None  # answers by request when set
     requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     url: str = ""
 
     async def handle(self, request: web.Request) -> web.Response:
         form = dict(await request.post())
         self.requests.append((request.path, {k: str(v) for k, v in form.items()}))
-        reply = self.replies.pop(0) if self.replies else self.default
+        if self.route is not None:
+            reply: Reply | None = self.route(request.path, self.requests[-1][1])
+        else:
+            reply = self.replies.pop(0) if self.replies else self.default
         if reply is None:
             return web.Response(status=500, text="no scripted reply")
         if reply.delay:
@@ -54,8 +58,12 @@ def error(kind: str, msg: str) -> Any:
 
 
 @asynccontextmanager
-async def fake_prometheus(*replies: Reply, default: Reply | None = None) -> AsyncIterator[FakeProm]:
-    fake = FakeProm(list(replies), default)
+async def fake_prometheus(
+    *replies: Reply,
+    default: Reply | None = None,
+    route: Callable[[str, dict[str, str]], Reply] | None = None,
+) -> AsyncIterator[FakeProm]:
+    fake = FakeProm(list(replies), default, route)
     app = web.Application()
     app.router.add_route("*", "/api/v1/{tail:.*}", fake.handle)
     server = TestServer(app, host="127.0.0.1")

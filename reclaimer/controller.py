@@ -1,0 +1,273 @@
+"""The control loop: one snapshot, one plan, one batch of writes per cycle; never a crash-loop.
+
+A cycle reads the cluster (a `ClusterView`, blocking calls in a thread) and Prometheus
+(`read_metrics`), joins them into a `Snapshot` with its `DataQuality`, forecasts, plans, and hands
+the plan to the actuator (which does a server-side dry-run unless `--apply`). Then it updates the
+metrics and keeps the `CycleReport` that `/plan` serves.
+
+Safety gate: when the data is incomplete (a failed or partial query) or stale (newest sample older
+than the policy's `maxDataAge`), every planned action becomes a `Skip` with `IncompleteData` /
+`StaleData` and nothing reaches the actuator, whatever the planner said; the cycle counts as
+`skipped`. Prometheus unreachable is `skipped` as well. Any exception is logged and counted as
+`error`, and the loop goes on. A replica that is not the leader plans but never acts.
+Forecast accuracy: idle forecasts are remembered and judged after their horizon
+(`forecast_check`). The clock is injected; nothing here reads the wall time itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Protocol
+
+import pandas as pd
+
+from reclaimer import forecast_check
+from reclaimer.fleet import FleetSummary, summarize
+from reclaimer.history import HistoryParams, MetricsSource
+from reclaimer.metrics_read import MetricsRead, MetricsUnavailable, read_metrics
+from reclaimer.model import (
+    Action,
+    ActionKind,
+    ClusterView,
+    DataQuality,
+    Forecast,
+    Plan,
+    Reason,
+    Skip,
+    Snapshot,
+)
+from reclaimer.policy import Policy
+from reclaimer.prom import PromClient
+from reclaimer.telemetry import ReclaimerMetrics
+
+log = logging.getLogger("gpu_reclaimer.controller")
+
+Forecaster = Callable[[pd.DataFrame, Policy, float], Mapping[str, Forecast]]
+Planner = Callable[[Snapshot, Mapping[str, Forecast], Policy, float], Plan]
+
+
+class Applier(Protocol):
+    """The actuator's face as the controller sees it (`reclaimer.actuator.Actuator`)."""
+
+    def apply(self, plan: Plan, view: ClusterView) -> Sequence[object]: ...
+
+
+class CycleResult(StrEnum):
+    SUCCESS = "success"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class CycleReport:
+    result: CycleResult
+    at: float
+    duration: float
+    message: str
+    plan: Plan | None = None
+    quality: DataQuality | None = None
+    summary: FleetSummary | None = None
+    forecasts: Mapping[str, Forecast] = field(default_factory=lambda: MappingProxyType({}))
+    outcomes: tuple[object, ...] = ()  # the actuator's results, in plan order
+    acted: bool = False  # the plan reached the actuator
+    requests: int = 0  # Prometheus requests this cycle
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    source: MetricsSource = MetricsSource.GPU_RECLAIM
+    history: HistoryParams = field(default_factory=HistoryParams)
+    dry_run: bool = True
+
+
+def build_snapshot(view: ClusterView, read: MetricsRead) -> Snapshot:
+    """Join the cluster view and the measurements; pure."""
+    nodes = tuple(
+        replace(n, gpu_stats=read.node_stats[n.name]) if n.name in read.node_stats else n
+        for n in view.nodes
+    )
+    quality = DataQuality(read.metrics_at, read.complete, read.problems)
+    return Snapshot(
+        taken_at=view.taken_at,
+        queues=view.queues,
+        jobs=view.jobs,
+        pods=view.pods,
+        nodes=nodes,
+        pending=view.pending,
+        quality=quality,
+        last_actions=view.last_actions,
+    )
+
+
+def gate(plan: Plan, quality: DataQuality, now: float, max_age: float) -> tuple[Plan, str | None]:
+    """Turn every action into a skip when the data cannot be trusted; pure."""
+    if quality.metrics_at is None or now - quality.metrics_at > max_age:
+        reason, why = Reason.STALE_DATA, _staleness(quality, now, max_age)
+    elif not quality.complete:
+        reason, why = Reason.INCOMPLETE_DATA, "; ".join(quality.problems) or "incomplete data"
+    else:
+        return plan, None
+    skips = tuple(Skip(a.target, reason, f"{a.kind} withheld: {why}") for a in plan.actions)
+    return Plan(plan.created_at, (), plan.skipped + skips), why
+
+
+def _staleness(quality: DataQuality, now: float, max_age: float) -> str:
+    if quality.metrics_at is None:
+        return "no utilization samples"
+    return f"newest sample {now - quality.metrics_at:.0f}s old (max {max_age:.0f}s)"
+
+
+class Controller:
+    def __init__(
+        self,
+        *,
+        read_cluster: Callable[[], ClusterView],
+        prom: PromClient,
+        policy: Policy,
+        forecaster: Forecaster,
+        planner: Planner,
+        actuator: Applier | None,
+        metrics: ReclaimerMetrics,
+        clock: Callable[[], float],
+        config: ControllerConfig = ControllerConfig(),
+        is_leader: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self._read_cluster = read_cluster
+        self._prom = prom
+        self._policy = policy
+        self._forecaster = forecaster
+        self._planner = planner
+        self._actuator = actuator
+        self._metrics = metrics
+        self._clock = clock
+        self._config = config
+        self._is_leader = is_leader
+        self._recorded: bool | None = None  # recording-rule probe, once per process
+        self._checks: tuple[forecast_check.PendingCheck, ...] = ()
+        self.last: CycleReport | None = None
+        self.ready = False  # set after the first cycle that completes (any result but error)
+        metrics.dry_run.set(1 if config.dry_run else 0)
+
+    async def cycle(self) -> CycleReport:
+        """Run one cycle; never raises (except cancellation)."""
+        start = self._clock()
+        try:
+            report = await self._cycle(start)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # the loop must survive anything one cycle hits
+            log.exception("cycle failed")
+            report = CycleReport(CycleResult.ERROR, start, 0.0, f"cycle failed: {err!r}")
+        report = replace(report, duration=max(0.0, self._clock() - start))
+        self._account(report)
+        self.last = report
+        self.ready = self.ready or report.result is not CycleResult.ERROR
+        return report
+
+    async def _cycle(self, now: float) -> CycleReport:
+        view = await asyncio.to_thread(self._read_cluster)
+        for problem in view.problems:
+            log.warning("cluster: %s", problem)
+        before = self._prom.requests
+        try:
+            read = await read_metrics(
+                self._prom,
+                view,
+                now,
+                self._config.history,
+                self._config.source,
+                recorded=self._recorded,
+            )
+        except MetricsUnavailable as err:
+            log.warning("cycle skipped, no actions: %s", err)
+            return CycleReport(
+                CycleResult.SKIPPED, now, 0.0, str(err), requests=self._prom.requests - before
+            )
+        self._recorded = read.recorded
+        snapshot = build_snapshot(view, read)
+        forecasts = self._forecaster(read.history, self._policy, now)
+        self._track_forecasts(forecasts, read.history, now)
+        plan, withheld = gate(
+            self._planner(snapshot, forecasts, self._policy, now),
+            snapshot.quality,
+            now,
+            self._policy.max_data_age_seconds,
+        )
+        summary = summarize(
+            view, read.pods, now, self._config.history.stats_window, self._policy.threshold
+        )
+        result, message = CycleResult.SUCCESS, f"{len(plan.actions)} action(s) planned"
+        if withheld is not None:
+            log.warning("cycle skipped, no actions: %s", withheld)
+            result, message = CycleResult.SKIPPED, withheld
+        outcomes: tuple[object, ...] = ()
+        acted = bool(plan.actions) and self._actuator is not None and self._is_leader()
+        if acted and self._actuator is not None:
+            outcomes = tuple(await asyncio.to_thread(self._actuator.apply, plan, view))
+        self._count_reclaimed(view, now)
+        return CycleReport(
+            result,
+            now,
+            0.0,
+            message,
+            plan,
+            snapshot.quality,
+            summary,
+            forecasts,
+            outcomes,
+            acted,
+            read.requests,
+        )
+
+    def _track_forecasts(
+        self, forecasts: Mapping[str, Forecast], history: pd.DataFrame, now: float
+    ) -> None:
+        self._checks, results = forecast_check.check(self._checks, history, now)
+        for _, result in results:
+            self._metrics.forecast_checks.labels(result=str(result)).inc()
+        self._checks = forecast_check.remember(self._checks, forecasts, now)
+        idle = sum(1 for f in forecasts.values() if f.idle)
+        unknown = sum(1 for f in forecasts.values() if f.samples == 0)
+        self._metrics.set_forecasts(idle, len(forecasts) - idle - unknown, unknown)
+
+    def _count_reclaimed(self, view: ClusterView, now: float) -> None:
+        """GPU-seconds held free since the last cycle (would-be ones in dry-run)."""
+        prev = self.last
+        if prev is None or prev.plan is None:
+            return
+        if self._config.dry_run:
+            gpus = sum(
+                a.evidence.gpus_freed for a in prev.plan.actions if a.kind is ActionKind.PREEMPT
+            )
+        else:
+            gpus = sum(j.gpus for j in view.jobs if j.suspended_by_reclaimer)
+        self._metrics.reclaimed_gpu_seconds.inc(max(0.0, gpus * (now - prev.at)))
+
+    def _account(self, report: CycleReport) -> None:
+        m = self._metrics
+        m.cycles.labels(result=str(report.result)).inc()
+        m.cycle_duration.set(report.duration)
+        m.is_leader.set(1 if self._is_leader() else 0)
+        if report.result is CycleResult.SUCCESS:
+            m.last_success.set(report.at + report.duration)
+        for action in report.plan.actions if report.plan else ():
+            m.count_action(m.planned, action)
+        for outcome in report.outcomes:
+            done = getattr(outcome, "action", None)
+            ok = bool(getattr(outcome, "ok", False))
+            if isinstance(done, Action):
+                m.count_action(m.applied if ok else m.failed, done)
+
+    async def run(self, interval: float, stop: asyncio.Event) -> None:
+        """Cycle every `interval` seconds until `stop` is set; a cycle in flight finishes."""
+        while not stop.is_set():
+            report = await self.cycle()
+            log.info("cycle %s in %.2fs: %s", report.result, report.duration, report.message)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=interval)

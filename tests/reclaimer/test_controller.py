@@ -1,0 +1,226 @@
+"""The control loop against a scripted Prometheus: no actions on bad data, no crash on errors.
+
+The planner here is a fixed stand-in that always proposes one preemption: these tests are about
+what the controller lets through to the actuator, not about planning (tests/reclaimer/test_plan*
+and the end-to-end test use the real planner).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+import pytest
+from clusterviews import job_with_pods, view
+from fakeprom import Reply, fake_prometheus, matrix, vector
+
+from reclaimer.controller import Controller, ControllerConfig, CycleResult, gate
+from reclaimer.history import HistoryParams
+from reclaimer.model import (
+    Action,
+    ActionKind,
+    ClusterView,
+    DataQuality,
+    Evidence,
+    Forecast,
+    Plan,
+    Reason,
+    Snapshot,
+)
+from reclaimer.policy import Policy
+from reclaimer.prom import PromClient, RetryPolicy
+from reclaimer.telemetry import ReclaimerMetrics
+
+NOW = 1_800_000_000.0
+FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.01, timeout=1.0)
+IDLE = view([job_with_pods("team-b", "idle-b", "qb", [("b-0", 1)])], taken_at=NOW)
+
+
+def prom_route(newest: float = NOW - 30, warnings: tuple[str, ...] = ()) -> Callable:
+    def route(path: str, form: dict[str, str]) -> Reply:
+        q = form["query"]
+        extra = {"warnings": list(warnings)} if warnings else {}
+        if path.endswith("query_range"):
+            start, end = float(form["start"]), float(form["end"])
+            pts = [(start + i * 60.0, 0.0) for i in range(int((end - start) // 60) + 1)]
+            return Reply(matrix(({"namespace": "team-b", "pod": "b-0"}, pts), **extra))
+        if "timestamp(" in q:
+            return Reply(vector(({}, newest), at=NOW))
+        return Reply(vector(at=NOW))  # recording-rule probe, node stats: nothing
+
+    return route
+
+
+def one_preemption(
+    snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, now: float
+) -> Plan:
+    evidence = Evidence(for_pending="team-a/wait", gpus_freed=1, detail="stand-in")
+    return Plan(
+        now, (Action(ActionKind.PREEMPT, "team-b/idle-b", Reason.IDLE_FOR_STARVED_QUEUE, evidence),)
+    )
+
+
+def no_forecasts(history: pd.DataFrame, policy: Policy, now: float) -> dict[str, Forecast]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    action: Action
+    ok: bool
+
+
+class RecordingActuator:
+    def __init__(self) -> None:
+        self.plans: list[Plan] = []
+
+    def apply(self, plan: Plan, view: ClusterView) -> list[Outcome]:
+        self.plans.append(plan)
+        return [Outcome(a, True) for a in plan.actions]
+
+
+def make(
+    url: str,
+    actuator: RecordingActuator,
+    read: Callable[[], ClusterView] = lambda: IDLE,
+    clock: Callable[[], float] = lambda: NOW,
+) -> tuple[Controller, ReclaimerMetrics, PromClient]:
+    metrics = ReclaimerMetrics()
+    prom = PromClient(url, FAST)
+    c = Controller(
+        read_cluster=read,
+        prom=prom,
+        policy=Policy(),
+        forecaster=no_forecasts,
+        planner=one_preemption,
+        actuator=actuator,
+        metrics=metrics,
+        clock=clock,
+        config=ControllerConfig(history=HistoryParams(window=3600.0)),
+    )
+    return c, metrics, prom
+
+
+def sample(metrics: ReclaimerMetrics, name: str, **labels: str) -> float:
+    value = metrics.registry.get_sample_value(name, labels)
+    return 0.0 if value is None else value
+
+
+async def test_fresh_complete_data_reaches_the_actuator() -> None:
+    act = RecordingActuator()
+    async with fake_prometheus(route=prom_route()) as fake:
+        c, m, prom = make(fake.url, act)
+        async with prom:
+            report = await c.cycle()
+    assert report.result is CycleResult.SUCCESS and report.acted
+    assert [a.target for p in act.plans for a in p.actions] == ["team-b/idle-b"]
+    assert sample(m, "gpu_reclaimer_cycles_total", result="success") == 1
+    labels = {"kind": "preempt", "reason": "IdleJobForStarvedQueue"}
+    assert sample(m, "gpu_reclaimer_actions_planned_total", **labels) == 1
+    assert sample(m, "gpu_reclaimer_actions_applied_total", **labels) == 1
+    assert sample(m, "gpu_reclaimer_last_success_timestamp_seconds") == NOW
+    assert c.ready
+
+
+@pytest.mark.parametrize(
+    ("route", "reason"),
+    [
+        pytest.param(prom_route(newest=NOW - 3600), Reason.STALE_DATA, id="stale"),
+        pytest.param(prom_route(warnings=("store down",)), Reason.INCOMPLETE_DATA, id="partial"),
+    ],
+)
+async def test_untrusted_data_means_no_actions(route: Callable, reason: Reason) -> None:
+    act = RecordingActuator()
+    async with fake_prometheus(route=route) as fake:
+        c, m, prom = make(fake.url, act)
+        async with prom:
+            report = await c.cycle()
+    assert report.result is CycleResult.SKIPPED and not report.acted
+    assert act.plans == []
+    assert report.plan is not None and report.plan.actions == ()
+    assert [s.reason for s in report.plan.skipped if s.target == "team-b/idle-b"] == [reason]
+    assert sample(m, "gpu_reclaimer_cycles_total", result="skipped") == 1
+    assert sample(m, "gpu_reclaimer_last_success_timestamp_seconds") == 0
+
+
+async def test_prometheus_down_is_a_skipped_cycle_not_a_crash() -> None:
+    async with fake_prometheus() as fake:
+        url = fake.url  # closed when the block ends: connection refused
+    act = RecordingActuator()
+    c, m, prom = make(url, act)
+    async with prom:
+        report = await c.cycle()
+    assert report.result is CycleResult.SKIPPED and report.plan is None
+    assert "unreachable" in report.message
+    assert act.plans == []
+    assert sample(m, "gpu_reclaimer_cycles_total", result="skipped") == 1
+
+
+async def test_prometheus_errors_are_skipped_cycles() -> None:
+    async with fake_prometheus(
+        default=Reply(
+            {"status": "error", "errorType": "execution", "error": "too many samples"}, 422
+        )
+    ) as fake:
+        act = RecordingActuator()
+        c, _m, prom = make(fake.url, act)
+        async with prom:
+            report = await c.cycle()
+    assert report.result is CycleResult.SKIPPED and act.plans == []
+    assert "too many samples" in report.message
+
+
+async def test_an_exception_is_counted_and_the_next_cycle_runs() -> None:
+    reads = iter([RuntimeError("API server said 500"), IDLE])
+
+    def read() -> ClusterView:
+        item = next(reads)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    act = RecordingActuator()
+    async with fake_prometheus(route=prom_route()) as fake:
+        c, m, prom = make(fake.url, act, read=read)
+        async with prom:
+            first = await c.cycle()
+            assert not c.ready
+            second = await c.cycle()
+    assert (first.result, second.result) == (CycleResult.ERROR, CycleResult.SUCCESS)
+    assert sample(m, "gpu_reclaimer_cycles_total", result="error") == 1
+    assert sample(m, "gpu_reclaimer_cycles_total", result="success") == 1
+    assert c.ready
+
+
+async def test_loop_stops_when_asked_and_counts_cycles() -> None:
+    act = RecordingActuator()
+    async with fake_prometheus(route=prom_route()) as fake:
+        c, m, prom = make(fake.url, act)
+        stop = asyncio.Event()
+
+        async def stop_after_two() -> None:
+            while sample(m, "gpu_reclaimer_cycles_total", result="success") < 2:
+                await asyncio.sleep(0.01)
+            stop.set()
+
+        async with prom:
+            await asyncio.gather(c.run(0.01, stop), stop_after_two())
+    assert sample(m, "gpu_reclaimer_cycles_total", result="success") >= 2
+
+
+@pytest.mark.parametrize(
+    ("quality", "acts"),
+    [
+        pytest.param(DataQuality(NOW - 10), True, id="fresh-complete"),
+        pytest.param(DataQuality(None), False, id="no-samples"),
+        pytest.param(DataQuality(NOW - 301), False, id="older-than-max-age"),
+        pytest.param(DataQuality(NOW - 10, complete=False, problems=("x",)), False, id="partial"),
+    ],
+)
+def test_gate(quality: DataQuality, acts: bool) -> None:
+    plan = one_preemption(None, {}, Policy(), NOW)  # type: ignore[arg-type]
+    gated, why = gate(plan, quality, NOW, 300.0)
+    assert (gated == plan) is acts and (why is None) is acts
+    assert len(gated.actions) + len(gated.skipped) == 1
