@@ -1,0 +1,226 @@
+"""`gpu-exporter` (also `python -m exporter`): parse flags, build a backend, serve until signalled.
+
+The imperative shell of the exporter. Flags are read as strings and validated all at once by
+`config.load_config`; a usage or value error prints a clear message and returns 2. The backend
+factories (`exporter.nvml`, `exporter.sim`, `exporter.replay`) are imported only for the backend
+in use, so a sim run never loads NVML and a real node never loads the simulator. SIGTERM and
+SIGINT stop the collect loop and the HTTP server cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import os
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, NoReturn
+
+from exporter.collector import AttributionSources, Collector
+from exporter.config import Backend, ConfigError, ExporterConfig, LogLevel, load_config
+from exporter.podresources import AllocationsFile, PodResourcesClient
+from exporter.pods import KubernetesPods, PodsFile, PodSource
+from exporter.server import make_app, start_server
+from exporter.sources import BackendParts
+
+log = logging.getLogger("exporter")
+PROG = "gpu-exporter"
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="DCGM-compatible GPU metrics with per-pod attribution.")
+    add = p.add_argument
+    add("--web.listen-address", dest="listen", metavar="ADDR", help="default :9400")
+    add("--backend", dest="backend", metavar="{nvml,sim,replay}", help="default nvml")
+    add("--collect-interval", dest="collect_interval", metavar="SECONDS", help="default 1")
+    add("--node-name", dest="node_name", metavar="NAME", help="default $NODE_NAME, else hostname")
+    add("--sim.gpus", dest="sim_gpus", metavar="N")
+    add(
+        "--sim.mig",
+        dest="sim_mig",
+        nargs="?",
+        const="all",
+        metavar="N",
+        help="MIG-enable every simulated GPU (or the first N), 7 instances each",
+    )
+    add("--sim.pods", dest="sim_pods", metavar="N")
+    add("--sim.seed", dest="sim_seed", metavar="N")
+    add("--sim.workloads", dest="sim_workloads", metavar="FILE")
+    add("--replay.file", dest="replay_file", metavar="CSV")
+    add("--replay.speed", dest="replay_speed", metavar="X")
+    add("--path.procfs", dest="procfs", metavar="DIR", help="default /proc")
+    add("--kubelet.pod-resources-socket", dest="pod_resources_socket", metavar="PATH")
+    add(
+        "--collector.pods",
+        dest="collector_pods",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="per-pod series from kubelet PodResources and /proc (default on)",
+    )
+    add(
+        "--collector.kubernetes",
+        dest="collector_kubernetes",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="pod UID -> name from the API server (default on)",
+    )
+    add("--log.level", dest="log_level", metavar="{debug,info,warn,error}")
+    return p
+
+
+def _usage_error(parser: argparse.ArgumentParser, messages: Sequence[str]) -> int:
+    parser.print_usage(sys.stderr)
+    for message in messages:
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _factory(module: str, name: str) -> Any:
+    """A backend's factory, imported on first use: a sim run never loads NVML, and vice versa."""
+    return getattr(importlib.import_module(module), name)
+
+
+def _resolve_backend(config: ExporterConfig) -> Backend | str:
+    """The backend to run, or an error message when the default (nvml) cannot load."""
+    if config.backend is not None:
+        return config.backend
+    from exporter.nvml import nvml_available  # noqa: PLC0415
+
+    if nvml_available():
+        return Backend.NVML
+    return (
+        "NVML could not be loaded (no NVIDIA driver on this machine?); "
+        "pass --backend sim for a simulated node, or --backend replay --replay.file CSV"
+    )
+
+
+def _build_parts(config: ExporterConfig, backend: Backend, fixture_dir: Path) -> BackendParts:
+    if backend is Backend.NVML:
+        from exporter.nvml import build_nvml_backend  # noqa: PLC0415 (lazy, see docstring)
+
+        return build_nvml_backend(proc_root=config.procfs)
+    if backend is Backend.SIM:
+        from exporter.sim import build_sim_backend  # noqa: PLC0415
+
+        parts, _node = build_sim_backend(
+            gpus=config.sim_gpus,
+            mig=config.sim_mig,
+            pods=config.sim_pods,
+            seed=config.sim_seed,
+            workloads_file=config.sim_workloads,
+            fixture_dir=fixture_dir,
+            node_name=config.node_name,
+            clock=time.time,
+        )
+        return parts
+    assert config.replay_file is not None  # load_config guarantees it
+    replay = _factory("exporter.replay", "build_replay_backend")(
+        file=config.replay_file,
+        speed=config.replay_speed,
+        seed=config.sim_seed,
+        fixture_dir=fixture_dir,
+        node_name=config.node_name,
+        clock=time.time,
+    )
+    result: BackendParts = replay[0] if isinstance(replay, tuple) else replay
+    return result
+
+
+def attribution_sources(
+    config: ExporterConfig, parts: BackendParts, stack: ExitStack
+) -> AttributionSources | None:
+    """Fixture files when the backend wrote them, the kubelet and the API server otherwise."""
+    if not config.collector_pods:
+        return None
+    allocations = (
+        AllocationsFile(parts.podresources_file)
+        if parts.podresources_file is not None
+        else PodResourcesClient(config.pod_resources_socket)
+    )
+    stack.callback(allocations.close)
+    pods: PodSource | None = None
+    if parts.pods_file is not None:
+        pods = PodsFile(parts.pods_file)
+    elif config.collector_kubernetes:
+        pods = KubernetesPods(config.node_name)
+        stack.callback(pods.close)
+    return AttributionSources(allocations, pods, parts.proc_root)
+
+
+async def serve(config: ExporterConfig, backend: Backend) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    with ExitStack() as stack:
+        fixture_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpu-exp-")))
+        parts = _build_parts(config, backend, fixture_dir)
+        stack.callback(parts.devices.close)
+        collector = Collector(
+            parts.devices,
+            attribution_sources(config, parts, stack),
+            hostname=config.node_name,
+            interval=config.collect_interval,
+        )
+        try:
+            runner = await start_server(make_app(collector), config.listen_host, config.listen_port)
+        except OSError as exc:
+            log.error("cannot listen on %s:%s: %s", config.listen_host, config.listen_port, exc)
+            return 1
+        log.info(
+            "serving %s backend on %s:%d",
+            backend,
+            config.listen_host or "*",
+            config.listen_port,
+        )
+        try:
+            await collector.run(stop)
+        finally:
+            await runner.cleanup()
+    log.info("stopped")
+    return 0
+
+
+_LEVELS = {
+    LogLevel.DEBUG: logging.DEBUG,
+    LogLevel.INFO: logging.INFO,
+    LogLevel.WARN: logging.WARNING,
+    LogLevel.ERROR: logging.ERROR,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        return _usage_error(parser, [str(exc)])
+    try:
+        config = load_config(vars(args), os.environ, socket.gethostname())
+    except ConfigError as exc:
+        return _usage_error(parser, exc.errors)
+    logging.basicConfig(
+        level=_LEVELS[config.log_level],
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    backend = _resolve_backend(config)
+    if not isinstance(backend, Backend):
+        return _usage_error(parser, [backend])
+    return asyncio.run(serve(config, backend))

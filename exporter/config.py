@@ -1,0 +1,168 @@
+"""The exporter's configuration: one frozen dataclass, loaded by one pure function.
+
+`load_config` takes the raw flag strings (None = not given), the environment and the hostname,
+and returns an `ExporterConfig` or raises `ConfigError` listing every invalid field at once.
+Defaults live in the dataclass only. `backend` None means "nvml if NVML loads": probing the
+library is I/O, so the CLI resolves it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class Backend(StrEnum):
+    NVML = "nvml"
+    SIM = "sim"
+    REPLAY = "replay"
+
+
+class LogLevel(StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARN = "warn"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class ExporterConfig:
+    node_name: str
+    listen_host: str | None = None  # None: every interface
+    listen_port: int = 9400
+    backend: Backend | None = None
+    collect_interval: float = 1.0
+    sim_gpus: int = 4
+    sim_mig: int = 0  # how many of the GPUs are MIG-enabled (7 instances each)
+    sim_pods: int = 12
+    sim_seed: int = 0
+    sim_workloads: Path | None = None
+    replay_file: Path | None = None
+    replay_speed: float = 1.0
+    procfs: Path = Path("/proc")
+    pod_resources_socket: Path = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
+    collector_pods: bool = True  # per-pod attribution (PodResources + /proc)
+    collector_kubernetes: bool = True  # pod UID -> name from the API server
+    log_level: LogLevel = LogLevel.INFO
+
+
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(ExporterConfig)}
+
+
+class ConfigError(ValueError):
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+def parse_listen_address(text: str) -> tuple[str | None, int]:
+    """`:9400`, `0.0.0.0:9400`, `[::1]:9400` -> (host or None for every interface, port)."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        raise ValueError(f"{text!r} is not HOST:PORT")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    port = int(port_text)
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port {port} is out of range")
+    return (host or None), port
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError("must be a positive number")
+    return value
+
+
+def _int_in(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text)
+        if not low <= value <= high:
+            raise ValueError(f"must be between {low} and {high}")
+        return value
+
+    return parse
+
+
+def _mig_count(gpus: int) -> Callable[[str], int]:
+    """`--sim.mig` alone makes every GPU MIG-enabled; `--sim.mig N` the first N."""
+
+    def parse(text: str) -> int:
+        return gpus if text == "all" else _int_in(0, gpus)(text)
+
+    return parse
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _choice(enum: type[E]) -> Callable[[str], E]:
+    def parse(text: str) -> E:
+        try:
+            return enum(text)
+        except ValueError:
+            raise ValueError("must be one of " + ", ".join(e.value for e in enum)) from None
+
+    return parse
+
+
+def load_config(
+    raw: Mapping[str, str | bool | None], env: Mapping[str, str], hostname: str
+) -> ExporterConfig:
+    """Pure: validate every field and build the config, or raise ConfigError with all problems."""
+    errors: list[str] = []
+
+    def field(flag: str, key: str, parse: Callable[[str], T]) -> T:
+        value = raw.get(key)
+        if value is None:
+            return _DEFAULTS[key]  # type: ignore[no-any-return]
+        try:
+            return parse(str(value))
+        except ValueError as exc:
+            errors.append(f"--{flag}={value}: {exc}")
+            return _DEFAULTS[key]  # type: ignore[no-any-return]
+
+    host, port = _DEFAULTS["listen_host"], _DEFAULTS["listen_port"]
+    if raw.get("listen") is not None:
+        try:
+            host, port = parse_listen_address(str(raw["listen"]))
+        except ValueError as exc:
+            errors.append(f"--web.listen-address={raw['listen']}: {exc}")
+    backend = field("backend", "backend", _choice(Backend))
+    node_name = str(raw.get("node_name") or env.get("NODE_NAME") or hostname)
+    values: dict[str, Any] = {
+        "node_name": node_name,
+        "listen_host": host,
+        "listen_port": port,
+        "backend": backend,
+        "collect_interval": field("collect-interval", "collect_interval", _positive_float),
+        "sim_gpus": field("sim.gpus", "sim_gpus", _int_in(1, 64)),
+        "sim_pods": field("sim.pods", "sim_pods", _int_in(0, 4096)),
+        "sim_seed": field("sim.seed", "sim_seed", int),
+        "sim_workloads": field("sim.workloads", "sim_workloads", Path),
+        "replay_file": field("replay.file", "replay_file", Path),
+        "replay_speed": field("replay.speed", "replay_speed", _positive_float),
+        "procfs": field("path.procfs", "procfs", Path),
+        "pod_resources_socket": field("kubelet.pod-resources-socket", "pod_resources_socket", Path),
+        "log_level": field("log.level", "log_level", _choice(LogLevel)),
+    }
+    values["sim_mig"] = field("sim.mig", "sim_mig", _mig_count(values["sim_gpus"]))
+    for key in ("collector_pods", "collector_kubernetes"):
+        flag = raw.get(key)
+        values[key] = _DEFAULTS[key] if flag is None else bool(flag)
+    if backend is Backend.REPLAY and values["replay_file"] is None:
+        errors.append("--backend=replay needs --replay.file")
+    if backend is not Backend.REPLAY and raw.get("replay_file") is not None:
+        errors.append("--replay.file is only used with --backend=replay")
+    if values["sim_workloads"] is not None and backend not in (Backend.SIM, Backend.REPLAY):
+        errors.append("--sim.workloads is only used with --backend=sim or replay")
+    if errors:
+        raise ConfigError(errors)
+    return ExporterConfig(**values)

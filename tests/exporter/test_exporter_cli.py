@@ -1,0 +1,131 @@
+"""Configuration loading (pure) and the CLI's answers to bad input; a real run on the sim."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from exporter.cli import main
+from exporter.config import Backend, ConfigError, ExporterConfig, load_config, parse_listen_address
+
+
+def test_defaults() -> None:
+    config = load_config({}, {}, "host-1")
+    assert config == ExporterConfig(node_name="host-1")
+    assert (config.listen_host, config.listen_port, config.collect_interval) == (None, 9400, 1.0)
+
+
+def test_node_name_prefers_the_flag_then_node_name_env_then_hostname() -> None:
+    assert load_config({"node_name": "flag"}, {"NODE_NAME": "env"}, "h").node_name == "flag"
+    assert load_config({}, {"NODE_NAME": "env"}, "h").node_name == "env"
+
+
+def test_every_invalid_field_is_reported_at_once() -> None:
+    raw = {
+        "listen": "nonsense",
+        "backend": "cuda",
+        "collect_interval": "-1",
+        "sim_gpus": "zero",
+        "replay_speed": "fast",
+        "log_level": "loud",
+    }
+    with pytest.raises(ConfigError) as err:
+        load_config(raw, {}, "h")
+    flags = [e.split("=")[0] for e in err.value.errors]
+    assert flags == [
+        "--web.listen-address",
+        "--backend",
+        "--collect-interval",
+        "--sim.gpus",
+        "--replay.speed",
+        "--log.level",
+    ]
+    assert "must be one of nvml, sim, replay" in str(err.value)
+
+
+def test_replay_needs_a_file_and_sim_mig_counts_gpus() -> None:
+    with pytest.raises(ConfigError, match=r"needs --replay\.file"):
+        load_config({"backend": "replay"}, {}, "h")
+    config = load_config({"backend": "sim", "sim_gpus": "3", "sim_mig": "all"}, {}, "h")
+    assert (config.backend, config.sim_mig) == (Backend.SIM, 3)
+    with pytest.raises(ConfigError, match=r"sim\.mig"):
+        load_config({"sim_gpus": "3", "sim_mig": "4"}, {}, "h")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(":9400", (None, 9400), id="all-interfaces"),
+        pytest.param("127.0.0.1:0", ("127.0.0.1", 0), id="ipv4"),
+        pytest.param("[::1]:9400", ("::1", 9400), id="ipv6"),
+    ],
+)
+def test_parse_listen_address(text: str, expected: tuple[str | None, int]) -> None:
+    assert parse_listen_address(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["--no-such-flag"], "unrecognized arguments", id="unknown-flag"),
+        pytest.param(["--backend", "cuda"], "--backend=cuda: must be one of", id="bad-backend"),
+        pytest.param(["--collect-interval", "0"], "positive", id="bad-interval"),
+        pytest.param(["--web.listen-address", ":99999"], "out of range", id="bad-port"),
+        pytest.param(["--backend", "replay"], "needs --replay.file", id="replay-without-file"),
+    ],
+)
+def test_bad_input_exits_2_with_a_clear_message(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "usage: gpu-exporter" in err
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def fetch(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, b""
+
+
+@pytest.mark.slow
+def test_python_m_exporter_serves_the_sim_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    port = free_port()
+    argv = [sys.executable, "-m", "exporter", "--backend", "sim", "--sim.gpus", "2"]
+    argv += ["--sim.pods", "5", "--web.listen-address", f"127.0.0.1:{port}"]
+    env = {**os.environ, "NODE_NAME": "node-x"}
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        status = 0
+        while time.monotonic() < deadline and status != 200:
+            try:
+                status, _ = fetch(f"http://127.0.0.1:{port}/readyz")
+            except OSError:
+                time.sleep(0.1)
+        _, body = fetch(f"http://127.0.0.1:{port}/metrics")
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert status == 200 and code == 0
+    assert b'Hostname="node-x"' in body and b"gpu_pod_allocated{" in body
