@@ -1,0 +1,142 @@
+"""GPU accounting for one planning cycle: where jobs sit, what is free, what queues deserve.
+
+Capacity is counted in schedulable GPU slots, the unit pods request: a node offers
+`gpus * replicas` slots (time-slicing multiplies what the scheduler sees). A pod occupies slots on
+its node from the moment it is bound (Running, or Pending with a node). A queue's allocation is
+the slots its jobs' bound pods hold; its deserved share is `Queue.deserved_gpus`, else the
+policy's `queueShares` fraction of cluster slots, else its weight's fraction of them.
+
+Fit is checked per node: a gang of `n` equal pods of `p` slots fits when the nodes' free slots,
+each rounded down to whole pods (`free // p`), add up to at least `n`. That is exact for equal-size
+pods, which is what PodGroups of PyTorchJobs and Volcano Jobs are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from reclaimer.model import Job, Node, PodPhase, Queue, Snapshot
+from reclaimer.policy import VOLCANO_PREEMPTABLE, Policy
+
+_BOUND = frozenset({PodPhase.RUNNING, PodPhase.PENDING})
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one job's bound pods sit: slots and pod counts per node."""
+
+    gpus_by_node: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    pods_by_node: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    opted_out: bool = False  # some pod carries an opt-out annotation
+
+    @property
+    def gpus(self) -> int:
+        return sum(self.gpus_by_node.values())
+
+
+def node_slots(node: Node) -> int:
+    return node.gpus * max(1, node.replicas)
+
+
+def is_opted_out(annotations: Mapping[str, str], policy: Policy) -> bool:
+    """True when Volcano's or the policy's preemptable annotation says "false"."""
+    keys = (VOLCANO_PREEMPTABLE, policy.opt_out_annotation)
+    return any(annotations.get(k, "").strip().lower() == "false" for k in keys)
+
+
+def placements(snapshot: Snapshot, policy: Policy) -> dict[str, Placement]:
+    """Job key -> its bound pods' placement (pods found by `Pod.job` or listed in `Job.pods`)."""
+    owner = {pod_key: job.key for job in snapshot.jobs for pod_key in job.pods}
+    gpus: dict[str, dict[str, int]] = {}
+    pods: dict[str, dict[str, int]] = {}
+    opted: set[str] = set()
+    for pod in snapshot.pods:
+        job = pod.job or owner.get(pod.key)
+        if job is None or pod.node is None or pod.phase not in _BOUND:
+            continue
+        by_node = gpus.setdefault(job, {})
+        by_node[pod.node] = by_node.get(pod.node, 0) + pod.gpus
+        count = pods.setdefault(job, {})
+        count[pod.node] = count.get(pod.node, 0) + 1
+        if is_opted_out(pod.annotations, policy):
+            opted.add(job)
+    return {
+        job: Placement(
+            MappingProxyType(dict(sorted(gpus[job].items()))),
+            MappingProxyType(dict(sorted(pods[job].items()))),
+            job in opted,
+        )
+        for job in sorted(gpus)
+    }
+
+
+def free_slots(snapshot: Snapshot) -> dict[str, int]:
+    """Node name -> slots not held by any bound pod (never negative)."""
+    used: dict[str, int] = {}
+    for pod in snapshot.pods:
+        if pod.node is not None and pod.phase in _BOUND:
+            used[pod.node] = used.get(pod.node, 0) + pod.gpus
+    return {n.name: max(0, node_slots(n) - used.get(n.name, 0)) for n in snapshot.nodes}
+
+
+def queue_allocation(jobs: Iterable[Job], where: Mapping[str, Placement]) -> dict[str, float]:
+    """Queue name -> slots held by its jobs' bound pods."""
+    out: dict[str, float] = {}
+    for job in jobs:
+        placed = where.get(job.key)
+        if placed is not None and not job.suspended:
+            out[job.queue] = out.get(job.queue, 0.0) + placed.gpus
+    return out
+
+
+def deserved_shares(
+    queues: Iterable[Queue], total_slots: float, policy: Policy
+) -> dict[str, float]:
+    """Queue name -> deserved slots (explicit, else policy share, else weight share)."""
+    queues = list(queues)
+    weights = sum(max(q.weight, 0) for q in queues) or 1
+    out: dict[str, float] = {}
+    for q in queues:
+        if q.deserved_gpus is not None:
+            out[q.name] = q.deserved_gpus
+        elif q.name in policy.queue_shares:
+            out[q.name] = policy.queue_shares[q.name] * total_slots
+        else:
+            out[q.name] = total_slots * max(q.weight, 0) / weights
+    return out
+
+
+def pod_shape(gpus: int, pods: int) -> tuple[int, int]:
+    """(slots per pod, pod count) for a gang of `gpus` slots over `pods` equal pods."""
+    count = max(1, pods)
+    return -(-gpus // count), count
+
+
+def fit_count(free: Mapping[str, int], pod_gpus: int) -> int:
+    """How many pods of `pod_gpus` slots the free slots hold, node by node."""
+    return sum(f // pod_gpus for f in free.values())
+
+
+def reserve(free: dict[str, int], pod_gpus: int, count: int) -> dict[str, int]:
+    """Take `count` pods out of `free` best-fit (fullest node that still fits first).
+
+    Returns the slots taken per node; mutates `free`. The caller has checked that they fit.
+    """
+    taken: dict[str, int] = {}
+    for name in sorted(free, key=lambda n: (free[n], n)):
+        while count > 0 and free[name] >= pod_gpus:
+            free[name] -= pod_gpus
+            taken[name] = taken.get(name, 0) + pod_gpus
+            count -= 1
+        if count == 0:
+            break
+    return taken
+
+
+def total_slots(nodes: Iterable[Node]) -> int:
+    return sum(node_slots(n) for n in nodes)
+
+
+NO_PLACEMENT = Placement()

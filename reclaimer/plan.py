@@ -1,0 +1,122 @@
+"""The planner: one cycle's snapshot, forecasts and policy in, a `Plan` of explained actions out.
+
+`plan()` is pure and deterministic: no I/O, no clock, no randomness; the same inputs, in any
+order, give the same plan. The controller applies the plan through its actuator (or only logs it
+in dry-run), the simulator replays it, and `reclaimer.explain` renders it for people.
+
+Order of work: a data gate first (metrics older than `maxDataAge`, or an incomplete snapshot,
+means no action of any kind this cycle); then the inputs are sorted into canonical order and
+the cycle's GPU ledger is built (`capacity`); then preemption for starved queues (`victims`,
+`preempt`), resumes of jobs the reclaimer suspended (`resume`) on the slots left over, and
+time-slice reshapes (`reshape`). Each stage returns actions and the skips that explain every
+candidate it left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from reclaimer.capacity import (
+    deserved_shares,
+    free_slots,
+    placements,
+    queue_allocation,
+    total_slots,
+)
+from reclaimer.model import Action, DataQuality, Forecast, Plan, Reason, Skip, Snapshot
+from reclaimer.policy import Policy
+from reclaimer.preempt import Ledger, plan_preemptions
+from reclaimer.quantities import format_duration
+from reclaimer.reshape import plan_reshapes
+from reclaimer.resume import plan_resumes
+from reclaimer.victims import Victim, candidates
+
+CLUSTER = "*"
+"""Skip target for decisions about the whole cycle (stale data, a disabled action kind)."""
+
+
+def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, now: float) -> Plan:
+    """Decide this cycle's preemptions, resumes and reshapes. Pure and deterministic.
+
+    Consumed by the controller's actuator (which applies, or in dry-run only records, each
+    action), by the simulator at every control interval, and by `explain` for operators.
+    """
+    gate = data_gate(snapshot.quality, policy, now)
+    if gate is not None:
+        return Plan(created_at=now, actions=(), skipped=(gate,))
+    snap = canonical(snapshot)
+    where = placements(snap, policy)
+    allocated = queue_allocation(snap.jobs, where)
+    ledger = Ledger(
+        free=free_slots(snap),
+        allocated=dict(allocated),
+        running=dict(allocated),
+        deserved=deserved_shares(snap.queues, total_slots(snap.nodes), policy),
+        queues={q.name: q for q in snap.queues},
+    )
+    waiting_suspended = {j.key for j in snap.jobs if j.suspended and j.suspended_by_reclaimer}
+    demands = list(
+        {
+            d.job: d
+            for d in reversed(snap.pending)
+            if d.gpus > 0 and d.job not in waiting_suspended
+        }.values()
+    )  # one demand per job (the first in canonical order)
+    actions: list[Action] = []
+    skips: list[Skip] = []
+    victims: list[Victim] = []
+    if policy.actions.preempt:
+        victims, screened = candidates(snap, where, forecasts, policy, now)
+        skips += screened
+    else:
+        skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.preempt is false"))
+    acts, more = plan_preemptions(demands, victims, ledger, policy.limits)
+    actions += acts
+    skips += more
+    if policy.actions.resume:
+        acts, more = plan_resumes(
+            snap.jobs, snap.nodes, ledger, policy, now=now, last_actions=snap.last_actions
+        )
+        actions += acts
+        skips += more
+    else:
+        skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.resume is false"))
+    if policy.actions.reshape:
+        ts, cap = policy.time_slicing, policy.limits.max_reshapes_per_cycle
+        acts, more = plan_reshapes(
+            snap.nodes, snap.pods, ts, max_per_cycle=cap, now=now, last_actions=snap.last_actions
+        )
+        actions += acts
+        skips += more
+    else:
+        skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.reshape is false"))
+    return Plan(created_at=now, actions=tuple(actions), skipped=tuple(skips))
+
+
+def data_gate(quality: DataQuality, policy: Policy, now: float) -> Skip | None:
+    """The skip that stops the whole cycle, when metrics are missing, stale or incomplete."""
+    if quality.metrics_at is None:
+        return Skip(CLUSTER, Reason.STALE_DATA, "no metrics at all")
+    age = now - quality.metrics_at
+    if age > policy.max_data_age_seconds:
+        limit = format_duration(policy.max_data_age_seconds)
+        return Skip(
+            CLUSTER, Reason.STALE_DATA, f"newest metrics {format_duration(age)} old > {limit}"
+        )
+    if not quality.complete:
+        detail = "; ".join(quality.problems) or "snapshot marked incomplete"
+        return Skip(CLUSTER, Reason.INCOMPLETE_DATA, detail)
+    return None
+
+
+def canonical(snapshot: Snapshot) -> Snapshot:
+    """The snapshot with every collection sorted by key (content breaks ties): order-free input."""
+    return replace(
+        snapshot,
+        queues=tuple(sorted(snapshot.queues, key=lambda q: (q.name, repr(q)))),
+        jobs=tuple(sorted(snapshot.jobs, key=lambda j: (j.key, repr(j)))),
+        pods=tuple(sorted(snapshot.pods, key=lambda p: (p.key, repr(p)))),
+        nodes=tuple(sorted(snapshot.nodes, key=lambda n: (n.name, repr(n)))),
+        pending=tuple(sorted(snapshot.pending, key=lambda d: (d.job, repr(d)))),
+    )

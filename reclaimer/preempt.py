@@ -1,0 +1,300 @@
+"""Preemption planning: idle gangs out, only for starved demand that the freed slots really fit.
+
+Pending jobs are served in order: most starved queue first (allocated / deserved), then queue
+priority, job priority, age. For each one, whose queue is still below its deserved share (and
+under its capability): if the free slots already hold it, its slots are reserved and nothing is
+preempted; otherwise victims come from the other queues' ranked candidates (see `victims`),
+within the cycle's budget and never taking a queue below its guarantee. Selection is greedy on
+pods gained per node (`free // pod_size`), each victim's gain capped at what is still missing so
+that among victims that would each suffice the most confidently idle wins; then victims the fit
+no longer needs are dropped again, which keeps the set small. A job is preempted only when the
+whole pending gang fits; partial room is never made. Freed slots are reserved for the job so
+the next pending job cannot count them twice. Every pending job left unserved, and every
+candidate left standing, gets a `Skip` with its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from reclaimer.capacity import fit_count, pod_shape, reserve
+from reclaimer.model import (
+    Action,
+    ActionKind,
+    Evidence,
+    PendingDemand,
+    Queue,
+    Reason,
+    Skip,
+)
+from reclaimer.policy import Limits
+from reclaimer.quantities import format_duration
+from reclaimer.victims import Victim
+
+
+class Budget:
+    """What is left of the cycle's limits; `blocker` names the limit a victim would break."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.preemptions = 0
+        self.gpus = 0
+        self.per_namespace: dict[str, int] = {}
+        self.per_node: dict[str, int] = {}
+
+    def blocker(self, v: Victim) -> str | None:
+        lim = self.limits
+        if self.preemptions + 1 > lim.max_preemptions_per_cycle:
+            return f"maxPreemptionsPerCycle={lim.max_preemptions_per_cycle}"
+        if self.gpus + v.gpus > lim.max_gpus_freed_per_cycle:
+            return f"maxGpusFreedPerCycle={lim.max_gpus_freed_per_cycle}"
+        ns = v.job.namespace
+        if self.per_namespace.get(ns, 0) + 1 > lim.max_preemptions_per_namespace:
+            return f"maxPreemptionsPerNamespace={lim.max_preemptions_per_namespace} in {ns}"
+        for node, pods in v.placement.pods_by_node.items():
+            if self.per_node.get(node, 0) + pods > lim.max_pods_per_node:
+                return f"maxPreemptedPodsPerNode={lim.max_pods_per_node} on {node}"
+        return None
+
+    def exhausted(self) -> bool:
+        lim = self.limits
+        return (
+            self.preemptions >= lim.max_preemptions_per_cycle
+            or self.gpus >= lim.max_gpus_freed_per_cycle
+        )
+
+    def take(self, v: Victim) -> None:
+        self.preemptions += 1
+        self.gpus += v.gpus
+        ns = v.job.namespace
+        self.per_namespace[ns] = self.per_namespace.get(ns, 0) + 1
+        for node, pods in v.placement.pods_by_node.items():
+            self.per_node[node] = self.per_node.get(node, 0) + pods
+
+    def copy(self) -> Budget:
+        out = Budget(self.limits)
+        out.preemptions, out.gpus = self.preemptions, self.gpus
+        out.per_namespace, out.per_node = dict(self.per_namespace), dict(self.per_node)
+        return out
+
+
+@dataclass
+class Ledger:
+    """The cycle's working state: free slots per node and slots per queue, as planned so far."""
+
+    free: dict[str, int]
+    allocated: dict[str, float]  # running plus granted to pending jobs this cycle
+    running: dict[str, float]  # running now, less what this cycle preempts (for guarantees)
+    deserved: Mapping[str, float]
+    queues: Mapping[str, Queue]
+    unserved: list[PendingDemand] = field(default_factory=list)
+
+
+def demand_order(demands: Iterable[PendingDemand], ledger: Ledger) -> list[PendingDemand]:
+    """Most starved queue first, then queue priority, job priority, waiting longest, key."""
+
+    def key(d: PendingDemand) -> tuple[float, int, int, float, str]:
+        deserved = ledger.deserved.get(d.queue, 0.0)
+        share = ledger.allocated.get(d.queue, 0.0) / deserved if deserved > 0 else float("inf")
+        q = ledger.queues.get(d.queue)
+        return (share, -(q.priority if q else 0), -d.priority, d.since, d.job)
+
+    return sorted(demands, key=key)
+
+
+def plan_preemptions(
+    demands: Sequence[PendingDemand],
+    victims: Sequence[Victim],
+    ledger: Ledger,
+    limits: Limits,
+) -> tuple[list[Action], list[Skip]]:
+    """Serve `demands` in order, preempting from `victims` (ranked); mutates `ledger`."""
+    budget = Budget(limits)
+    actions: list[Action] = []
+    skips: list[Skip] = []
+    chosen: set[str] = set()
+    held_back: dict[str, Skip] = {}
+    # Between two preemptions, free slots plus usable victims only shrink (grants reserve slots),
+    # so a (queue, pod size, pods) that found no room finds none until the next preemption.
+    no_room: dict[tuple[str, int, int], Skip] = {}
+    for d in demand_order(demands, ledger):
+        why_not = _queue_refuses(d, ledger)
+        if why_not is not None:
+            skips.append(why_not)
+            continue
+        pod_gpus, pods = pod_shape(d.gpus, d.min_member)
+        if fit_count(ledger.free, pod_gpus) >= pods:
+            _grant(d, pod_gpus, pods, ledger)
+            skips.append(Skip(d.job, Reason.FITS_FREE, f"{pods}x{pod_gpus} GPUs fit free slots"))
+            continue
+        shape = (d.queue, pod_gpus, pods)
+        if shape in no_room:
+            ledger.unserved.append(d)
+            skips.append(Skip(d.job, no_room[shape].reason, no_room[shape].detail))
+            continue
+        pool = _pool(d, victims, chosen, ledger, budget=budget, held_back=held_back)
+        picked = _pick(pool, ledger.free, pod_gpus, pods, budget)
+        if picked is None:
+            ledger.unserved.append(d)
+            no_room[shape] = _unserved_skip(d, pool, budget)
+            skips.append(no_room[shape])
+            continue
+        no_room.clear()
+        for v in picked:
+            budget.take(v)
+            chosen.add(v.key)
+            actions.append(_preempt_action(v, d, ledger))
+            for node, gpus in v.placement.gpus_by_node.items():
+                ledger.free[node] = ledger.free.get(node, 0) + gpus
+            ledger.allocated[v.job.queue] = ledger.allocated.get(v.job.queue, 0.0) - v.gpus
+            ledger.running[v.job.queue] = ledger.running.get(v.job.queue, 0.0) - v.gpus
+        _grant(d, pod_gpus, pods, ledger)
+    for v in victims:
+        if v.key not in chosen:
+            skips.append(held_back.get(v.key) or Skip(v.key, Reason.NO_DEMAND, _idle_note(v)))
+    return actions, skips
+
+
+def _queue_refuses(d: PendingDemand, ledger: Ledger) -> Skip | None:
+    allocated = ledger.allocated.get(d.queue, 0.0)
+    deserved = ledger.deserved.get(d.queue, 0.0)
+    if allocated >= deserved:
+        return Skip(d.job, Reason.QUEUE_AT_SHARE, f"{d.queue} holds {allocated:g}/{deserved:g}")
+    q = ledger.queues.get(d.queue)
+    if q is not None and q.capability_gpus is not None and allocated + d.gpus > q.capability_gpus:
+        return Skip(
+            d.job,
+            Reason.QUEUE_AT_CAPABILITY,
+            f"{d.queue}: {allocated:g}+{d.gpus} > capability {q.capability_gpus:g}",
+        )
+    return None
+
+
+def _grant(d: PendingDemand, pod_gpus: int, pods: int, ledger: Ledger) -> None:
+    reserve(ledger.free, pod_gpus, pods)
+    ledger.allocated[d.queue] = ledger.allocated.get(d.queue, 0.0) + d.gpus
+
+
+def _pool(
+    d: PendingDemand,
+    victims: Sequence[Victim],
+    chosen: set[str],
+    ledger: Ledger,
+    *,
+    budget: Budget,
+    held_back: dict[str, Skip],
+) -> list[Victim]:
+    """Victims usable for `d` now; records why the others are held back."""
+    if budget.exhausted():
+        return []
+    pool: list[Victim] = []
+    for v in victims:
+        if v.key in chosen or v.job.queue == d.queue:
+            continue
+        limit = budget.blocker(v)
+        if limit is not None:
+            held_back[v.key] = Skip(v.key, Reason.LIMIT_REACHED, limit)
+            continue
+        q = ledger.queues.get(v.job.queue)
+        guarantee = q.guarantee_gpus if q else 0.0
+        if ledger.running.get(v.job.queue, 0.0) - v.gpus < guarantee:
+            detail = f"{v.job.queue} would drop below its guarantee of {guarantee:g}"
+            held_back.setdefault(v.key, Skip(v.key, Reason.BELOW_GUARANTEE, detail))
+            continue
+        pool.append(v)
+    return pool
+
+
+def _gain(v: Victim, free: Mapping[str, int], extra: Mapping[str, int], pod_gpus: int) -> int:
+    gain = 0
+    for node, gpus in v.placement.gpus_by_node.items():
+        before = free.get(node, 0) + extra.get(node, 0)
+        gain += (before + gpus) // pod_gpus - before // pod_gpus
+    return gain
+
+
+def _pick(
+    pool: Sequence[Victim], free: Mapping[str, int], pod_gpus: int, pods: int, budget: Budget
+) -> list[Victim] | None:
+    """Fewest, most confidently idle victims whose freed slots fit `pods` x `pod_gpus`."""
+    missing = pods - fit_count(free, pod_gpus)
+    if not pool or fit_count(_merged(free, pool), pod_gpus) < pods:
+        return None  # even every usable victim together would not do
+    gains = [(min(_gain(v, free, {}, pod_gpus), missing), v) for v in pool]
+    first = [v for g, v in sorted(gains, key=lambda gv: (-gv[0], gv[1].rank)) if g > 0]
+    # Victims that free less than a pod alone can still complete one together: try them last.
+    rest = [v for g, v in gains if g <= 0]
+    alone = {v.key for v in first}
+    extra: dict[str, int] = {}
+    trial = budget.copy()
+    picked: list[Victim] = []
+    for v in first + rest:
+        if missing <= 0:
+            break
+        gain = _gain(v, free, extra, pod_gpus)
+        if (gain <= 0 and v.key in alone) or trial.blocker(v) is not None:
+            continue
+        picked.append(v)
+        trial.take(v)
+        missing -= gain
+        for node, gpus in v.placement.gpus_by_node.items():
+            extra[node] = extra.get(node, 0) + gpus
+    if missing > 0:
+        return None
+    return _prune(picked, free, pod_gpus, pods)
+
+
+def _merged(free: Mapping[str, int], victims: Iterable[Victim]) -> dict[str, int]:
+    out = dict(free)
+    for v in victims:
+        for node, gpus in v.placement.gpus_by_node.items():
+            out[node] = out.get(node, 0) + gpus
+    return out
+
+
+def _prune(picked: list[Victim], free: Mapping[str, int], pod_gpus: int, pods: int) -> list[Victim]:
+    """Drop victims (least preferred first) the fit does not need."""
+    kept = list(picked)
+    for v in sorted(picked, key=lambda x: x.rank, reverse=True):
+        rest = [k for k in kept if k is not v]
+        if fit_count(_merged(free, rest), pod_gpus) >= pods:
+            kept = rest
+    return kept
+
+
+def _unserved_skip(d: PendingDemand, pool: Sequence[Victim], budget: Budget) -> Skip:
+    if budget.exhausted():
+        return Skip(d.job, Reason.LIMIT_REACHED, "cycle's preemption budget is spent")
+    pod_gpus, pods = pod_shape(d.gpus, d.min_member)
+    return Skip(
+        d.job,
+        Reason.NO_FIT,
+        f"{pods}x{pod_gpus} GPUs do not fit free slots plus {len(pool)} usable idle job(s)",
+    )
+
+
+def _preempt_action(v: Victim, d: PendingDemand, ledger: Ledger) -> Action:
+    allocated = ledger.allocated.get(d.queue, 0.0)
+    deserved = ledger.deserved.get(d.queue, 0.0)
+    on = ", ".join(f"{n}:{g}" for n, g in v.placement.gpus_by_node.items())
+    detail = (
+        f"{_idle_note(v)}; frees {v.gpus} GPUs ({on}) for {d.job} "
+        f"({d.gpus} GPUs, {d.min_member} pods) in {d.queue} at {allocated:g}/{deserved:g}; "
+        f"loses {format_duration(v.work_lost_seconds)} of work"
+    )
+    return Action(
+        kind=ActionKind.PREEMPT,
+        target=v.key,
+        reason=Reason.IDLE_FOR_STARVED_QUEUE,
+        evidence=Evidence(v.forecast, d.job, d.queue, v.gpus, detail),
+        job_kind=v.job.kind,
+    )
+
+
+def _idle_note(v: Victim) -> str:
+    f = v.forecast
+    return (
+        f"idle below {f.threshold:.0%} for {format_duration(f.horizon_seconds)} "
+        f"with p={f.confidence:.2f} ({f.method})"
+    )

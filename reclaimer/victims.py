@@ -1,0 +1,141 @@
+"""Which running jobs may be preempted at all this cycle, and in what order of preference.
+
+A job is a candidate victim only as a whole gang, and only when every safety rule passes, checked
+cheapest first: its queue is known and reclaimable, it is not opted out (Volcano's
+`volcano.sh/preemptable: "false"` or the policy's own annotation, on the job or any of its pods),
+it has run for its minimum runtime (`volcano.sh/cooldown-time`, else the policy's), the reclaimer
+has not acted on it within the job cool-down, and its forecast says idle with enough confidence
+for at least the policy's horizon and at no looser threshold. Each failing job becomes a `Skip`
+naming the first rule it failed. Candidates are ranked by confidence (to the hundredth), then by
+the least work a preemption would lose, then by lowest priority, then by key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from reclaimer.capacity import Placement, is_opted_out
+from reclaimer.model import Forecast, Job, Queue, Reason, Skip, Snapshot
+from reclaimer.policy import VOLCANO_COOLDOWN, Policy
+from reclaimer.quantities import format_duration, parse_duration
+
+
+@dataclass(frozen=True)
+class Victim:
+    """A job that may be preempted, with what preempting it frees and costs."""
+
+    job: Job
+    forecast: Forecast
+    placement: Placement
+    work_lost_seconds: float
+
+    @property
+    def key(self) -> str:
+        return self.job.key
+
+    @property
+    def gpus(self) -> int:
+        return self.placement.gpus
+
+    @property
+    def rank(self) -> tuple[float, float, int, str]:
+        """Sort key: most confidently idle, least work lost, lowest priority, then key."""
+        conf = round(self.forecast.confidence, 2)
+        return (-conf, self.work_lost_seconds, self.job.priority, self.job.key)
+
+
+def min_runtime_seconds(job: Job, policy: Policy) -> float:
+    """The job's `volcano.sh/cooldown-time` if it parses, else the policy default."""
+    raw = job.annotations.get(VOLCANO_COOLDOWN)
+    if raw is not None:
+        try:
+            return parse_duration(raw)
+        except ValueError:
+            pass
+    return policy.min_runtime_seconds
+
+
+def work_lost_seconds(job: Job, policy: Policy, now: float) -> float:
+    """Run time a preemption throws away: since start, or since the last checkpoint."""
+    ran = max(0.0, now - job.start_time)
+    interval = policy.checkpoint_interval_seconds
+    return ran % interval if interval else ran
+
+
+def screen(
+    job: Job,
+    queue: Queue | None,
+    placement: Placement,
+    forecast: Forecast | None,
+    *,
+    policy: Policy,
+    now: float,
+    last_action: float | None,
+) -> Victim | Skip:
+    """One running job: a `Victim`, or the `Skip` for the first safety rule it fails."""
+    if queue is None or not queue.reclaimable:
+        why = "queue unknown" if queue is None else f"queue {queue.name} is not reclaimable"
+        return Skip(job.key, Reason.NOT_RECLAIMABLE, why)
+    if is_opted_out(job.annotations, policy) or placement.opted_out:
+        return Skip(job.key, Reason.OPTED_OUT, 'preemptable annotation is "false"')
+    ran, floor = now - job.start_time, min_runtime_seconds(job, policy)
+    if ran < floor:
+        return Skip(
+            job.key,
+            Reason.TOO_YOUNG,
+            f"ran {format_duration(max(ran, 0.0))} of minimum {format_duration(floor)}",
+        )
+    if last_action is not None and now - last_action < policy.job_cooldown_seconds:
+        since = format_duration(max(now - last_action, 0.0))
+        return Skip(job.key, Reason.COOLING_DOWN, f"acted on {since} ago")
+    if forecast is None:
+        return Skip(job.key, Reason.NO_FORECAST, "no utilization history")
+    problem = _forecast_problem(forecast, policy)
+    if problem:
+        return Skip(job.key, Reason.NOT_IDLE, problem)
+    return Victim(job, forecast, placement, work_lost_seconds(job, policy, now))
+
+
+def _forecast_problem(f: Forecast, policy: Policy) -> str:
+    if not f.idle:
+        return f"forecast busy (p_idle={f.confidence:.2f}, {f.method})"
+    if f.confidence < policy.min_confidence:
+        return f"p_idle={f.confidence:.2f} below minConfidence {policy.min_confidence:.2f}"
+    if f.horizon_seconds < policy.horizon_seconds:
+        return f"forecast horizon {format_duration(f.horizon_seconds)} shorter than policy's"
+    if f.threshold > policy.threshold:
+        return f"forecast threshold {f.threshold:.0%} looser than policy's {policy.threshold:.0%}"
+    return ""
+
+
+def candidates(
+    snapshot: Snapshot,
+    where: Mapping[str, Placement],
+    forecasts: Mapping[str, Forecast],
+    policy: Policy,
+    now: float,
+) -> tuple[list[Victim], list[Skip]]:
+    """Every running, unsuspended GPU job screened: victims in rank order, and the skips."""
+    queues = {q.name: q for q in snapshot.queues}
+    victims: list[Victim] = []
+    skips: list[Skip] = []
+    for job in snapshot.jobs:
+        placement = where.get(job.key)
+        if job.suspended or placement is None or placement.gpus <= 0:
+            continue
+        verdict = screen(
+            job,
+            queues.get(job.queue),
+            placement,
+            forecasts.get(job.key),
+            policy=policy,
+            now=now,
+            last_action=snapshot.last_actions.get(job.key),
+        )
+        if isinstance(verdict, Victim):
+            victims.append(verdict)
+        else:
+            skips.append(verdict)
+    victims.sort(key=lambda v: v.rank)
+    return victims, skips

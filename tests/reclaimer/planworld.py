@@ -1,0 +1,183 @@
+"""A small builder for planner test worlds: nodes, queues, gangs placed on nodes, pending jobs.
+
+Keeps the planner tests readable: `World().node("n1").queue("be").job("be/a", "be", {"n1": 8},
+idle=0.99).pend("ls/x", "ls", 8)` reads as the cluster it builds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from reclaimer.model import (
+    DataQuality,
+    Forecast,
+    GpuStats,
+    Job,
+    JobKind,
+    Node,
+    PendingDemand,
+    Plan,
+    Pod,
+    PodPhase,
+    Queue,
+    Snapshot,
+)
+from reclaimer.plan import plan
+from reclaimer.policy import Policy
+
+NOW = 1_000_000.0
+HOUR = 3600.0
+
+
+def forecast(job: str, *, idle: bool, confidence: float, horizon: float = 900.0) -> Forecast:
+    return Forecast(
+        job=job,
+        idle=idle,
+        confidence=confidence,
+        predicted_idle_seconds=horizon if idle else 0.0,
+        horizon_seconds=horizon,
+        threshold=0.05,
+        method="test",
+        samples=100,
+        last_sample_at=NOW - 60,
+    )
+
+
+@dataclass
+class World:
+    now: float = NOW
+    queues: list[Queue] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+    pending: list[PendingDemand] = field(default_factory=list)
+    forecasts: dict[str, Forecast] = field(default_factory=dict)
+    last_actions: dict[str, float] = field(default_factory=dict)
+    quality: DataQuality = field(default_factory=lambda: DataQuality(metrics_at=NOW - 30))
+
+    def node(self, name: str, gpus: int = 8, **kw: Any) -> World:
+        self.nodes.append(Node(name=name, gpus=gpus, **kw))
+        return self
+
+    def queue(self, name: str, **kw: Any) -> World:
+        self.queues.append(Queue(name=name, **kw))
+        return self
+
+    def job(
+        self,
+        key: str,
+        queue: str,
+        pods: dict[str, int] | list[tuple[str, int]],
+        *,
+        idle: float | None = None,
+        busy: bool = False,
+        age: float = 2 * HOUR,
+        pod_annotations: dict[str, str] | None = None,
+        pod_labels: dict[str, str] | None = None,
+        **kw: Any,
+    ) -> World:
+        """A running gang with one pod per (node, gpus) entry; `idle=p` adds an idle forecast."""
+        ns, name = key.split("/")
+        placed = list(pods.items()) if isinstance(pods, dict) else pods
+        pod_keys = tuple(f"{key}-{i}" for i in range(len(placed)))
+        kw.setdefault("min_member", len(placed))
+        kw.setdefault("kind", JobKind.PYTORCH_JOB)
+        start = self.now - age
+        annotations = MappingProxyType(kw.pop("annotations", {}))
+        self.jobs.append(
+            Job(
+                key=key,
+                namespace=ns,
+                name=name,
+                queue=queue,
+                gpus=sum(g for _, g in placed),
+                start_time=start,
+                pods=pod_keys,
+                annotations=annotations,
+                **kw,
+            )
+        )
+        for pod_key, (node, gpus) in zip(pod_keys, placed, strict=True):
+            self.pods.append(
+                Pod(
+                    key=pod_key,
+                    namespace=ns,
+                    name=pod_key.split("/")[1],
+                    node=node,
+                    gpus=gpus,
+                    phase=PodPhase.RUNNING,
+                    job=key,
+                    start_time=start,
+                    annotations=MappingProxyType(pod_annotations or {}),
+                    labels=MappingProxyType(pod_labels or {}),
+                )
+            )
+        if idle is not None:
+            self.forecasts[key] = forecast(key, idle=True, confidence=idle)
+        elif busy:
+            self.forecasts[key] = forecast(key, idle=False, confidence=0.1)
+        return self
+
+    def suspended(self, key: str, queue: str, gpus: int, pods: int = 1, **kw: Any) -> World:
+        """A job the reclaimer suspended (its pods are gone)."""
+        ns, name = key.split("/")
+        self.jobs.append(
+            Job(
+                key=key,
+                kind=JobKind.PYTORCH_JOB,
+                namespace=ns,
+                name=name,
+                queue=queue,
+                gpus=gpus,
+                min_member=pods,
+                suspended=True,
+                suspended_by_reclaimer=True,
+                **kw,
+            )
+        )
+        return self
+
+    def pend(self, key: str, queue: str, gpus: int, pods: int = 1, **kw: Any) -> World:
+        self.pending.append(PendingDemand(queue=queue, job=key, gpus=gpus, min_member=pods, **kw))
+        return self
+
+    def acted(self, key: str, ago: float) -> World:
+        self.last_actions[key] = self.now - ago
+        return self
+
+    def stats(self, node: str, *usage: tuple[float, float]) -> World:
+        """Replace `node`'s GPU stats with (utilization, memory ratio) per GPU."""
+        self.nodes = [n if n.name != node else _with_stats(n, usage) for n in self.nodes]
+        return self
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(
+            taken_at=self.now,
+            queues=tuple(self.queues),
+            jobs=tuple(self.jobs),
+            pods=tuple(self.pods),
+            nodes=tuple(self.nodes),
+            pending=tuple(self.pending),
+            quality=self.quality,
+            last_actions=MappingProxyType(dict(self.last_actions)),
+        )
+
+    def plan(self, policy: Policy | None = None) -> Plan:
+        return plan(self.snapshot(), self.forecasts, policy or Policy(), self.now)
+
+
+def _with_stats(node: Node, usage: tuple[tuple[float, float], ...]) -> Node:
+    return replace(node, gpu_stats=tuple(GpuStats(u, m) for u, m in usage))
+
+
+def starved_world() -> World:
+    """Two 8-GPU nodes; `be` (reclaimable) holds both; `ls` (guaranteed, 8 deserved) waits."""
+    return (
+        World()
+        .node("n1")
+        .node("n2")
+        .queue("be", deserved_gpus=8.0)
+        .queue("ls", deserved_gpus=8.0, reclaimable=False)
+    )
