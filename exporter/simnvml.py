@@ -54,6 +54,8 @@ class SimNvml(SimNvmlCalls):
         self.initialized = 0
         self.faults: list[Fault] = []
         self.calls: dict[str, int] = {}
+        for gpu in self.gpus:  # the driver samples from the moment it is loaded
+            gpu.advance(clock())
 
     def __getattr__(self, name: str) -> Any:
         """Constants, structures and error classes, so an instance works as a `lib` too."""
