@@ -1,0 +1,108 @@
+"""What a replay measures, and the JSON it reports.
+
+GPU-hours are counted per run segment (from a job's start to its completion, preemption or the
+end of the replay): allocated is GPUs x time, busy is GPUs x utilization x time (the job's
+profile integrated over the segment's progress). A job's wait is the total time it spent pending,
+over all its (re)queueings, censored at the end of the replay; percentiles are per queue.
+
+A preemption is wrongful when the victim would have reached the idle threshold again within the
+forecast horizon after the preemption point (read from its own profile); it is guaranteed when
+the victim's queue is not reclaimable (every policy must keep that at zero). Lost GPU-hours are
+the GPUs x seconds of work since the victim's last checkpoint (or start).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+JSON_KEYS = (
+    "policy",
+    "gpu_hours_capacity",
+    "gpu_hours_allocated",
+    "gpu_hours_busy",
+    "effective_utilization",
+    "allocation_rate",
+    "wait_p50_s",
+    "wait_p95_s",
+    "preemptions",
+    "wrongful_preemptions",
+    "guaranteed_preemptions",
+    "lost_gpu_hours",
+    "wall_seconds",
+)
+
+
+@dataclass
+class Tally:
+    """Running totals while a replay goes on (seconds; converted to hours at the end)."""
+
+    allocated_gpu_s: float = 0.0
+    busy_gpu_s: float = 0.0
+    lost_gpu_s: float = 0.0
+    preemptions: int = 0
+    wrongful: int = 0
+    guaranteed: int = 0
+    waits: dict[str, list[float]] = field(default_factory=dict)
+
+    def segment(self, gpus: float, seconds: float, busy_seconds: float) -> None:
+        self.allocated_gpu_s += gpus * seconds
+        self.busy_gpu_s += gpus * busy_seconds
+
+    def preempted(self, gpus: float, lost_seconds: float, wrongful: bool, guaranteed: bool) -> None:
+        self.preemptions += 1
+        self.lost_gpu_s += gpus * lost_seconds
+        self.wrongful += int(wrongful)
+        self.guaranteed += int(guaranteed)
+
+    def waited(self, queue: str, seconds: float) -> None:
+        self.waits.setdefault(queue, []).append(seconds)
+
+
+@dataclass(frozen=True)
+class SimResult:
+    policy: str
+    gpu_hours_capacity: float
+    gpu_hours_allocated: float
+    gpu_hours_busy: float
+    effective_utilization: float
+    allocation_rate: float
+    wait_p50_s: dict[str, float]
+    wait_p95_s: dict[str, float]
+    preemptions: int
+    wrongful_preemptions: int
+    guaranteed_preemptions: int
+    lost_gpu_hours: float
+    wall_seconds: float = 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return {key: getattr(self, key) for key in JSON_KEYS}
+
+
+def _percentiles(waits: dict[str, list[float]], q: float) -> dict[str, float]:
+    return {
+        queue: round(float(np.percentile(values, q)), 1)
+        for queue, values in sorted(waits.items())
+        if values
+    }
+
+
+def summarize(policy: str, tally: Tally, capacity_gpus: float, span_seconds: float) -> SimResult:
+    capacity = capacity_gpus * span_seconds / 3600.0
+    allocated = tally.allocated_gpu_s / 3600.0
+    busy = tally.busy_gpu_s / 3600.0
+    return SimResult(
+        policy=policy,
+        gpu_hours_capacity=round(capacity, 2),
+        gpu_hours_allocated=round(allocated, 2),
+        gpu_hours_busy=round(busy, 2),
+        effective_utilization=round(busy / allocated, 4) if allocated else 0.0,
+        allocation_rate=round(allocated / capacity, 4) if capacity else 0.0,
+        wait_p50_s=_percentiles(tally.waits, 50),
+        wait_p95_s=_percentiles(tally.waits, 95),
+        preemptions=tally.preemptions,
+        wrongful_preemptions=tally.wrongful,
+        guaranteed_preemptions=tally.guaranteed,
+        lost_gpu_hours=round(tally.lost_gpu_s / 3600.0, 2),
+    )

@@ -1,0 +1,209 @@
+"""The reclaim policies a replay compares, each deciding victims at a control tick.
+
+- `none`: never preempts.
+- `threshold`: an idle culler; preempts every running job of a reclaimable queue whose
+  utilization stayed below the threshold for the last `idle_window` (default 30 minutes),
+  whether or not anyone waits for the GPUs (what `util < threshold for duration` cleaners do).
+- `allocation`: Volcano-style reclaim, utilization-blind: when a guaranteed queue below its
+  deserved share has pending demand, reclaimable jobs are taken back, every one a candidate.
+  It runs through the project's `plan()` with every reclaimable job declared idle (confidence
+  1), so victim choice, fit check, limits and minimum runtime are the same as ours.
+- `forecast` (ours): the controller's own `forecast()` on each running reclaimable job's recent
+  utilization history, then the controller's own `plan()`; victims are what the plan preempts.
+
+The tick sees a `TickView` of the replay (running and pending jobs); what the controller gets is
+a `Snapshot` built from it, exactly the shape the live controller builds from the cluster. The
+planner counts capacity in schedulable slots (`gpus x replicas` per node); the replay presents
+every node with `SLOTS_PER_GPU` replicas, so a slot is a tenth of a GPU and a GPU-sharing pod
+holds its share rounded up to a tenth (`slots_of`), while whole-GPU pods hold exact multiples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import pandas as pd
+
+from reclaimer.model import (
+    ActionKind,
+    DataQuality,
+    Forecast,
+    Job,
+    JobKind,
+    Node,
+    PendingDemand,
+    Plan,
+    Pod,
+    PodPhase,
+    Queue,
+    Snapshot,
+)
+from reclaimer.sim_usage import Usage
+
+ForecastFn = Callable[[pd.DataFrame, float], Mapping[str, Forecast]]
+PlanFn = Callable[[Snapshot, Mapping[str, Forecast], float], Plan]
+
+
+SLOTS_PER_GPU = 10
+
+
+def slots_of(num_gpu: int, milli: int) -> int:
+    """Planner slots (tenths of a GPU) a pod of `num_gpu` x `milli` milli-GPUs holds."""
+    return num_gpu * -(-milli // (1000 // SLOTS_PER_GPU))
+
+
+class PolicyName(StrEnum):
+    NONE = "none"
+    ALLOCATION = "allocation"
+    THRESHOLD = "threshold"
+    FORECAST = "forecast"
+
+
+@dataclass(frozen=True)
+class Controller:
+    """The controller's decision functions, with their settings bound."""
+
+    forecast: ForecastFn
+    plan: PlanFn
+    threshold: float
+    horizon_seconds: float
+    history_seconds: float
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    index: int
+    job: Job
+    pod: Pod
+    progress: float  # seconds of work done now
+    elapsed: float  # seconds since this run started
+    reclaimable: bool
+
+
+@dataclass(frozen=True)
+class TickView:
+    now: float
+    running: tuple[RunningJob, ...]
+    pending: tuple[PendingDemand, ...]
+    queues: tuple[Queue, ...]
+    nodes: tuple[Node, ...]
+    last_actions: Mapping[str, float]
+
+
+def culler_victims(view: TickView, usage: Usage, threshold: float, window: float) -> list[int]:
+    """Jobs idle (below `threshold`) for the whole last `window` seconds of this run."""
+    old = [r for r in view.running if r.reclaimable and r.elapsed >= window]
+    if not old:
+        return []
+    index = np.array([r.index for r in old], dtype=np.int64)
+    progress = np.array([r.progress for r in old], dtype=np.float64)
+    idle = usage.idle_through_window(index, progress, threshold)
+    return [r.index for r, flag in zip(old, idle, strict=True) if flag]
+
+
+def history_frame(view: TickView, usage: Usage, cap_seconds: float) -> pd.DataFrame:
+    """Long-format history (`job`, `timestamp`, `value`) of the reclaimable running jobs.
+
+    Sample k of a run was taken k steps after it started; only the last `cap_seconds` are kept.
+    """
+    step = usage.step
+    running = [r for r in view.running if r.reclaimable]
+    counts, firsts = [], []
+    for r in running:
+        last = int(r.elapsed // step)
+        first = max(0, last - int(cap_seconds // step))
+        firsts.append(first)
+        counts.append(last - first + 1)
+    n = np.array(counts, dtype=np.int64)
+    if not len(n):
+        return pd.DataFrame({"job": [], "timestamp": [], "value": []})
+    owner = np.repeat(np.arange(len(n)), n)
+    within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    k = np.repeat(np.array(firsts, dtype=np.int64), n) + within
+    elapsed = np.array([r.elapsed for r in running])[owner]
+    progress = np.array([r.progress for r in running])[owner] - elapsed + k * step
+    jobs = np.array([r.index for r in running], dtype=np.int64)[owner]
+    keys = np.array([r.job.key for r in running], dtype=object)[owner]
+    return pd.DataFrame(
+        {
+            "job": keys,
+            "timestamp": view.now - elapsed + k * step,
+            "value": usage.utilization(jobs, progress),
+        }
+    )
+
+
+def blind_forecasts(view: TickView, controller: Controller) -> dict[str, Forecast]:
+    """Every running reclaimable job declared idle: what an allocation-based reclaim assumes."""
+    return {
+        r.job.key: Forecast(
+            job=r.job.key,
+            idle=True,
+            confidence=1.0,
+            predicted_idle_seconds=controller.horizon_seconds,
+            horizon_seconds=controller.horizon_seconds,
+            threshold=controller.threshold,
+            method="allocation",
+            samples=0,
+        )
+        for r in view.running
+        if r.reclaimable
+    }
+
+
+def snapshot_of(view: TickView) -> Snapshot:
+    return Snapshot(
+        taken_at=view.now,
+        queues=view.queues,
+        jobs=tuple(r.job for r in view.running),
+        pods=tuple(r.pod for r in view.running),
+        nodes=view.nodes,
+        pending=view.pending,
+        quality=DataQuality(metrics_at=view.now, complete=True),
+        last_actions=view.last_actions,
+    )
+
+
+def planned_victims(view: TickView, usage: Usage, controller: Controller, blind: bool) -> list[int]:
+    """Run forecast (or the blind stand-in) and plan; the jobs the plan preempts."""
+    if blind:
+        forecasts: Mapping[str, Forecast] = blind_forecasts(view, controller)
+    else:
+        history = history_frame(view, usage, controller.history_seconds)
+        forecasts = controller.forecast(history, view.now)
+    plan = controller.plan(snapshot_of(view), forecasts, view.now)
+    by_key = {r.job.key: r.index for r in view.running}
+    return [
+        by_key[a.target]
+        for a in plan.actions
+        if a.kind is ActionKind.PREEMPT and a.target in by_key
+    ]
+
+
+def make_job(key: str, queue: str, slots: int, start: float, node: str) -> tuple[Job, Pod]:
+    """The Job (a bare pod) and its Pod, as the controller would see a trace pod."""
+    namespace, _, name = key.partition("/")
+    job = Job(
+        key=key,
+        kind=JobKind.POD,
+        namespace=namespace,
+        name=name,
+        queue=queue,
+        gpus=slots,
+        start_time=start,
+        pods=(key,),
+    )
+    pod = Pod(
+        key=key,
+        namespace=namespace,
+        name=name,
+        node=node,
+        gpus=slots,
+        phase=PodPhase.RUNNING,
+        job=key,
+        start_time=start,
+    )
+    return job, pod

@@ -1,0 +1,200 @@
+"""Simulator input: the alibaba-openb pod/node lists and per-pod utilization profiles.
+
+`parse_pods` keeps the pods that ran (a `scheduled_time`) and asked for a GPU; each becomes a job
+that arrives at `creation_time` and needs `deletion_time - scheduled_time` seconds of running. A
+pod asks for `num_gpu` whole GPUs, or, when `gpu_milli` < 1000, that share of one GPU (a
+GPU-sharing pod). Its queue is its `qos`, lower-cased (`be`, `ls`, `burstable`, `guaranteed`).
+
+`parse_nodes` keeps `capacity_scale` of the nodes of each GPU count (at least one node of the
+largest count, so every pod that fits the real cluster still fits), in file order.
+
+`parse_profiles` turns an alibaba-gentd26 utilization CSV (percent, one sample every ~57 s per
+pod) into regular profiles of ratios 0..1 on the median sample step; gaps are filled with the
+previous value and profiles shorter than `MIN_PROFILE_SAMPLES` are dropped. Profiles are stored
+flat (`values`, with `starts`/`lengths` per profile) so lookups are vectorized numpy indexing.
+Parsing is pure; only the `read_*` functions touch files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+MILLI = 1000
+MIN_PROFILE_SAMPLES = 64
+POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_time")
+NODE_COLUMNS = ("sn", "gpu")
+UTIL_COLUMNS = ("value", "timestamp_anon", "container_ip")
+
+
+class TraceError(ValueError):
+    """The input files are not in the expected format; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class Jobs:
+    """One row per trace pod that ran with a GPU, sorted by arrival (then name)."""
+
+    names: tuple[str, ...]
+    queues: tuple[str, ...]
+    num_gpu: IntArray  # whole GPUs (1 for a sharing pod)
+    milli: IntArray  # milli-GPU per GPU: 1000 for whole GPUs, < 1000 for sharing pods
+    arrival: FloatArray
+    runtime: FloatArray
+
+    @property
+    def gpus(self) -> FloatArray:
+        """GPU amount each job holds, as a float (0.46 for a 460-milli sharing pod)."""
+        result: FloatArray = self.num_gpu * self.milli / MILLI
+        return result
+
+
+@dataclass(frozen=True)
+class Nodes:
+    names: tuple[str, ...]
+    gpus: IntArray
+
+
+@dataclass(frozen=True)
+class Profiles:
+    values: FloatArray  # all profiles back to back, ratios 0..1
+    starts: IntArray
+    lengths: IntArray
+    step: float  # seconds between samples
+
+
+def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise TraceError(f"{what}: missing column(s) {', '.join(missing)}")
+
+
+def _numeric(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
+    values = pd.to_numeric(frame[column], errors="coerce")
+    if values.isna().any():
+        row = int(np.flatnonzero(values.isna().to_numpy())[0])
+        raise TraceError(f"{what}: column {column} is not numeric (row {row + 1})")
+    return values
+
+
+def parse_pods(frame: pd.DataFrame) -> Jobs:
+    what = "pods"
+    _require(frame, (*POD_COLUMNS, "scheduled_time"), what)
+    scheduled = pd.to_numeric(frame["scheduled_time"], errors="coerce")
+    num_gpu = _numeric(frame, "num_gpu", what)
+    keep = scheduled.notna() & (num_gpu > 0)
+    frame = frame.loc[keep]
+    if frame.empty:
+        raise TraceError(f"{what}: no pod both ran and asked for a GPU")
+    num: IntArray = _numeric(frame, "num_gpu", what).to_numpy(dtype=np.int64)
+    milli: IntArray = _numeric(frame, "gpu_milli", what).to_numpy(dtype=np.int64)
+    created = _numeric(frame, "creation_time", what).to_numpy(dtype=np.float64)
+    deleted = _numeric(frame, "deletion_time", what).to_numpy(dtype=np.float64)
+    started = scheduled.loc[keep].to_numpy(dtype=np.float64)
+    if (milli <= 0).any() or (milli > MILLI).any():
+        raise TraceError(f"{what}: gpu_milli must be in 1..{MILLI}")
+    if ((milli < MILLI) & (num != 1)).any():
+        raise TraceError(f"{what}: a GPU-sharing pod (gpu_milli < {MILLI}) must ask for 1 GPU")
+    runtime = deleted - started
+    if (runtime < 0).any():
+        raise TraceError(f"{what}: deletion_time before scheduled_time")
+    order = np.lexsort((frame["name"].astype(str).to_numpy(), created))
+    return Jobs(
+        names=tuple(frame["name"].astype(str).to_numpy()[order]),
+        queues=tuple(frame["qos"].astype(str).str.lower().to_numpy()[order]),
+        num_gpu=num[order],
+        milli=milli[order],
+        arrival=created[order],
+        runtime=np.maximum(runtime[order], 1.0),
+    )
+
+
+def parse_nodes(frame: pd.DataFrame, capacity_scale: float = 1.0) -> Nodes:
+    what = "nodes"
+    _require(frame, NODE_COLUMNS, what)
+    if not 0.0 < capacity_scale <= 1.0:
+        raise TraceError(f"capacity scale must be in (0, 1], got {capacity_scale}")
+    gpus: IntArray = _numeric(frame, "gpu", what).to_numpy(dtype=np.int64)
+    names = frame["sn"].astype(str).to_numpy()
+    keep = gpus > 0
+    if not keep.any():
+        raise TraceError(f"{what}: no node has a GPU")
+    largest = int(gpus.max())
+    chosen = np.zeros(len(gpus), dtype=bool)
+    for count in np.unique(gpus[keep]):
+        rows = np.flatnonzero(gpus == count)
+        wanted = round(len(rows) * capacity_scale)
+        if count == largest:
+            wanted = max(wanted, 1)
+        chosen[rows[:wanted]] = True
+    return Nodes(names=tuple(names[chosen]), gpus=gpus[chosen])
+
+
+def parse_profiles(frame: pd.DataFrame) -> Profiles:
+    what = "utilization"
+    _require(frame, UTIL_COLUMNS, what)
+    frame = frame.assign(
+        value=_numeric(frame, "value", what), timestamp_anon=_numeric(frame, "timestamp_anon", what)
+    ).sort_values(["container_ip", "timestamp_anon"], kind="stable")
+    steps = frame.groupby("container_ip", sort=False)["timestamp_anon"].diff().dropna()
+    steps = steps[steps > 0]
+    if steps.empty:
+        raise TraceError(f"{what}: no pod has two samples")
+    step = float(steps.median())
+    chunks: list[FloatArray] = []
+    for _, group in frame.groupby("container_ip", sort=True):
+        t = group["timestamp_anon"].to_numpy(dtype=np.float64)
+        slots = np.rint((t - t[0]) / step).astype(np.int64)
+        if slots[-1] + 1 < MIN_PROFILE_SAMPLES:
+            continue
+        series = np.full(slots[-1] + 1, np.nan)
+        series[slots] = np.clip(group["value"].to_numpy(dtype=np.float64) / 100.0, 0.0, 1.0)
+        filled = np.asarray(pd.Series(series).ffill(), dtype=np.float64)
+        chunks.append(filled)
+    if not chunks:
+        raise TraceError(f"{what}: no pod has {MIN_PROFILE_SAMPLES} samples or more")
+    lengths = np.array([len(c) for c in chunks], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return Profiles(values=np.concatenate(chunks), starts=starts, lengths=lengths, step=step)
+
+
+def _read_csv(path: Path, what: str) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except FileNotFoundError as exc:
+        raise TraceError(f"{what}: no such file {path}") from exc
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise TraceError(f"{what}: cannot read {path}: {exc}") from exc
+
+
+def read_pods(path: Path) -> Jobs:
+    return parse_pods(_read_csv(path, "pods"))
+
+
+def read_nodes(path: Path, capacity_scale: float = 1.0) -> Nodes:
+    return parse_nodes(_read_csv(path, "nodes"), capacity_scale)
+
+
+def read_profiles(path: Path) -> Profiles:
+    return parse_profiles(_read_csv(path, "utilization"))
+
+
+def slice_jobs(jobs: Jobs, start: float, end: float) -> Jobs:
+    """The jobs arriving in [start, end), for quick replays of part of a trace."""
+    keep = (jobs.arrival >= start) & (jobs.arrival < end)
+    idx = np.flatnonzero(keep)
+    return Jobs(
+        names=tuple(jobs.names[i] for i in idx),
+        queues=tuple(jobs.queues[i] for i in idx),
+        num_gpu=jobs.num_gpu[idx],
+        milli=jobs.milli[idx],
+        arrival=jobs.arrival[idx],
+        runtime=jobs.runtime[idx],
+    )
