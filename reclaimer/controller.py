@@ -53,9 +53,17 @@ Planner = Callable[[Snapshot, Mapping[str, Forecast], Policy, float], Plan]
 
 
 class Applier(Protocol):
-    """The actuator's face as the controller sees it (`reclaimer.actuator.Actuator`)."""
+    """The actuator's face as the controller sees it (`reclaimer.actuator.Actuator`).
+
+    Each result has `.action` and `.outcome` (applied, dry_run, skipped or failed).
+    """
 
     def apply(self, plan: Plan, view: ClusterView) -> Sequence[object]: ...
+
+
+# `reclaimer.actuator.Outcome` values counted as applied; "skipped" (refused: PDB, limits,
+# vanished) and "failed" count as failed.
+_APPLIED = frozenset({"applied", "dry_run"})
 
 
 class CycleResult(StrEnum):
@@ -258,11 +266,10 @@ class Controller:
             m.last_success.set(report.at + report.duration)
         for action in report.plan.actions if report.plan else ():
             m.count_action(m.planned, action)
-        for outcome in report.outcomes:
-            done = getattr(outcome, "action", None)
-            ok = bool(getattr(outcome, "ok", False))
+        for result in report.outcomes:
+            done, outcome = getattr(result, "action", None), str(getattr(result, "outcome", ""))
             if isinstance(done, Action):
-                m.count_action(m.applied if ok else m.failed, done)
+                m.count_action(m.applied if outcome in _APPLIED else m.failed, done)
 
     async def run(self, interval: float, stop: asyncio.Event) -> None:
         """Cycle every `interval` seconds until `stop` is set; a cycle in flight finishes."""

@@ -69,7 +69,7 @@ def no_forecasts(history: pd.DataFrame, policy: Policy, now: float) -> dict[str,
 @dataclass(frozen=True)
 class Outcome:
     action: Action
-    ok: bool
+    outcome: str
 
 
 class RecordingActuator:
@@ -78,7 +78,7 @@ class RecordingActuator:
 
     def apply(self, plan: Plan, view: ClusterView) -> list[Outcome]:
         self.plans.append(plan)
-        return [Outcome(a, True) for a in plan.actions]
+        return [Outcome(a, "dry_run") for a in plan.actions]
 
 
 def make(

@@ -1,0 +1,127 @@
+"""Which parts `gpu-reclaimer run` plugs into the controller, chosen from the command line.
+
+- Cluster: a `--cluster-file` dump (read again every cycle, never acted on), or the API server
+  through `reclaimer.kube` (credentials from `--kubeconfig`, in-cluster, or ~/.kube/config).
+- Forecaster: `reclaimer.forecast.forecast` with the policy's horizon, threshold and confidence.
+- Planner: `reclaimer.plan.plan`. Actuator: `reclaimer.actuator.Actuator`, dry-run unless
+  `--apply`; none in cluster-file mode.
+- Leader election (`--leader-elect`): the loop cycles only while this replica holds the Lease;
+  the lease is released on the way out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import socket
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from reclaimer.actuator import Actuator
+from reclaimer.clusterfile import ClusterFileError, load_cluster_file
+from reclaimer.controller import Applier, Controller, ControllerConfig, Forecaster, Planner
+from reclaimer.forecast import ForecastParams, forecast
+from reclaimer.kube.client import KubeApi, KubeConfigError, build_api
+from reclaimer.kube.read import read_cluster_sync
+from reclaimer.leadership import Leadership, Lease
+from reclaimer.model import ClusterView, Forecast
+from reclaimer.plan import plan
+from reclaimer.policy import Policy
+
+log = logging.getLogger("gpu_reclaimer.run")
+
+
+class UsageError(Exception):
+    """A command line or configuration the reclaimer refuses to start with (exit 2)."""
+
+
+RunLoop = Callable[[Controller, float, asyncio.Event], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Wiring:
+    read_cluster: Callable[[], ClusterView]
+    forecaster: Forecaster
+    planner: Planner
+    actuator: Applier | None
+    is_leader: Callable[[], bool]
+    run_loop: RunLoop
+    close: Callable[[], None]
+
+
+def policy_forecaster(history: pd.DataFrame, policy: Policy, now: float) -> Mapping[str, Forecast]:
+    params = ForecastParams(
+        horizon_seconds=policy.horizon_seconds,
+        threshold=policy.threshold,
+        min_confidence=policy.min_confidence,
+    )
+    return forecast(history, params, now)
+
+
+def _lease(api: KubeApi) -> Lease:
+    module = importlib.import_module("reclaimer.kube.lease")
+    lease: Lease = module.KubeLease(api, identity=socket.gethostname())
+    return lease
+
+
+def _always() -> bool:
+    return True
+
+
+async def _plain_loop(controller: Controller, interval: float, stop: asyncio.Event) -> None:
+    await controller.run(interval, stop)
+
+
+def wire(
+    args: argparse.Namespace, policy: Policy, config: ControllerConfig, clock: Callable[[], float]
+) -> Wiring:
+    if args.cluster_file:
+        return _file_wiring(args.cluster_file, clock)
+    return _live_wiring(args, policy, config, clock)
+
+
+def _file_wiring(path: str, clock: Callable[[], float]) -> Wiring:
+    try:
+        load_cluster_file(path, clock())  # fail fast, with the loader's message
+    except ClusterFileError as err:
+        raise UsageError(f"--cluster-file: {err}") from err
+    return Wiring(
+        read_cluster=lambda: load_cluster_file(path, clock()),
+        forecaster=policy_forecaster,
+        planner=plan,
+        actuator=None,
+        is_leader=_always,
+        run_loop=_plain_loop,
+        close=lambda: None,
+    )
+
+
+def _live_wiring(
+    args: argparse.Namespace, policy: Policy, config: ControllerConfig, clock: Callable[[], float]
+) -> Wiring:
+    try:
+        api = build_api(args.kubeconfig)
+    except KubeConfigError as err:
+        raise UsageError(str(err)) from err
+    is_leader: Callable[[], bool] = _always
+    run_loop: RunLoop = _plain_loop
+    if args.leader_elect:
+        leadership = Leadership(_lease(api), clock)
+        is_leader = leadership.is_leader
+        run_loop = leadership.run
+    actuator = Actuator(
+        api, clock=clock, dry_run=config.dry_run, policy=policy, may_write=is_leader
+    )
+    return Wiring(
+        read_cluster=lambda: read_cluster_sync(api, clock()),
+        forecaster=policy_forecaster,
+        planner=plan,
+        actuator=actuator,
+        is_leader=is_leader,
+        run_loop=run_loop,
+        close=api.close,
+    )
