@@ -1,0 +1,213 @@
+"""Each action kind as a short sequence of API calls, in the order that keeps the cluster safe.
+
+Every operation first re-reads its object (the plan is minutes old): a vanished object raises
+`KubeError(404)`, a replaced one (new uid) or one already in the wanted state raises `Precondition`.
+Writes carry the resourceVersion just read, so a concurrent change answers 409 and the actuator
+re-runs the operation once. Order matters:
+- PyTorchJob: one merge patch sets `spec.runPolicy.suspend` and the `gpu-reclaim.io/` annotations
+  together (atomic).
+- Volcano Job: annotate, then create the `bus.volcano.sh/v1alpha1` Command (AbortJob/ResumeJob);
+  if the Command fails the annotation is rolled back, so the record never claims a suspension
+  that did not happen.
+- Bare pod: a dry-run eviction first (a PDB answers 429 before anything is written), then the
+  annotation, then the real eviction.
+- Reshape: write the new ConfigMap key, then relabel the node, then delete only reclaimer keys no
+  node points to. A node never points at a missing key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+from reclaimer.kube import resources as r
+from reclaimer.kube import timeslicing
+from reclaimer.kube.client import KubeError
+from reclaimer.kube.write import KubeWriter, rfc3339
+from reclaimer.model import Job
+
+Obj = dict[str, Any]
+_ABORTED = frozenset({"Aborting", "Aborted"})
+
+
+class Precondition(Exception):
+    """The live object is not in the state the plan assumed: skip, nothing was written."""
+
+
+def _check_uid(obj: Obj, uid: str, what: str) -> None:
+    live = (obj.get("metadata") or {}).get("uid", "")
+    if uid and live and uid != live:
+        raise Precondition(f"{what} was replaced since the snapshot (uid {live})")
+
+
+def _annotations(obj: Obj) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("annotations") or {})
+
+
+def _rv(obj: Obj) -> str:
+    return str(obj["metadata"]["resourceVersion"])
+
+
+def _ref(obj: Obj, res: r.Resource) -> dict[str, Any]:
+    meta = obj["metadata"]
+    return {
+        "apiVersion": res.api_version,
+        "kind": res.kind,
+        "name": meta["name"],
+        "uid": meta.get("uid", ""),
+    }
+
+
+def involved(obj: Obj, res: r.Resource) -> dict[str, str]:
+    meta = obj.get("metadata") or {}
+    return {
+        "apiVersion": res.api_version,
+        "kind": res.kind,
+        "name": str(meta.get("name", "")),
+        "namespace": str(meta.get("namespace", "")),
+        "uid": str(meta.get("uid", "")),
+    }
+
+
+def suspend_record(identity: str, now: float, reason: str) -> dict[str, str | None]:
+    return {
+        r.SUSPENDED_BY: identity,
+        r.SUSPENDED_AT: rfc3339(now),
+        r.SUSPEND_REASON: reason,
+        r.RESUMED_AT: None,
+    }
+
+
+def resume_record(now: float) -> dict[str, str | None]:
+    return {
+        r.SUSPENDED_BY: None,
+        r.SUSPENDED_AT: None,
+        r.SUSPEND_REASON: None,
+        r.RESUMED_AT: rfc3339(now),
+    }
+
+
+def set_pytorchjob_suspend(
+    w: KubeWriter, job: Job, suspend: bool, record: Mapping[str, str | None]
+) -> Obj:
+    obj = w.get_custom(r.PYTORCH_JOBS, job.namespace, job.name)
+    _check_uid(obj, job.uid, job.key)
+    suspended = bool(((obj.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
+    if suspended == suspend:
+        raise Precondition(f"{job.key} is already {'suspended' if suspend else 'running'}")
+    if not suspend and r.SUSPENDED_BY not in _annotations(obj):
+        raise Precondition(f"{job.key} was not suspended by the reclaimer: leaving it")
+    body = {
+        "metadata": {"resourceVersion": _rv(obj), "annotations": dict(record)},
+        "spec": {"runPolicy": {"suspend": suspend}},
+    }
+    w.patch_custom(r.PYTORCH_JOBS, job.namespace, job.name, body)
+    return obj
+
+
+def volcano_command(
+    w: KubeWriter, job: Job, abort: bool, record: Mapping[str, str | None], message: str
+) -> Obj:
+    obj = w.get_custom(r.VOLCANO_JOBS, job.namespace, job.name)
+    _check_uid(obj, job.uid, job.key)
+    phase = (((obj.get("status") or {}).get("state")) or {}).get("phase", "")
+    if abort and phase in _ABORTED:
+        raise Precondition(f"{job.key} is already {phase}")
+    if not abort and r.SUSPENDED_BY not in _annotations(obj):
+        raise Precondition(f"{job.key} was not suspended by the reclaimer: leaving it")
+    action = "AbortJob" if abort else "ResumeJob"
+    owner = {**_ref(obj, r.VOLCANO_JOBS), "controller": True, "blockOwnerDeletion": True}
+    command = {
+        "apiVersion": r.VOLCANO_COMMANDS.api_version,
+        "kind": r.VOLCANO_COMMANDS.kind,
+        "metadata": {"generateName": f"{job.name}-{action.lower()}-", "ownerReferences": [owner]},
+        "action": action,
+        "target": owner,
+        "reason": "GpuReclaim",
+        "message": message[:1024],
+    }
+    patch = {"metadata": {"resourceVersion": _rv(obj), "annotations": dict(record)}}
+    w.patch_custom(r.VOLCANO_JOBS, job.namespace, job.name, patch)
+    try:
+        w.create_custom(r.VOLCANO_COMMANDS, job.namespace, command)
+    except KubeError:
+        undo = {k: _annotations(obj).get(k) for k in record}
+        # best effort: with the Command failed, a stale record would only cause a no-op resume
+        with contextlib.suppress(KubeError):
+            w.patch_custom(
+                r.VOLCANO_JOBS, job.namespace, job.name, {"metadata": {"annotations": undo}}
+            )
+        raise
+    return obj
+
+
+def evict_bare_pod(w: KubeWriter, job: Job, now: float, reason: str) -> Obj:
+    obj = w.get_pod(job.namespace, job.name)
+    _check_uid(obj, job.uid, job.key)
+    w.evict_pod(job.namespace, job.name, probe=True)  # 429 here: a PDB blocks it, nothing written
+    record = {r.EVICTED_AT: rfc3339(now), r.SUSPEND_REASON: reason}
+    w.patch_pod(
+        job.namespace, job.name, {"metadata": {"resourceVersion": _rv(obj), "annotations": record}}
+    )
+    if not w.dry_run:
+        w.evict_pod(job.namespace, job.name)
+    return obj
+
+
+def reshape_node(
+    w: KubeWriter,
+    ref: r.ConfigMapRef,
+    node: str,
+    *,
+    from_replicas: int | None,
+    to_replicas: int,
+    now: float,
+) -> tuple[Obj, str]:
+    """Point `node` at a config with `to_replicas`; returns (node object, new key)."""
+    node_obj = w.get_node(node)
+    cm = w.get_configmap(ref)
+    data: dict[str, str] = dict(cm.get("data") or {})
+    labels = dict(node_obj["metadata"].get("labels") or {})
+    current_key = labels.get(r.DEVICE_PLUGIN_CONFIG_LABEL)
+    base = data.get(current_key, "") if current_key else ""
+    current = timeslicing.replicas_of(base)
+    if from_replicas is not None and current != from_replicas:
+        raise Precondition(
+            f"node {node} runs {current} replicas now, the plan assumed {from_replicas}"
+        )
+    text = timeslicing.render(base, to_replicas)
+    new_key = timeslicing.key_for(text, to_replicas)
+    if new_key == current_key:
+        raise Precondition(f"node {node} already uses {new_key}")
+    if data.get(new_key) != text:  # content-addressed: an existing key already holds this text
+        w.patch_configmap(ref, {"metadata": {"resourceVersion": _rv(cm)}, "data": {new_key: text}})
+    annotations = {
+        r.LAST_RESHAPE: rfc3339(now),
+        r.RESHAPE_FROM: str(current),
+        r.RESHAPE_TO: str(to_replicas),
+    }
+    w.patch_node(
+        node,
+        {
+            "metadata": {
+                "resourceVersion": _rv(node_obj),
+                "labels": {r.DEVICE_PLUGIN_CONFIG_LABEL: new_key},
+                "annotations": annotations,
+            }
+        },
+    )
+    return node_obj, new_key
+
+
+def clean_unused_keys(w: KubeWriter, ref: r.ConfigMapRef, pointed: Mapping[str, str]) -> list[str]:
+    """Delete reclaimer keys no node points to; `pointed` overrides node -> key (dry-run view)."""
+    labels = w.list_node_labels()
+    used = {n: lb.get(r.DEVICE_PLUGIN_CONFIG_LABEL, "") for n, lb in labels.items()}
+    used.update(pointed)
+    cm = w.get_configmap(ref)
+    unused = timeslicing.unused_keys(cm.get("data") or {}, used.values())
+    if unused:
+        body = {"metadata": {"resourceVersion": _rv(cm)}, "data": dict.fromkeys(unused)}
+        w.patch_configmap(ref, body)
+    return unused

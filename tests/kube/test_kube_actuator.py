@@ -1,0 +1,367 @@
+"""The actuator against the fake API server: every action kind, dry-run, failures, limits."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+from fakeapi import FakeCluster
+
+from reclaimer.actuator import ActionResult, Actuator, Outcome
+from reclaimer.kube import resources as r
+from reclaimer.kube.read import read_cluster_sync
+from reclaimer.model import Action, ActionKind, Evidence, Forecast, Reason
+from reclaimer.policy import Actions, Limits, Policy, TimeSlicing
+
+NOW = 1_796_000_000.0  # 2026-11-30T00:53:20Z, after every fixture timestamp plus cool-downs
+PYT = ("kubeflow.org", "v1", "pytorchjobs")
+VCJ = ("batch.volcano.sh", "v1alpha1", "jobs")
+CMD = ("bus.volcano.sh", "v1alpha1", "commands")
+POD = ("", "v1", "pods")
+NODE = ("", "v1", "nodes")
+CM = ("", "v1", "configmaps")
+EVT = ("", "v1", "events")
+
+
+def forecast(job: str) -> Forecast:
+    return Forecast(job, True, 0.97, 1800.0, 900.0, 0.05, "test", 60)
+
+
+def preempt(target: str) -> Action:
+    ev = Evidence(forecast=forecast(target), for_pending="prod/llm-finetune", gpus_freed=2)
+    return Action(ActionKind.PREEMPT, target, Reason.IDLE_FOR_STARVED_QUEUE, ev)
+
+
+def resume(target: str) -> Action:
+    return Action(ActionKind.RESUME, target, Reason.QUEUE_HAS_ROOM, Evidence(for_queue="research"))
+
+
+def reshape(node: str, old: int, new: int) -> Action:
+    return Action(ActionKind.RESHAPE, node, Reason.NODE_UNDERUSED, Evidence(), None, old, new)
+
+
+def run(
+    api: Any,
+    actions: list[Action],
+    *,
+    dry_run: bool = False,
+    policy: Policy | None = None,
+    now: float = NOW,
+    **kw: Any,
+) -> list[ActionResult]:
+    view = read_cluster_sync(api, now=now)
+    act = Actuator(api, clock=lambda: now, dry_run=dry_run, policy=policy, **kw)
+    return act.apply(actions, view)
+
+
+def events_for(cluster: FakeCluster, name: str) -> list[dict[str, Any]]:
+    return [e for e in cluster.all(*EVT) if e["involvedObject"]["name"] == name]
+
+
+def test_preempt_pytorchjob_suspends_annotates_and_records(api, cluster: FakeCluster) -> None:
+    [res] = run(api, [preempt("research/bert-train")])
+    assert res.outcome is Outcome.APPLIED, res
+    job = cluster.get(*PYT, "bert-train", "research")
+    assert job["spec"]["runPolicy"]["suspend"] is True
+    ann = job["metadata"]["annotations"]
+    assert (
+        ann[r.SUSPENDED_BY] == "gpu-reclaimer" and ann[r.SUSPEND_REASON] == "IdleJobForStarvedQueue"
+    )
+    assert ann[r.SUSPENDED_AT] == "2026-11-30T00:53:20Z"
+    [event] = events_for(cluster, "bert-train")
+    assert (
+        event["reason"] == "GpuReclaimPreempted" and event["involvedObject"]["kind"] == "PyTorchJob"
+    )
+    assert "confidence=0.97" in event["message"] and "prod/llm-finetune" in event["message"]
+    [patch] = [q for q in cluster.requests if q.method == "PATCH"]
+    assert patch.content_type == "application/merge-patch+json"
+    assert "resourceVersion" in patch.body["metadata"]  # optimistic concurrency
+
+
+def test_preempt_volcano_job_creates_abort_command(api, cluster: FakeCluster) -> None:
+    [res] = run(api, [preempt("research/sim-sweep")])
+    assert res.outcome is Outcome.APPLIED, res
+    [cmd] = cluster.all(*CMD)
+    assert cmd["action"] == "AbortJob"
+    assert cmd["metadata"]["namespace"] == "research"
+    assert cmd["metadata"]["name"].startswith("sim-sweep-abortjob-")
+    target = {k: cmd["target"][k] for k in ("apiVersion", "kind", "name", "uid")}
+    assert target == {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "name": "sim-sweep",
+        "uid": "33333333-0000-0000-0000-000000000001",
+    }
+    assert cmd["metadata"]["ownerReferences"][0]["controller"] is True
+    job = cluster.get(*VCJ, "sim-sweep", "research")
+    assert job["metadata"]["annotations"][r.SUSPENDED_BY] == "gpu-reclaimer"
+    assert events_for(cluster, "sim-sweep")
+
+
+def test_volcano_command_failure_rolls_back_the_record(api, cluster: FakeCluster) -> None:
+    cluster.inject("POST", "/commands$", 500)
+    [res] = run(api, [preempt("research/sim-sweep")])
+    assert res.outcome is Outcome.FAILED and res.http_status == 500
+    job = cluster.get(*VCJ, "sim-sweep", "research")
+    assert r.SUSPENDED_BY not in (job["metadata"].get("annotations") or {})
+
+
+def test_resume_pytorchjob_only_what_it_suspended(api, cluster: FakeCluster) -> None:
+    foreign = copy.deepcopy(cluster.get(*PYT, "old-train", "research"))
+    foreign["metadata"] = {"name": "manual-hold", "namespace": "research"}
+    cluster.add(foreign)  # suspended by someone else: no gpu-reclaim.io/ record
+    ours, theirs = run(api, [resume("research/old-train"), resume("research/manual-hold")])
+    assert ours.outcome is Outcome.APPLIED, ours
+    job = cluster.get(*PYT, "old-train", "research")
+    assert job["spec"]["runPolicy"]["suspend"] is False
+    ann = job["metadata"].get("annotations") or {}
+    assert r.SUSPENDED_BY not in ann and ann[r.RESUMED_AT] == "2026-11-30T00:53:20Z"
+    assert theirs.outcome is Outcome.SKIPPED and theirs.skip_reason is Reason.OPTED_OUT
+    assert cluster.get(*PYT, "manual-hold", "research")["spec"]["runPolicy"]["suspend"] is True
+
+
+def test_resume_volcano_job(api, cluster: FakeCluster) -> None:
+    job = cluster.get(*VCJ, "sim-sweep", "research")
+    job["status"]["state"]["phase"] = "Aborted"
+    job["metadata"]["annotations"] = {
+        r.SUSPENDED_BY: "gpu-reclaimer",
+        r.SUSPENDED_AT: "2026-11-29T01:00:00Z",
+    }
+    [res] = run(api, [resume("research/sim-sweep")])
+    assert res.outcome is Outcome.APPLIED, res
+    [cmd] = cluster.all(*CMD)
+    assert cmd["action"] == "ResumeJob" and cmd["target"]["name"] == "sim-sweep"
+    assert (
+        r.SUSPENDED_BY not in cluster.get(*VCJ, "sim-sweep", "research")["metadata"]["annotations"]
+    )
+
+
+def test_bare_pod_blocked_by_pdb_is_skipped_untouched(api, cluster: FakeCluster) -> None:
+    [res] = run(api, [preempt("team-a/notebook-0")])
+    assert (res.outcome, res.http_status) == (Outcome.SKIPPED, 429)
+    pod = cluster.get(*POD, "notebook-0", "team-a")
+    assert r.EVICTED_AT not in (pod["metadata"].get("annotations") or {})
+    [evict] = [q for q in cluster.writes()]
+    assert evict.path.endswith("/eviction") and evict.dry_run  # the probe, nothing else
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [{"minAvailable": 0}, {"maxUnavailable": 1}, {"minAvailable": "0%"}],
+    ids=["minAvailable-0", "maxUnavailable-1", "minAvailable-0pct"],
+)
+def test_bare_pod_evicted_when_budget_allows(
+    api, cluster: FakeCluster, budget: dict[str, Any]
+) -> None:
+    pdb = cluster.get("policy", "v1", "poddisruptionbudgets", "notebook-pdb", "team-a")
+    pdb["spec"] = {"selector": pdb["spec"]["selector"], **budget}
+    [res] = run(api, [preempt("team-a/notebook-0")])
+    assert res.outcome is Outcome.APPLIED, res
+    assert cluster.get(*POD, "notebook-0", "team-a") is None
+    evictions = [q for q in cluster.writes() if q.path.endswith("/eviction")]
+    assert [q.dry_run for q in evictions] == [True, False]
+    assert events_for(cluster, "notebook-0")[0]["involvedObject"]["kind"] == "Pod"
+
+
+def _state(cluster: FakeCluster) -> dict[Any, Any]:
+    return copy.deepcopy(cluster.objects)
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        preempt("research/bert-train"),
+        preempt("research/sim-sweep"),
+        resume("research/old-train"),
+        reshape("gpu-node-1", 1, 2),
+    ],
+    ids=["pytorchjob", "volcano-job", "resume", "reshape"],
+)
+def test_dry_run_changes_nothing_but_sends_every_write(
+    api, cluster: FakeCluster, action: Action
+) -> None:
+    before = _state(cluster)
+    [res] = run(api, [action], dry_run=True)
+    assert res.outcome is Outcome.DRY_RUN, res
+    assert _state(cluster) == before
+    writes = cluster.writes()
+    assert writes and all(q.dry_run for q in writes)
+    assert res.writes == len(writes)
+    assert any(q.path.endswith("/events") for q in writes)
+
+
+def test_dry_run_eviction_reports_the_real_pdb_answer(api, cluster: FakeCluster) -> None:
+    [res] = run(api, [preempt("team-a/notebook-0")], dry_run=True)
+    assert (res.outcome, res.http_status) == (Outcome.SKIPPED, 429)
+    cluster.objects[("policy", "v1", "poddisruptionbudgets")].clear()
+    before = _state(cluster)
+    [res] = run(api, [preempt("team-a/notebook-0")], dry_run=True)
+    assert res.outcome is Outcome.DRY_RUN and _state(cluster) == before
+
+
+def test_conflict_rereads_and_retries_once(api, cluster: FakeCluster) -> None:
+    cluster.inject("PATCH", "/pytorchjobs/bert-train$", 409)
+    [res] = run(api, [preempt("research/bert-train")])
+    assert res.outcome is Outcome.APPLIED and "after a conflict" in res.detail
+    paths = [(q.method, q.path) for q in cluster.requests if "bert-train" in q.path]
+    assert [m for m, _ in paths] == ["GET", "PATCH", "GET", "PATCH"]
+
+
+def test_conflict_twice_fails_without_raising(api, cluster: FakeCluster) -> None:
+    cluster.inject("PATCH", "/pytorchjobs/bert-train$", 409, times=2)
+    [res] = run(api, [preempt("research/bert-train")])
+    assert (res.outcome, res.http_status) == (Outcome.FAILED, 409)
+    assert (
+        cluster.get(*PYT, "bert-train", "research")["spec"].get("runPolicy", {}).get("suspend")
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "delay", "outcome", "code"),
+    [
+        (500, 0.0, Outcome.FAILED, 500),
+        (429, 0.0, Outcome.SKIPPED, 429),
+        (None, 2.0, Outcome.FAILED, 0),
+    ],
+    ids=["500", "429-throttled", "timeout"],
+)
+def test_failure_skips_that_action_and_keeps_going(
+    api, cluster: FakeCluster, status: int | None, delay: float, outcome: Outcome, code: int
+) -> None:
+    cluster.inject("PATCH", "/pytorchjobs/bert-train$", status, delay=delay)
+    first, second = run(api, [preempt("research/bert-train"), preempt("research/sim-sweep")])
+    assert (first.outcome, first.http_status) == (outcome, code)
+    assert second.outcome is Outcome.APPLIED
+    assert cluster.all(*CMD)
+
+
+@pytest.mark.parametrize(
+    ("target", "store"),
+    [("research/bert-train", PYT), ("research/sim-sweep", VCJ), ("team-a/notebook-0", POD)],
+    ids=["pytorchjob", "volcano-job", "pod"],
+)
+def test_vanished_object_is_skipped_quietly(
+    api, cluster: FakeCluster, target: str, store: Any
+) -> None:
+    view = read_cluster_sync(api, now=NOW)
+    ns, name = target.split("/")
+    del cluster.objects[store][(ns, name)]
+    [res] = Actuator(api, clock=lambda: NOW, dry_run=False).apply([preempt(target)], view)
+    assert (res.outcome, res.http_status) == (Outcome.SKIPPED, 404)
+    assert not cluster.writes()
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["apply", "dry-run"])
+@pytest.mark.parametrize(
+    ("limits", "skipped"),
+    [
+        (Limits(max_preemptions_per_cycle=1), "maxPreemptionsPerCycle"),
+        (Limits(max_preemptions_per_namespace=1), "maxPreemptionsPerNamespace"),
+        (Limits(max_pods_per_node=3), "maxPreemptedPodsPerNode"),
+        (Limits(max_gpus_freed_per_cycle=3), "maxGpusFreedPerCycle"),
+    ],
+    ids=["per-cycle", "per-namespace", "per-node", "gpus-freed"],
+)
+def test_limits_enforced(
+    api, cluster: FakeCluster, limits: Limits, skipped: str, dry_run: bool
+) -> None:
+    before = _state(cluster)
+    first, second = run(
+        api,
+        [preempt("research/bert-train"), preempt("research/sim-sweep")],
+        dry_run=dry_run,
+        policy=Policy(limits=limits),
+    )
+    assert first.outcome is (Outcome.DRY_RUN if dry_run else Outcome.APPLIED)
+    assert second.outcome is Outcome.SKIPPED and second.skip_reason is Reason.LIMIT_REACHED
+    assert skipped in second.detail and second.writes == 0
+    if dry_run:
+        assert _state(cluster) == before
+
+
+def test_cooldown_and_opt_out(api, cluster: FakeCluster) -> None:
+    job = cluster.get(*PYT, "bert-train", "research")
+    job["metadata"]["annotations"][r.RESUMED_AT] = "2026-11-30T00:50:00Z"  # 200 s before NOW
+    cluster.get(*POD, "sim-sweep-sim-1", "research")["metadata"]["annotations"][
+        "volcano.sh/preemptable"
+    ] = "false"
+    cooled, opted = run(api, [preempt("research/bert-train"), preempt("research/sim-sweep")])
+    assert cooled.skip_reason is Reason.COOLING_DOWN
+    assert opted.skip_reason is Reason.OPTED_OUT
+    assert not cluster.writes()
+
+
+def test_disabled_action_kind(api, cluster: FakeCluster) -> None:
+    [res] = run(
+        api, [preempt("research/bert-train")], policy=Policy(actions=Actions(preempt=False))
+    )
+    assert res.outcome is Outcome.SKIPPED and not cluster.writes()
+
+
+def test_not_leader_writes_nothing(api, cluster: FakeCluster) -> None:
+    results = run(
+        api, [preempt("research/bert-train"), reshape("gpu-node-1", 1, 2)], may_write=lambda: False
+    )
+    assert [x.outcome for x in results] == [Outcome.SKIPPED, Outcome.SKIPPED]
+    assert not cluster.writes()
+
+
+def test_event_failure_does_not_undo_the_action(api, cluster: FakeCluster) -> None:
+    cluster.inject("POST", "/events$", 500)
+    [res] = run(api, [preempt("research/bert-train")])
+    assert res.outcome is Outcome.APPLIED and "event not recorded" in res.detail
+
+
+def _replicas(cluster: FakeCluster, node: str) -> int:
+    key = cluster.get(*NODE, node)["metadata"]["labels"][r.DEVICE_PLUGIN_CONFIG_LABEL]
+    data = cluster.get(*CM, "time-slicing-config", "gpu-operator")["data"]
+    assert key in data, f"node {node} points at missing key {key}"
+    slicing = (yaml.safe_load(data[key]).get("sharing") or {}).get("timeSlicing") or {}
+    return next((x["replicas"] for x in slicing.get("resources", [])), 1)
+
+
+def test_reshape_writes_key_then_relabels(api, cluster: FakeCluster) -> None:
+    [res] = run(api, [reshape("gpu-node-1", 1, 2)])
+    assert res.outcome is Outcome.APPLIED, res
+    assert _replicas(cluster, "gpu-node-1") == 2
+    writes = [
+        (q.method, q.path.rsplit("/", 2)[-2]) for q in cluster.writes() if q.method == "PATCH"
+    ]
+    assert writes == [("PATCH", "configmaps"), ("PATCH", "nodes")]
+    node = cluster.get(*NODE, "gpu-node-1")
+    assert node["metadata"]["annotations"][r.RESHAPE_TO] == "2"
+    assert events_for(cluster, "gpu-node-1")[0]["reason"] == "GpuReclaimReshaped"
+    assert "plain" in cluster.get(*CM, "time-slicing-config", "gpu-operator")["data"]
+
+
+def test_reshape_never_leaves_a_dangling_key(api, cluster: FakeCluster) -> None:
+    policy = Policy(time_slicing=TimeSlicing(node_cooldown_seconds=0), job_cooldown_seconds=0)
+    run(api, [reshape("gpu-node-2", 4, 2)], policy=policy)
+    first_key = cluster.get(*NODE, "gpu-node-2")["metadata"]["labels"][r.DEVICE_PLUGIN_CONFIG_LABEL]
+    data = cluster.get(*CM, "time-slicing-config", "gpu-operator")["data"]
+    assert "ts-4" in data  # the operator's own key is never removed
+    [res] = run(api, [reshape("gpu-node-2", 2, 3)], policy=policy, now=NOW + 10)
+    assert res.outcome is Outcome.APPLIED and first_key in res.detail
+    data = cluster.get(*CM, "time-slicing-config", "gpu-operator")["data"]
+    assert first_key not in data and _replicas(cluster, "gpu-node-2") == 3
+
+
+def test_reshape_failed_key_write_leaves_label_alone(api, cluster: FakeCluster) -> None:
+    cluster.inject("PATCH", "/configmaps/", 500)
+    [res] = run(api, [reshape("gpu-node-1", 1, 2)])
+    assert res.outcome is Outcome.FAILED
+    assert (
+        cluster.get(*NODE, "gpu-node-1")["metadata"]["labels"][r.DEVICE_PLUGIN_CONFIG_LABEL]
+        == "plain"
+    )
+    assert not [q for q in cluster.writes() if "/nodes/" in q.path]
+
+
+def test_reshape_refuses_stale_plan_and_replica_limit(api, cluster: FakeCluster) -> None:
+    stale, too_many = run(api, [reshape("gpu-node-1", 3, 2), reshape("gpu-node-2", 4, 16)])
+    assert stale.outcome is Outcome.SKIPPED and "plan assumed 3" in stale.detail
+    assert too_many.skip_reason is Reason.LIMIT_REACHED
+    assert not cluster.writes()
