@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exporter.cgroup import parse_cgroup
-from exporter.sim import SimNode, build_sim_backend
+from exporter.sim import SimNode, build_sim_backend, make_pods, sim_gpus, sim_specs
 from exporter.sim_fixtures import CGROUP_STYLES, cgroup_text
 from exporter.sources import BackendParts
 from exporter.workloads import Shape, WorkloadError, load_workloads, shape_state
@@ -71,9 +71,10 @@ def test_same_seed_same_node(tmp_path: Path) -> None:
 @settings(max_examples=60, deadline=None)
 @given(t=st.floats(min_value=T0, max_value=T0 + 7 * 86400), seed=st.integers(0, 50))
 def test_time_sliced_pods_never_exceed_their_device(t: float, seed: int) -> None:
-    node = SIM_NODES.setdefault(
-        seed, _build(Path(f"/tmp/gpu-reclaim-sim-test-{seed}"), seed=seed, pods=16)[1]
-    )
+    if seed not in SIM_NODES:  # no fixtures needed: the layout and the shapes are pure
+        specs = sim_specs(4, 1, 16, None)
+        SIM_NODES[seed] = SimNode(sim_gpus(4, 1, seed), make_pods(specs, seed), seed=seed)
+    node = SIM_NODES[seed]
     used: dict[tuple[int, int | None], float] = {}
     for p, a in zip(node.placed, node.activity_at(t), strict=True):
         used[p.group] = used.get(p.group, 0.0) + a.sm
