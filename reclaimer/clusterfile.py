@@ -1,8 +1,10 @@
 """Read a cluster snapshot from a `kubectl get ... -o yaml` dump instead of the API server.
 
 The dump may be one `List` (what `kubectl get a,b,c -o yaml` prints), several YAML documents,
-or both mixed; `List`s may nest. Objects go through the same pure converter the live reader
-uses, so offline planning sees exactly what the controller would. Free of the Kubernetes client.
+or both mixed; `List`s may nest. A later object replaces an earlier one with the same group, kind,
+namespace and name (as applying the files in order would), so dumps can be concatenated.
+Objects go through the same pure converter the live reader uses, so offline planning sees
+exactly what the controller would. Free of the Kubernetes client.
 """
 
 from __future__ import annotations
@@ -47,12 +49,16 @@ def parse_objects(text: str, source: str = "<dump>") -> ClusterObjects:
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
         raise ClusterFileError(f"{source}: not valid YAML: {exc}") from exc
-    found: list[dict[str, Any]] = []
+    found: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for n, doc in enumerate(docs, start=1):
-        found.extend(_objects(doc, f"{source}: document {n}"))
+        for obj in _objects(doc, f"{source}: document {n}"):
+            meta = obj["metadata"]
+            group = str(obj["apiVersion"]).rpartition("/")[0]
+            # a later object replaces an earlier one of the same identity, as `kubectl apply`
+            found[(group, obj["kind"], meta.get("namespace") or "", meta["name"])] = obj
     if not found:
         raise ClusterFileError(f"{source}: no Kubernetes objects found")
-    objs, notes = group_by_kind(found)
+    objs, notes = group_by_kind(found.values())
     return ClusterObjects(**{**objs.__dict__, "problems": tuple(notes)})
 
 

@@ -63,10 +63,31 @@ def test_unreadable_file(tmp_path: Path) -> None:
         load_cluster_file(tmp_path / "missing.yaml", 0.0)
 
 
+def test_later_objects_replace_earlier_ones() -> None:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n"},
+        "status": {"capacity": {"nvidia.com/gpu": "2"}},
+    }
+    bigger = {**node, "status": {"capacity": {"nvidia.com/gpu": "8"}}}
+    view = load_cluster_view(yaml.safe_dump_all([node, bigger]), 0.0)
+    assert [n.gpus for n in view.nodes] == [8]
+
+
 def test_deploy_examples_load() -> None:
-    examples = sorted((REPO / "deploy" / "examples").glob("*.yaml"))
-    if not examples:
+    """The examples (as `kubectl apply -k` creates them) plus the demo's scheduled state."""
+    examples = REPO / "deploy" / "examples"
+    if not (examples / "kustomization.yaml").is_file():
         pytest.skip("deploy/examples/ not written yet")
-    text = "\n---\n".join(p.read_text() for p in examples)
+    listed = yaml.safe_load((examples / "kustomization.yaml").read_text())["resources"]
+    files = [examples / f for f in listed if f.endswith(".yaml")]
+    state = examples / "sim" / "cluster-state.yaml"
+    text = "\n---\n".join(p.read_text() for p in [*files, *([state] if state.is_file() else [])])
     view = load_cluster_view(text, 0.0)
-    assert view.queues or view.jobs or view.nodes
+    assert {q.name for q in view.queues} >= {"research", "production"}
+    assert "research/bert-finetune" in {j.key for j in view.jobs}
+    assert "production/llm-pretrain" in {d.job for d in view.pending} | {j.key for j in view.jobs}
+    if state.is_file():
+        nodes = {n.name: n for n in view.nodes}
+        assert nodes["gpu-node-2"].replicas == 4
