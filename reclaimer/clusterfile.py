@@ -9,6 +9,7 @@ exactly what the controller would. Free of the Kubernetes client.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ import yaml
 from reclaimer.kube.convert import ClusterObjects, group_by_kind, to_cluster_view
 from reclaimer.kube.resources import ConfigMapRef
 from reclaimer.model import ClusterView
+
+log = logging.getLogger(__name__)
 
 
 class ClusterFileError(ValueError):
@@ -59,7 +62,9 @@ def parse_objects(text: str, source: str = "<dump>") -> ClusterObjects:
     if not found:
         raise ClusterFileError(f"{source}: no Kubernetes objects found")
     objs, notes = group_by_kind(found.values())
-    return ClusterObjects(**{**objs.__dict__, "problems": tuple(notes)})
+    for note in notes:  # Namespaces, Deployments...: normal in a dump, not a data problem
+        log.info("%s: %s", source, note)
+    return objs
 
 
 def load_cluster_view(

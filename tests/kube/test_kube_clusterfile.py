@@ -30,7 +30,8 @@ def test_list_and_multidoc_give_the_same_view() -> None:
     assert len(multi.jobs) == 5
 
 
-def test_unknown_kinds_are_noted() -> None:
+def test_unknown_kinds_are_logged_not_problems(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO")
     text = yaml.safe_dump_all(
         [
             {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}},
@@ -38,7 +39,8 @@ def test_unknown_kinds_are_noted() -> None:
         ]
     )
     view = load_cluster_view(text, 0.0)
-    assert any("Deployment" in p for p in view.problems)
+    assert not view.problems
+    assert "ignored 1 object(s) of kind Deployment" in caplog.text
 
 
 @pytest.mark.parametrize(
