@@ -1,0 +1,124 @@
+"""End to end: real Prometheus (24 h of backfilled history) -> `gpu-reclaimer run --once` -> the
+real `kubernetes` client -> the fake API server holding a small Volcano cluster.
+
+The history is backfilled (promtool) rather than scraped from a live `gpu-exporter --backend sim`:
+the forecaster needs an hour of history at least, which a live scrape cannot produce inside a
+test. Dry-run must name the idle reclaimable job and change nothing; --apply must abort it through
+a Volcano `Command` and leave a Kubernetes Event.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from collections.abc import Iterator
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+import yaml
+from e2e_world import BUSY_JOB, IDLE_JOB, PENDING_JOB, cluster_objects, history, wall_now
+from fakeapi import FakeApiServer, FakeCluster
+from promserver import PromServer, start_prometheus
+
+from reclaimer.cli import main
+
+pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def now() -> float:
+    return wall_now()
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
+    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as server:
+        yield server
+
+
+@pytest.fixture
+def cluster(now: float) -> FakeCluster:
+    c = FakeCluster()
+    c.add(*cluster_objects(now))
+    return c
+
+
+@pytest.fixture
+def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
+    server = FakeApiServer(cluster).start()
+    cfg = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "fake",
+        "clusters": [{"name": "fake", "cluster": {"server": server.url}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}],
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(cfg))
+    try:
+        yield path
+    finally:
+        server.stop()
+
+
+def run_once(prom: PromServer, kubeconfig: Path, *extra: str) -> tuple[int, dict]:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(
+            [
+                "run",
+                "--once",
+                "--json",
+                "--prometheus-url",
+                prom.url,
+                "--kubeconfig",
+                str(kubeconfig),
+                *extra,
+            ]
+        )
+    return code, json.loads(out.getvalue())
+
+
+def commands(cluster: FakeCluster) -> list[dict]:
+    return cluster.all("bus.volcano.sh", "v1alpha1", "commands")
+
+
+def events(cluster: FakeCluster) -> list[dict]:
+    return cluster.all("", "v1", "events")
+
+
+def test_dry_run_names_the_idle_job_and_changes_nothing(
+    prom: PromServer, kubeconfig: Path, cluster: FakeCluster
+) -> None:
+    before = copy.deepcopy(cluster.objects)
+    code, report = run_once(prom, kubeconfig)
+    assert code == 0, report["cycle"]
+    assert report["dry_run"] is True
+    (action,) = report["plan"]["actions"]
+    assert (action["kind"], action["target"]) == ("preempt", IDLE_JOB)
+    assert action["evidence"]["for_pending"] == PENDING_JOB
+    assert action["evidence"]["forecast"]["idle"] is True
+    assert BUSY_JOB in {s["target"] for s in report["plan"]["skipped"]}
+    assert [o["outcome"] for o in report["outcomes"]] == ["dry_run"]
+    assert report["fleet"]["idle_gpus_by_namespace"] == {"research": 2}
+    writes = cluster.writes()
+    assert writes and all(w.dry_run for w in writes)  # server-side dry-run only
+    assert cluster.objects == before
+    assert commands(cluster) == [] and events(cluster) == []
+
+
+def test_apply_aborts_the_job_and_records_an_event(
+    prom: PromServer, kubeconfig: Path, cluster: FakeCluster
+) -> None:
+    code, report = run_once(prom, kubeconfig, "--apply")
+    assert code == 0, report["cycle"]
+    assert report["dry_run"] is False
+    assert [o["outcome"] for o in report["outcomes"]] == ["applied"]
+    (cmd,) = commands(cluster)
+    assert cmd["action"] == "AbortJob"
+    assert cmd["target"]["name"] == IDLE_JOB.split("/")[1]
+    evs = [e for e in events(cluster) if e["involvedObject"]["name"] == "sim-sweep"]
+    assert evs and "IdleJobForStarvedQueue" in evs[0]["message"]
