@@ -50,6 +50,7 @@ class SimNode:
         self.seed = seed
         self.clock = clock
         self.node_name = node_name
+        self.trace_ids: dict[PodKey, str] = {}  # replay: the trace series each pod replays
         self.placed = place([p.spec for p in pods], gpus, seed)
         self.period_s = gpus[0].sample_period_s if gpus else 1.0
         self._caps = {i: self._memory_cap(p) for i, p in enumerate(self.placed)}
