@@ -1,0 +1,269 @@
+"""A live simulated fleet for the ops tests: sim exporters, backfilled history, a real Prometheus.
+
+`sim_fleet()` starts one `gpu-exporter --backend sim` per example node (pods named after
+deploy/examples through the `sim/*.workloads.yaml` files), backfills what no exporter produces
+(the reclaimer's own metrics and kube-state-metrics' pod labels/annotations that give the Volcano
+queue) with `promtool tsdb create-blocks-from openmetrics`, then runs /usr/bin/prometheus
+scraping the exporters every second with rules/ loaded (group intervals dropped so recording rules
+run every second too), and waits until recorded series exist. Every process is stopped on exit.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from promserver import PROMETHEUS, backfill, free_port, openmetrics, require_prometheus
+
+REPO = Path(__file__).resolve().parents[2]
+SIM = REPO / "deploy" / "examples" / "sim"
+RULES = REPO / "rules" / "gpu-reclaim.rules.yml"
+CLUSTER = "sim"
+# node name -> physical GPUs, as deploy/examples/sim/cluster-state.yaml declares them
+NODES = {"gpu-node-1": 4, "gpu-node-2": 1}
+
+
+@dataclass(frozen=True)
+class Fleet:
+    prometheus: str
+    exporters: tuple[str, ...]
+
+
+def query(url: str, expr: str) -> list[dict[str, Any]]:
+    """Instant query; raises on any error status, returns the result list."""
+    q = urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=10) as r:
+        body = json.load(r)
+    if body.get("status") != "success":
+        raise RuntimeError(f"{expr}: {body}")
+    result: list[dict[str, Any]] = body["data"]["result"]
+    return result
+
+
+def _series(name: str, labels: dict[str, str], start: float, end: float, step: float, fn: Any):
+    n = int((end - start) // step)
+    return (name, labels, [(start + i * step, float(fn(i))) for i in range(n + 1)])
+
+
+def reclaimer_history(start: float, end: float, step: float = 30.0) -> str:
+    """Two reclaimer replicas (one leader) in dry-run, planning and counting as they would."""
+    base = {"cluster": CLUSTER, "job": "gpu-reclaimer"}
+    a, b = dict(base, instance="reclaimer-a:9401"), dict(base, instance="reclaimer-b:9401")
+    act = {"kind": "preempt", "reason": "IdleJobForStarvedQueue"}
+    s = [
+        _series("gpu_reclaimer_dry_run", a, start, end, step, lambda i: 1),
+        _series("gpu_reclaimer_dry_run", b, start, end, step, lambda i: 1),
+        _series("gpu_reclaimer_is_leader", a, start, end, step, lambda i: 1),
+        _series("gpu_reclaimer_is_leader", b, start, end, step, lambda i: 0),
+        _series("gpu_reclaimer_cycle_duration_seconds", a, start, end, step, lambda i: 0.4),
+        _series(
+            "gpu_reclaimer_last_success_timestamp_seconds",
+            a,
+            start,
+            end,
+            step,
+            lambda i: start + i * step,
+        ),
+        _series(
+            "gpu_reclaimer_cycles_total", dict(a, result="success"), start, end, step, lambda i: i
+        ),
+        _series(
+            "gpu_reclaimer_cycles_total",
+            dict(a, result="skipped"),
+            start,
+            end,
+            step,
+            lambda i: i // 40,
+        ),
+        _series(
+            "gpu_reclaimer_actions_planned_total",
+            dict(a, **act),
+            start,
+            end,
+            step,
+            lambda i: i // 4,
+        ),
+        _series(
+            "gpu_reclaimer_actions_applied_total",
+            dict(a, **act),
+            start,
+            end,
+            step,
+            lambda i: i // 5,
+        ),
+        _series(
+            "gpu_reclaimer_actions_failed_total",
+            dict(a, **act),
+            start,
+            end,
+            step,
+            lambda i: i // 50,
+        ),
+        _series("gpu_reclaimer_forecasts", dict(a, outcome="idle"), start, end, step, lambda i: 1),
+        _series("gpu_reclaimer_forecasts", dict(a, outcome="busy"), start, end, step, lambda i: 1),
+        _series(
+            "gpu_reclaimer_forecast_checks_total",
+            dict(a, result="correct"),
+            start,
+            end,
+            step,
+            lambda i: i // 3,
+        ),
+        _series(
+            "gpu_reclaimer_forecast_checks_total",
+            dict(a, result="wrong"),
+            start,
+            end,
+            step,
+            lambda i: i // 30,
+        ),
+        _series(
+            "gpu_reclaimer_reclaimed_gpu_seconds_total", a, start, end, step, lambda i: i * 2 * step
+        ),
+    ]
+    counters = {n for n, _, _ in s if n.endswith("_total")}
+    return openmetrics(s, {n: "counter" for n in counters})
+
+
+def ksm_history(start: float, end: float, step: float = 30.0) -> str:
+    """kube-state-metrics series naming each example pod's Volcano queue."""
+    base = {"cluster": CLUSTER, "job": "kube-state-metrics"}
+    s = []
+    for path in sorted(SIM.glob("*.workloads.yaml")):
+        for w in yaml.safe_load(path.read_text("utf-8")):
+            pod = dict(base, namespace=w["namespace"], pod=w["pod"])
+            if w["namespace"] == "research":  # PyTorchJob pods: the operator's annotation
+                ann = dict(pod, annotation_scheduling_volcano_sh_queue_name="research")
+                s.append(_series("kube_pod_annotations", ann, start, end, step, lambda i: 1))
+            else:  # Volcano-scheduled bare pods in this example carry the label
+                lab = dict(pod, label_volcano_sh_queue_name="interactive")
+                s.append(_series("kube_pod_labels", lab, start, end, step, lambda i: 1))
+    return openmetrics(s)
+
+
+def _fast_rules(workdir: Path) -> Path:
+    doc = yaml.safe_load(RULES.read_text("utf-8"))
+    for group in doc["groups"]:
+        group.pop("interval", None)
+    out = workdir / "rules.yml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return out
+
+
+def _wait(what: str, check: Any, timeout: float, proc: subprocess.Popen[bytes] | None = None):
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what}: process exited with {proc.returncode}")
+        try:
+            if check():
+                return
+        except OSError as exc:  # not listening yet
+            last = exc
+        time.sleep(0.3)
+    raise RuntimeError(f"{what}: not ready after {timeout}s ({last})")
+
+
+@contextmanager
+def _process(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("wb") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        try:
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _exporter(stack: ExitStack, workdir: Path, node: str, gpus: int) -> str:
+    port = free_port()
+    args = [
+        sys.executable,
+        "-m",
+        "exporter",
+        "--backend",
+        "sim",
+        f"--web.listen-address=127.0.0.1:{port}",
+        f"--node-name={node}",
+        f"--sim.gpus={gpus}",
+        f"--sim.workloads={SIM / f'{node}.workloads.yaml'}",
+        "--collect-interval=1",
+    ]
+    proc = stack.enter_context(_process(args, workdir / f"exporter-{node}.log"))
+    url = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        with urllib.request.urlopen(url + "/metrics", timeout=2) as r:
+            return b"gpu_pod_allocated" in r.read()
+
+    _wait(f"exporter {node}", ready, 60, proc)
+    return f"127.0.0.1:{port}"
+
+
+def _prometheus_config(workdir: Path, targets: list[str], rules: Path) -> Path:
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(rules)],
+        "scrape_configs": [
+            {
+                "job_name": "gpu-exporter",
+                "static_configs": [{"targets": targets, "labels": {"cluster": CLUSTER}}],
+            }
+        ],
+    }
+    path = workdir / "prometheus.yml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+@contextmanager
+def sim_fleet(workdir: Path, history_hours: float = 2.0) -> Iterator[Fleet]:
+    require_prometheus()
+    with ExitStack() as stack:
+        targets = [_exporter(stack, workdir, n, g) for n, g in NODES.items()]
+        end = time.time() - 1
+        start = end - history_hours * 3600
+        data = workdir / "tsdb"
+        backfill(reclaimer_history(start, end), data)
+        (workdir / "backfill.om").rename(workdir / "reclaimer.om")
+        backfill(ksm_history(start, end), data)
+        cfg = _prometheus_config(workdir, targets, _fast_rules(workdir))
+        port = free_port()
+        args = [
+            PROMETHEUS,
+            f"--config.file={cfg}",
+            f"--storage.tsdb.path={data}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--storage.tsdb.retention.time=30d",
+            "--log.level=warn",
+        ]
+        proc = stack.enter_context(_process(args, workdir / "prometheus.log"))
+        url = f"http://127.0.0.1:{port}"
+        _wait("prometheus", lambda: bool(query(url, "vector(1)")), 30, proc)
+        _wait(
+            "scrapes and recording rules",
+            lambda: (
+                len(query(url, 'up{job="gpu-exporter"} == 1')) == len(targets)
+                and bool(query(url, "count_over_time(gpu_pod_allocated[1m]) >= 3"))
+                and bool(query(url, "namespace:gpu_pod_idle_allocated:sum"))
+                and bool(query(url, "queue:gpu_pod_allocated:sum"))
+            ),
+            60,
+            proc,
+        )
+        yield Fleet(url, tuple(targets))
