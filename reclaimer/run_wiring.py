@@ -5,17 +5,19 @@
 - Forecaster: `reclaimer.forecast.forecast` with the policy's horizon, threshold and confidence.
 - Planner: `reclaimer.plan.plan`. Actuator: `reclaimer.actuator.Actuator`, dry-run unless
   `--apply`; none in cluster-file mode.
-- Leader election (`--leader-elect`): the loop cycles only while this replica holds the Lease;
-  the lease is released on the way out.
+- Leader election (`--leader-elect`): `reclaimer.kube.lease.LeaderElector` renews a Lease
+  (gpu-reclaim/gpu-reclaimer, identity = host name = pod name) beside the loop. Every replica
+  plans and serves `/plan`; only the leader acts (the controller and the actuator both ask
+  `is_leader()`). On SIGTERM the cycle in flight finishes first, then the Lease is released.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
@@ -25,9 +27,9 @@ from reclaimer.actuator import Actuator
 from reclaimer.clusterfile import ClusterFileError, load_cluster_file
 from reclaimer.controller import Applier, Controller, ControllerConfig, Forecaster, Planner
 from reclaimer.forecast import ForecastParams, forecast
-from reclaimer.kube.client import KubeApi, KubeConfigError, build_api
+from reclaimer.kube.client import KubeConfigError, build_api
+from reclaimer.kube.lease import LeaderElector, LeaseConfig
 from reclaimer.kube.read import read_cluster_sync
-from reclaimer.leadership import Leadership, Lease
 from reclaimer.model import ClusterView, Forecast
 from reclaimer.plan import plan
 from reclaimer.policy import Policy
@@ -62,10 +64,19 @@ def policy_forecaster(history: pd.DataFrame, policy: Policy, now: float) -> Mapp
     return forecast(history, params, now)
 
 
-def _lease(api: KubeApi) -> Lease:
-    module = importlib.import_module("reclaimer.kube.lease")
-    lease: Lease = module.KubeLease(api, identity=socket.gethostname())
-    return lease
+def _elected_loop(elector: LeaderElector) -> RunLoop:
+    """Run the controller while the elector renews; release only after the last cycle ends."""
+
+    async def loop(controller: Controller, interval: float, stop: asyncio.Event) -> None:
+        lease_stop = asyncio.Event()
+        renewer = asyncio.create_task(elector.run(lease_stop))
+        try:
+            await controller.run(interval, stop)
+        finally:
+            lease_stop.set()
+            await renewer  # releases the Lease
+
+    return loop
 
 
 def _always() -> bool:
@@ -110,9 +121,10 @@ def _live_wiring(
     is_leader: Callable[[], bool] = _always
     run_loop: RunLoop = _plain_loop
     if args.leader_elect:
-        leadership = Leadership(_lease(api), clock)
-        is_leader = leadership.is_leader
-        run_loop = leadership.run
+        elector = LeaderElector(
+            api, LeaseConfig(identity=socket.gethostname()), wall=clock, monotonic=time.monotonic
+        )
+        is_leader, run_loop = elector.is_leader, _elected_loop(elector)
     actuator = Actuator(
         api, clock=clock, dry_run=config.dry_run, policy=policy, may_write=is_leader
     )

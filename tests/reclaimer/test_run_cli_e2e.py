@@ -12,7 +12,13 @@ from __future__ import annotations
 import copy
 import io
 import json
-from collections.abc import Iterator
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -20,9 +26,11 @@ import pytest
 import yaml
 from e2e_world import BUSY_JOB, IDLE_JOB, PENDING_JOB, cluster_objects, history, wall_now
 from fakeapi import FakeApiServer, FakeCluster
-from promserver import PromServer, start_prometheus
+from promserver import PromServer, free_port, start_prometheus
 
 from reclaimer.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
@@ -122,3 +130,70 @@ def test_apply_aborts_the_job_and_records_an_event(
     assert cmd["target"]["name"] == IDLE_JOB.split("/")[1]
     evs = [e for e in events(cluster) if e["involvedObject"]["name"] == "sim-sweep"]
     assert evs and "IdleJobForStarvedQueue" in evs[0]["message"]
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, ""
+    except OSError:
+        return 0, ""
+
+
+def _wait(pred: Callable[[], bool], proc: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not pred():
+        assert proc.poll() is None, f"controller exited early while waiting for {what}"
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.2)
+
+
+def test_loop_serves_holds_the_lease_and_stops_cleanly_on_sigterm(
+    prom: PromServer, kubeconfig: Path, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    argv = [
+        sys.executable,
+        "-m",
+        "reclaimer",
+        "run",
+        "--prometheus-url",
+        prom.url,
+        "--kubeconfig",
+        str(kubeconfig),
+        "--interval",
+        "1s",
+        "--leader-elect",
+        f"--web.listen-address=127.0.0.1:{port}",
+    ]
+    log = (tmp_path / "controller.log").open("wb")
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    try:
+        _wait(lambda: _get(base + "/readyz")[0] == 200, proc, "/readyz")
+        leases = lambda: cluster.all("coordination.k8s.io", "v1", "leases")  # noqa: E731
+        _wait(
+            lambda: bool(leases()) and bool(leases()[0]["spec"].get("holderIdentity")),
+            proc,
+            "the lease",
+        )
+        _wait(lambda: '"acted": true' in _get(base + "/plan")[1], proc, "a cycle as leader")
+        _, body = _get(base + "/plan")
+        report = json.loads(body)
+        assert report["plan"]["actions"][0]["target"] == IDLE_JOB
+        _, metrics = _get(base + "/metrics")
+        assert "gpu_reclaimer_is_leader 1.0" in metrics
+        assert "gpu_reclaimer_dry_run 1.0" in metrics
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+    assert leases()[0]["spec"].get("holderIdentity") is None  # released on the way out
+    real = [w for w in cluster.writes() if not w.dry_run and "/leases" not in w.path]
+    assert real == []  # dry-run: only the Lease is written for real
+    assert commands(cluster) == []
