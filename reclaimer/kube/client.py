@@ -60,10 +60,6 @@ class KubeApi:
         return k8s.PolicyV1Api(self.client)
 
     @property
-    def coordination(self) -> Any:
-        return k8s.CoordinationV1Api(self.client)
-
-    @property
     def scheduling(self) -> Any:
         return k8s.SchedulingV1Api(self.client)
 
