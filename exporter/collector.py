@@ -89,6 +89,7 @@ class Collector:
         self._clock = clock
         self._errors: dict[str, int] = {}
         self._degraded: set[str] = set()
+        self._owner_cache: dict[int, CgroupRef | None] = {}
         self.published: Published | None = None  # swapped whole; read by the server
 
     def collect_once(self) -> Published:
@@ -132,9 +133,10 @@ class Collector:
             return ()  # without allocations nothing can be named: device metrics only
         index = self._pod_index(src, cycle)
         owners = self._owners(src.proc_root, devices, cycle)
+        known = {pid: ref for pid, ref in owners.items() if ref is not None}
         if src.pods is not None:
-            src.pods.want(ref.pod_uid for ref in owners.values())
-        return attribute(devices, allocations, owners, index)
+            src.pods.want(ref.pod_uid for ref in known.values())
+        return attribute(devices, allocations, known, index)
 
     def _allocations(self, src: AttributionSources, cycle: _Cycle) -> tuple[Allocation, ...] | None:
         try:
@@ -158,20 +160,26 @@ class Collector:
 
     def _owners(
         self, proc_root: Path, devices: tuple[DeviceReading, ...], cycle: _Cycle
-    ) -> dict[int, CgroupRef]:
-        owners: dict[int, CgroupRef] = {}
+    ) -> dict[int, CgroupRef | None]:
+        """Each process's pod, read from its cgroup the first cycle its PID shows up.
+
+        A PID stays cached while NVML keeps listing it and is forgotten the first cycle it is
+        absent, so a reused PID (which needs the old process gone first) is read afresh.
+        """
+        pids = {p.pid for d in devices for p in d.processes}
+        cache = {pid: ref for pid, ref in self._owner_cache.items() if pid in pids}
         cycle.success[PROC] = True
-        for pid in {p.pid for d in devices for p in d.processes}:
+        for pid in pids - cache.keys():
             try:
                 text = read_cgroup(proc_root, pid)
             except OSError as exc:
                 self._warn_once(PROC, f"cannot read {proc_root}/{pid}/cgroup: {exc}")
                 cycle.fail(PROC, CALL_CGROUP)
                 continue
-            ref = parse_cgroup(text) if text is not None else None
-            if ref is not None:
-                owners[pid] = ref
-        return owners
+            if text is not None:  # a vanished process is not cached: it may be a race
+                cache[pid] = parse_cgroup(text)
+        self._owner_cache = cache
+        return cache
 
     def _warn_once(self, what: str, message: str) -> None:
         if what not in self._degraded:

@@ -11,6 +11,7 @@ from exporter.collector import AttributionSources, Collector
 from exporter.nvml import build_nvml_backend
 from exporter.podresources import AllocationsFile, PodResourcesClient
 from exporter.pods import PodsFile
+from exporter.replay import build_replay_backend
 from exporter.sim import SimNode, build_sim_backend, sim_gpus
 from exporter.simnvml import SimNvml
 from exporter.sources import BackendParts
@@ -121,4 +122,24 @@ def test_promtool_on_the_nvml_backend_through_the_emulator_without_a_kubelet(
     parts.devices.close()
     assert 'gpu_exporter_collector_success{collector="podresources"} 0' in text
     assert "DCGM_FI_DEV_GPU_UTIL{" in text and "gpu_pod_" not in text
+    assert promtool_problems(text) == []
+
+
+@pytest.mark.prometheus
+def test_promtool_on_the_replay_backend(shared_data: Path, tmp_path: Path) -> None:
+    clock = Clock()
+    parts, _ = build_replay_backend(
+        file=shared_data / "alibaba-gentd26" / "pod_gpu_duty_cycle.csv.gz",
+        speed=60.0,
+        seed=3,
+        fixture_dir=tmp_path,
+        node_name="replay-node",
+        clock=clock,
+        pods=4,
+    )
+    collector = fixture_collector(parts, clock)
+    collector.collect_once()
+    clock.now += 1.0
+    text = collector.collect_once().exposition.body.decode()
+    assert text.count("gpu_pod_allocated{") == 4
     assert promtool_problems(text) == []

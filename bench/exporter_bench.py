@@ -1,0 +1,290 @@
+"""Exporter benchmark (not a test): scrape latency vs prometheus_client, CPU, and RSS over a run.
+
+    .venv/bin/python bench/exporter_bench.py [--duration 600] [--requests 2000]
+
+Starts the exporter in a child process on a simulated node of 8 H100s x 7 MIG instances with 256
+pods (4-5 time-sliced pods per MIG instance, `MIG-<uuid>::<n>`, each with one process), read
+through the real NVML code path (`NvmlSource` over the NVML emulator), attributed through the
+real fixture files and /proc cgroup files, served by the real aiohttp app. The stock `sim`
+backend places at most one pod per MIG instance, so this node is assembled here from the same
+parts. Then, side by side in one run:
+
+1. scrape latency over loopback (keep-alive, sequential; gzip as Prometheus asks, and plain),
+2. `prometheus_client.generate_latest` of the same families (a registry whose custom collector
+   yields the families parsed from the exporter's own output) in this process,
+3. the exporter's CPU seconds per wall second while collecting every 1 s and scraped every 1 s,
+4. its RSS every second over `--duration` seconds: peak, and growth (last minute vs first).
+
+The child's CPU includes the NVML emulator, which on a real node is the driver's work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import http.client
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter.cli import serve_parts
+from exporter.config import load_config
+from exporter.nvml import NvmlSource
+from exporter.sim import sim_gpus
+from exporter.sim_fixtures import PodProcess, write_fixtures
+from exporter.sim_layout import identities
+from exporter.simnvml import SimNvml
+from exporter.simnvml_device import SimProcess
+from exporter.sources import Allocation, BackendParts, PodIdentity
+from exporter.workloads import PodState, Shape, WorkloadSpec, shape_state
+
+REPO = Path(__file__).resolve().parent.parent
+
+GPUS, PODS, SEED = 8, 256, 1
+SHAPES = ("training", "evaluation", "notebook", "hpsearch", "preprocessing", "dataloading")
+
+
+def _sm(state: Callable[[float], PodState], share: int, t: float) -> float:
+    return state(t).demand / share  # time-slicing splits the instance between its pods
+
+
+def _memory(state: Callable[[float], PodState], share: int, t: float) -> int:
+    return min(state(t).memory_bytes, (9 << 30) // share)
+
+
+def _alive(state: Callable[[float], PodState], t: float) -> bool:
+    return state(t).has_process
+
+
+def build_node(fixture_dir: Path) -> BackendParts:
+    """The benchmark node's BackendParts (child process only: imports the exporter)."""
+
+    gpus = sim_gpus(GPUS, GPUS, SEED)
+    instances = [(g, inst) for g in gpus for inst in g.mig or () if inst is not None]
+    specs = [
+        WorkloadSpec(f"team-{i % 5}", f"pod-{i}", "main", Shape(SHAPES[i % len(SHAPES)]), 1, True)
+        for i in range(PODS)
+    ]
+    sharing = [
+        sum(1 for j in range(PODS) if j % len(instances) == k) for k in range(len(instances))
+    ]
+    procs, allocs, idents = [], [], []
+    for i, (spec, (uid, cid, style)) in enumerate(zip(specs, identities(specs, SEED), strict=True)):
+        gpu, inst = instances[i % len(instances)]
+        share = sharing[i % len(instances)]
+        state = partial(shape_state, spec.shape, seed=SEED * 1000 + i)
+        gpu.processes.append(
+            SimProcess(
+                pid=20000 + i,
+                sm=partial(_sm, state, share),
+                memory_bytes=partial(_memory, state, share),
+                alive=partial(_alive, state),
+                gpu_instance_id=inst.gpu_instance_id,
+            )
+        )
+        procs.append(PodProcess(20000 + i, uid, cid, style))
+        device_id = f"{inst.uuid}::{i // len(instances)}"
+        allocs.append(
+            Allocation(spec.namespace, spec.pod, "main", "nvidia.com/mig-1g.10gb", (device_id,))
+        )
+        idents.append(PodIdentity(uid, spec.namespace, spec.pod))
+    proc, podresources, pods = write_fixtures(fixture_dir, procs, allocs, idents)
+    source = NvmlSource(SimNvml(gpus), default_period_s=gpus[0].sample_period_s)
+    return BackendParts(source, proc, podresources, pods)
+
+
+def serve_child(port: int) -> int:
+
+    config = load_config({"listen": f"127.0.0.1:{port}", "backend": "sim"}, {}, "bench-node")
+    with tempfile.TemporaryDirectory(prefix="exporter-bench-") as tmp:
+        return asyncio.run(serve_parts(config, build_node(Path(tmp)), label="bench"))
+
+
+# --- measuring (parent) ------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def get(conn: http.client.HTTPConnection, path: str, gz: bool = False) -> tuple[int, bytes]:
+    conn.request("GET", path, headers={"Accept-Encoding": "gzip" if gz else "identity"})
+    r = conn.getresponse()
+    return r.status, r.read()
+
+
+def proc_stat(pid: int) -> tuple[float, int]:
+    """(CPU seconds, RSS bytes) of a process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    return cpu, rss
+
+
+def latencies(conn: http.client.HTTPConnection, n: int, gz: bool) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        status, _ = get(conn, "/metrics", gz)
+        out.append(time.perf_counter() - t)
+        assert status == 200
+    return out
+
+
+def pct(values: list[float], q: int) -> float:
+    return (
+        statistics.quantiles(values, n=100, method="inclusive")[q - 1] if q < 100 else max(values)
+    )
+
+
+def client_python_latency(text: str, n: int) -> tuple[list[float], int]:
+
+    families = list(text_string_to_metric_families(text))
+
+    class Same:
+        def collect(self) -> Iterator[Any]:
+            yield from families
+
+    registry = CollectorRegistry()
+    registry.register(Same())
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        generate_latest(registry)
+        out.append(time.perf_counter() - t)
+    return out, sum(len(f.samples) for f in families)
+
+
+def wait_ready(conn_factory: Any, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            conn = conn_factory()
+            if get(conn, "/readyz")[0] == 200:
+                conn.close()
+                return
+            conn.close()
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit("exporter did not become ready")
+
+
+def soak(pid: int, conn: http.client.HTTPConnection, duration: float) -> tuple[float, list[int]]:
+    cpu0, _ = proc_stat(pid)
+    wall0 = time.monotonic()
+    rss = []
+    while time.monotonic() - wall0 < duration:
+        get(conn, "/metrics", gz=True)  # a scrape every second, as a busy Prometheus would
+        rss.append(proc_stat(pid)[1])
+        time.sleep(max(0.0, 1.0 - (time.monotonic() - wall0) % 1.0))
+    cpu1, _ = proc_stat(pid)
+    return (cpu1 - cpu0) / (time.monotonic() - wall0), rss
+
+
+def run(duration: float, requests: int) -> None:
+    port = free_port()
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(port)],
+        cwd=REPO,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+
+        def factory() -> http.client.HTTPConnection:
+            return http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+
+        wait_ready(factory, time.monotonic() + 60)
+        time.sleep(2.5)  # a few cycles, so process samples and GPM deltas exist
+        conn = factory()
+        _, body = get(conn, "/metrics")
+        text = body.decode()
+        _, zipped = get(conn, "/metrics", gz=True)
+        assert gzip.decompress(zipped).count(b"\n") > 0
+        gz = latencies(conn, requests, gz=True)
+        plain = latencies(conn, requests, gz=False)
+        ref, samples = client_python_latency(text, max(20, requests // 20))
+        cpu, rss = soak(child.pid, conn, duration)
+        conn.close()
+        hwm = (
+            int(Path(f"/proc/{child.pid}/status").read_text().split("VmHWM:")[1].split()[0]) * 1024
+        )
+    finally:
+        child.terminate()
+        child.wait(timeout=30)
+    report(text, samples, len(zipped), gz, plain, ref, cpu, rss, hwm, duration)
+
+
+def report(
+    text: str,
+    samples: int,
+    zipped: int,
+    gz: list[float],
+    plain: list[float],
+    ref: list[float],
+    cpu: float,
+    rss: list[int],
+    hwm: int,
+    duration: float,
+) -> None:
+    ms = 1000.0
+    minute = min(60, max(1, len(rss) // 4))
+    first, last = statistics.median(rss[:minute]), statistics.median(rss[-minute:])
+    rows = [
+        (
+            "node",
+            f"{GPUS} GPUs x 7 MIG, {PODS} pods; {samples} samples, {len(text)} B ({zipped} B gzip)",
+        ),
+        (
+            "exporter scrape, gzip (p50 / p99)",
+            f"{pct(gz, 50) * ms:.3f} / {pct(gz, 99) * ms:.3f} ms",
+        ),
+        (
+            "exporter scrape, plain (p50 / p99)",
+            f"{pct(plain, 50) * ms:.3f} / {pct(plain, 99) * ms:.3f} ms",
+        ),
+        (
+            "prometheus_client generate_latest (p50 / p99)",
+            f"{pct(ref, 50) * ms:.2f} / {pct(ref, 99) * ms:.2f} ms",
+        ),
+        (
+            "speed-up at p50 (gzip scrape / plain scrape)",
+            f"{pct(ref, 50) / pct(gz, 50):.0f}x / {pct(ref, 50) / pct(plain, 50):.0f}x",
+        ),
+        ("exporter CPU per wall second (collect 1 s, scrape 1 s)", f"{cpu:.3f} s/s"),
+        (f"RSS over {duration:.0f} s: peak (VmHWM)", f"{hwm / 2**20:.1f} MiB"),
+        ("RSS first vs last minute (median)", f"{first / 2**20:.1f} -> {last / 2**20:.1f} MiB"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'measure'.ljust(width)} | value\n{'-' * width}-+-{'-' * 40}")
+    for name, value in rows:
+        print(f"{name.ljust(width)} | {value}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=600.0, help="soak seconds (default 600)")
+    parser.add_argument("--requests", type=int, default=2000, help="scrapes per latency series")
+    parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve is not None:
+        return serve_child(args.serve)
+    run(args.duration, args.requests)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
