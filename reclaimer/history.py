@@ -12,7 +12,8 @@ moves a few points per pod, not a day of them. Per source:
 - gpu-reclaim (our exporter): `gpu_pod_utilization_ratio`, joined with `gpu_pod_allocated` by
   `or on (namespace, pod) 0 * ...`, so a pod holding a GPU but running nothing reads 0 instead of
   vanishing. The recording rules `RECORDED_POD_UTILIZATION_5M` / `RECORDED_POD_ALLOCATED` are
-  used instead when Prometheus has them (one probe per read).
+  used instead when Prometheus has them and has had them for `recorded_min_age` (one probe per
+  process): rules deployed a minute ago have a minute of history, which no forecaster can use.
 - dcgm: dcgm-exporter's `DCGM_FI_DEV_GPU_UTIL` series that carry a `pod` label, percent / 100.
   `--kubernetes-virtual-gpus` copies the device value to every sharing pod under the same name,
   so series are combined with `max`, never `sum`.
@@ -53,6 +54,7 @@ class HistoryParams:
     stats_window: float = 600.0  # seconds averaged for node GPU stats
     max_age: float = 300.0  # newest sample older than this: the data is stale
     refetch_steps: int = 5  # later cycles re-read this many recent steps (late scrapes)
+    recorded_min_age: float = 3600.0  # recording rules younger than this are not used yet
 
 
 POD_COLUMNS = ["namespace", "pod", "timestamp", "value"]
@@ -79,8 +81,11 @@ def time_chunks(
     return chunks
 
 
-def recorded_probe_query() -> str:
-    return f"count({gc.RECORDED_POD_UTILIZATION_5M}) or count({gc.RECORDED_POD_ALLOCATED})"
+def recorded_probe_query(min_age: float) -> str:
+    """Non-empty when both recorded series exist now and already existed `min_age` ago."""
+    util, alloc = gc.RECORDED_POD_UTILIZATION_5M, gc.RECORDED_POD_ALLOCATED
+    off = f"offset {int(min_age)}s"
+    return f"count({util}) and count({alloc}) and count({util} {off}) and count({alloc} {off})"
 
 
 def pod_utilization_query(source: MetricsSource, recorded: bool, step: float) -> str:

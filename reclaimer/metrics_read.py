@@ -53,10 +53,10 @@ class MetricsRead:
     requests: int  # HTTP requests this read sent, retries included
 
 
-async def probe_recorded(client: PromClient, now: float) -> bool:
-    """True when the pod utilization/allocation recording rules have data."""
+async def probe_recorded(client: PromClient, now: float, params: HistoryParams) -> bool:
+    """True when the pod recording rules have data now and `recorded_min_age` ago."""
     try:
-        result = await client.query(recorded_probe_query(), at=now)
+        result = await client.query(recorded_probe_query(params.recorded_min_age), at=now)
     except PromError as err:
         raise MetricsUnavailable(f"recording-rule probe failed: {err}") from err
     return any(s.points for s in result.series)
@@ -78,7 +78,7 @@ async def read_metrics(
     """
     before = client.requests
     if recorded is None:
-        recorded = source is MetricsSource.GPU_RECLAIM and await probe_recorded(client, now)
+        recorded = source is MetricsSource.GPU_RECLAIM and await probe_recorded(client, now, params)
     end = align(now, params.step)
     start = fetch_start(previous, now, params)
     util_q = pod_utilization_query(source, recorded, params.step)

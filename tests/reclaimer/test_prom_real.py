@@ -269,3 +269,25 @@ async def test_later_reads_fetch_only_the_new_tail(
     want = full.history.sort_values(key).reset_index(drop=True)
     assert got.equals(want)
     assert float(got["timestamp"].min()) == now - 60 * MIN  # trimmed to the window
+
+
+async def test_young_recording_rules_are_not_used(tmp_path: Path, base: float) -> None:
+    lab = {"namespace": "team-c", "pod": "c-0"}
+    young = [(t, v) for t, v in samples(base, lambda t: 0.25) if t > base + (SPAN - 30) * MIN]
+    text = openmetrics(
+        [
+            (gc.RECORDED_POD_UTILIZATION_5M, lab, young),
+            (gc.RECORDED_POD_ALLOCATED, lab, [(t, 1.0) for t, _ in young]),
+            (gc.POD_ALLOCATED, pod("team-c", "c-0", "4"), samples(base, lambda t: 1.0)),
+            (gc.POD_UTILIZATION, pod("team-c", "c-0", "4"), samples(base, lambda t: 0.9)),
+        ]
+    )
+    params = HistoryParams(window=30 * MIN, step=MIN, recorded_min_age=3600.0)
+    only_c = view([job_with_pods("team-c", "wave-c", "qc", [("c-0", 1)])])
+    with start_prometheus(tmp_path, history=text) as server:
+        async with PromClient(server.url) as client:
+            read = await read_metrics(
+                client, only_c, base + SPAN * MIN, params, MetricsSource.GPU_RECLAIM
+            )
+    assert not read.recorded  # only 30 minutes old: raw series used
+    assert set(read.history["value"]) == {0.9}
