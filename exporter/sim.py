@@ -170,10 +170,10 @@ def make_pods(
 
 
 def sim_gpus(gpus: int, mig: int, seed: int) -> list[SimGpu]:
-    """`gpus` H100s, the last `mig` of them MIG-enabled with seven 1g.10gb instances."""
+    """`gpus` H100s, the first `mig` of them MIG-enabled with seven 1g.10gb instances."""
     if not 0 <= mig <= gpus:
         raise ValueError(f"--sim.mig ({mig}) must be between 0 and --sim.gpus ({gpus})")
-    return [h100(i, seed, mig=i >= gpus - mig) for i in range(gpus)]
+    return [h100(i, seed, mig=i < mig) for i in range(gpus)]
 
 
 def sim_specs(
