@@ -8,7 +8,10 @@ from dataclasses import dataclass
 import pytest
 from fakeapi import FakeCluster
 
+from reclaimer.actuator import Actuator, Outcome
 from reclaimer.kube.lease import LeaderElector, LeaseConfig, may_take
+from reclaimer.kube.read import read_cluster_sync
+from reclaimer.model import Action, ActionKind, Evidence, Reason
 
 LEASE = ("coordination.k8s.io", "v1", "leases")
 WALL0 = 1_796_000_000.0
@@ -125,10 +128,6 @@ async def test_run_loop_releases_on_stop(api, cluster: FakeCluster) -> None:
 
 
 def test_actuator_consults_the_lease_before_writing(api, cluster: FakeCluster) -> None:
-    from reclaimer.actuator import Actuator, Outcome
-    from reclaimer.kube.read import read_cluster_sync
-    from reclaimer.model import Action, ActionKind, Evidence, Reason
-
     mono = Clock()
     a = elector(api, "a", mono)
     assert a.try_acquire_or_renew()
@@ -140,7 +139,7 @@ def test_actuator_consults_the_lease_before_writing(api, cluster: FakeCluster) -
     mono.t = 10.0  # renew deadline passed without a renew
     [res] = act.apply([action], view)
     assert res.outcome is Outcome.SKIPPED and "leader" in res.detail
-    assert not [q for q in cluster.writes() if "/leases/" not in q.path]
+    assert not [q for q in cluster.writes() if "/leases" not in q.path]
     mono.t = 11.0
     assert a.try_acquire_or_renew()
     [res] = act.apply([action], view)
