@@ -105,9 +105,9 @@ def build_node(fixture_dir: Path) -> BackendParts:
     return BackendParts(source, proc, podresources, pods)
 
 
-def serve_child(port: int) -> int:
-
-    config = load_config({"listen": f"127.0.0.1:{port}", "backend": "sim"}, {}, "bench-node")
+def serve_child(port: int, interval: float) -> int:
+    raw = {"listen": f"127.0.0.1:{port}", "backend": "sim", "collect_interval": str(interval)}
+    config = load_config(raw, {}, "bench-node")
     with tempfile.TemporaryDirectory(prefix="exporter-bench-") as tmp:
         return asyncio.run(serve_parts(config, build_node(Path(tmp)), label="bench"))
 
@@ -195,10 +195,10 @@ def soak(pid: int, conn: http.client.HTTPConnection, duration: float) -> tuple[f
     return (cpu1 - cpu0) / (time.monotonic() - wall0), rss
 
 
-def run(duration: float, requests: int) -> None:
+def run(duration: float, requests: int, interval: float) -> None:
     port = free_port()
     child = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(port)],
+        [sys.executable, __file__, "--serve", str(port), "--collect-interval", str(interval)],
         cwd=REPO,
         stderr=subprocess.DEVNULL,
     )
@@ -208,7 +208,7 @@ def run(duration: float, requests: int) -> None:
             return http.client.HTTPConnection("127.0.0.1", port, timeout=10)
 
         wait_ready(factory, time.monotonic() + 60)
-        time.sleep(2.5)  # a few cycles, so process samples and GPM deltas exist
+        time.sleep(2.5 * min(interval, 2.0))  # a few cycles: process samples, GPM deltas
         conn = factory()
         _, body = get(conn, "/metrics")
         text = body.decode()
@@ -225,7 +225,7 @@ def run(duration: float, requests: int) -> None:
     finally:
         child.terminate()
         child.wait(timeout=30)
-    report(text, samples, len(zipped), gz, plain, ref, cpu, rss, hwm, duration)
+    report(text, samples, len(zipped), gz, plain, ref, cpu, rss, hwm, duration, interval)
 
 
 def report(
@@ -239,6 +239,7 @@ def report(
     rss: list[int],
     hwm: int,
     duration: float,
+    interval: float,
 ) -> None:
     ms = 1000.0
     minute = min(60, max(1, len(rss) // 4))
@@ -264,7 +265,7 @@ def report(
             "speed-up at p50 (gzip scrape / plain scrape)",
             f"{pct(ref, 50) / pct(gz, 50):.0f}x / {pct(ref, 50) / pct(plain, 50):.0f}x",
         ),
-        ("exporter CPU per wall second (collect 1 s, scrape 1 s)", f"{cpu:.3f} s/s"),
+        (f"exporter CPU per wall second (collect {interval:g} s, scrape 1 s)", f"{cpu:.3f} s/s"),
         (f"RSS over {duration:.0f} s: peak (VmHWM)", f"{hwm / 2**20:.1f} MiB"),
         ("RSS first vs last minute (median)", f"{first / 2**20:.1f} -> {last / 2**20:.1f} MiB"),
     ]
@@ -278,11 +279,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=600.0, help="soak seconds (default 600)")
     parser.add_argument("--requests", type=int, default=2000, help="scrapes per latency series")
+    parser.add_argument(
+        "--collect-interval", type=float, default=1.0, help="the exporter's (default 1 s)"
+    )
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve is not None:
-        return serve_child(args.serve)
-    run(args.duration, args.requests)
+        return serve_child(args.serve, args.collect_interval)
+    run(args.duration, args.requests, args.collect_interval)
     return 0
 
 

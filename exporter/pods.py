@@ -140,6 +140,7 @@ class KubernetesPods:
         self._index: PodIndex | None = None
         self._ok = False
         self._errors = 0
+        self._errors_seen = 0
         self._last_attempt = float("-inf")
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -175,11 +176,16 @@ class KubernetesPods:
         try:
             index = self._list()
         except Exception as exc:  # any client/config/HTTP failure degrades, never crashes
-            log.warning("listing pods of node %s failed: %s", self._node, exc)
+            # Warn when it starts failing, not on every retry; the self-metric keeps counting.
+            level = logging.WARNING if self._ok or self._errors_seen == 0 else logging.DEBUG
+            log.log(level, "listing pods of node %s failed: %s", self._node, exc)
             with self._lock:
                 self._ok = False
                 self._errors += 1
+                self._errors_seen += 1
             return
+        if not self._ok and self._errors_seen:
+            log.info("listing pods of node %s works again", self._node)
         with self._lock:
             self._index, self._ok = index, True
 
