@@ -127,14 +127,7 @@ class FakeApiServer:
             raise ApiError(404, "NotFound", f"subresource {sub} not served by the fake")
         if name is None:
             if method == "GET":
-                items = c.list(res, ns if namespaced else None)
-                api = f"{res[0]}/{res[1]}" if res[0] else res[1]
-                return 200, {
-                    "kind": f"{kind}List",
-                    "apiVersion": api,
-                    "metadata": {"resourceVersion": str(c.version)},
-                    "items": items,
-                }
+                return 200, self._list_page(res, kind, ns if namespaced else None, query)
             if method == "POST":
                 return 201, c.create(res, scope, body, dry)
             raise ApiError(405, "MethodNotAllowed", f"{method} on a collection")
@@ -147,3 +140,23 @@ class FakeApiServer:
         if method == "DELETE":
             return 200, c.delete(res, scope, name, dry)
         raise ApiError(405, "MethodNotAllowed", method)
+
+    def _list_page(
+        self, res: Res, kind: str, ns: str | None, query: dict[str, list[str]]
+    ) -> dict[str, Any]:
+        """A list, paged like the API server when `limit` is given (opaque `continue` token)."""
+        c = self.cluster
+        items = c.list(res, ns)
+        start = int(query.get("continue", ["0"])[0] or 0)
+        limit = int(query.get("limit", ["0"])[0] or 0)
+        end = start + limit if limit else len(items)
+        meta: dict[str, Any] = {"resourceVersion": str(c.version)}
+        if end < len(items):
+            meta["continue"] = str(end)
+        api = f"{res[0]}/{res[1]}" if res[0] else res[1]
+        return {
+            "kind": f"{kind}List",
+            "apiVersion": api,
+            "metadata": meta,
+            "items": items[start:end],
+        }

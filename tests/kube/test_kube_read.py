@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from cluster_fixture import CLUSTER_YAML, TIMEOUT_S, fixture_objects
 from fakeapi import FakeApiServer, FakeCluster
 from kubernetes import client as k8s
 
 from reclaimer.clusterfile import load_cluster_file
-from reclaimer.kube.client import api_from_configuration
+from reclaimer.kube.client import KubeConfigError, api_from_configuration, build_api
 from reclaimer.kube.read import ClusterReadError, read_cluster, read_cluster_sync
 
 
@@ -87,3 +88,37 @@ def test_other_failures_make_the_read_incomplete(
     cluster.inject("GET", path, status, delay=delay)
     with pytest.raises(ClusterReadError):
         read_cluster_sync(api, now=0.0)
+
+
+def test_lists_are_paged(api, server, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("reclaimer.kube.read.PAGE_SIZE", 3)
+    view = read_cluster_sync(api, now=0.0)
+    pod_lists = [r for r in server.cluster.requests if r.path == "/api/v1/pods"]
+    assert [r.query.get("continue", [""])[0] for r in pod_lists] == ["", "3", "6"]
+    assert len(view.pods) == 7  # every live GPU pod, across pages
+
+
+def test_build_api_from_a_kubeconfig_file(server, tmp_path) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "fake", "cluster": {"server": server.url}}],
+                "users": [{"name": "u", "user": {"token": "t0ken"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "fake", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    api = build_api(str(kubeconfig), timeout=TIMEOUT_S)
+    try:
+        assert read_cluster_sync(api, now=0.0).queues
+    finally:
+        api.close()
+
+
+def test_build_api_refuses_a_bad_kubeconfig(tmp_path) -> None:
+    with pytest.raises(KubeConfigError):
+        build_api(str(tmp_path / "missing"))
