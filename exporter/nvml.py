@@ -118,6 +118,10 @@ class NvmlSource:
     def close(self) -> None:
         if self._initialized:
             self._initialized = False
+            for sample in self._gpm_prev.values():
+                with contextlib.suppress(Exception):
+                    self.lib.nvmlGpmSampleFree(sample)
+            self._gpm_prev.clear()
             with contextlib.suppress(Exception):
                 self.lib.nvmlShutdown()
 
@@ -172,7 +176,11 @@ class NvmlSource:
     def _reading(self, calls: DeviceCalls, reading: Reading, handle: Any) -> dict[str, float]:
         args = reading.args(self.lib)
         out = calls.call(reading.collector, reading.call, handle, *args, tag=reading.tag)
-        return reading.parse(out.value) if out.ok else {}
+        if out.ok:
+            return reading.parse(out.value)
+        if reading.fallback is not None and calls.is_disabled(reading.call, reading.tag):
+            return self._reading(calls, reading.fallback, handle)
+        return {}
 
     def _processes(self, calls: DeviceCalls, index: int, handle: Any) -> tuple[ProcessUsage, ...]:
         now = self._clock()

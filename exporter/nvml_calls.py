@@ -1,10 +1,11 @@
 """One NVML call with the exporter's error semantics, for one device in one sweep.
 
 `DeviceCalls.call` calls `lib.<name>(*args)` and classifies the outcome: a value; idle
-(NotFound: nothing to report, not a failure); disabled (NotSupported: remembered in the shared
-`disabled` set so the call is never made again for that device); or failed (any other error: the
-collector is marked failed for this device and the error counted by call name). After GpuIsLost
-the device's remaining calls in the sweep are skipped and their collectors marked failed.
+(NotFound: nothing to report, not a failure); disabled (NotSupported, or FunctionNotFound from
+an older driver: remembered in the shared `disabled` set so the call is never made again for
+that device); or failed (any other error: the collector is marked failed for this device and
+the error counted by call name). After GpuIsLost the device's remaining calls in the sweep are
+skipped and their collectors marked failed.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_NOT_FOUND = 6
+NVML_ERROR_FUNCTION_NOT_FOUND = 13  # an older driver: as permanent as NotSupported
 NVML_ERROR_GPU_IS_LOST = 15
 
 
@@ -46,6 +48,9 @@ class DeviceCalls:
             self.lib, key, self.disabled, self.errors, self.sweep_failed, lost=self.lost
         )
 
+    def is_disabled(self, name: str, tag: str = "") -> bool:
+        return (self.key, name + tag) in self.disabled
+
     def call(self, collector: str, name: str, *args: Any, tag: str = "") -> CallOutcome:
         disable_key = (self.key, name + tag)
         if disable_key in self.disabled:
@@ -59,7 +64,7 @@ class DeviceCalls:
             code = getattr(exc, "value", None)
             if code == NVML_ERROR_NOT_FOUND:
                 return _IDLE
-            if code == NVML_ERROR_NOT_SUPPORTED:
+            if code in (NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND):
                 self.disabled.add(disable_key)
                 return _SKIPPED
             self.errors[name] = self.errors.get(name, 0) + 1

@@ -50,14 +50,14 @@ class Reading:
     args: Callable[[Any], tuple[Any, ...]] = lambda _lib: ()
     tag: str = ""  # distinguishes two readings of the same call (clock types)
     whole_gpu_only: bool = False  # skipped on MIG-enabled GPUs (NVML refuses them there)
+    fallback: Reading | None = None  # taken once this reading is disabled on a device
 
 
 def _memory(m: Any) -> dict[str, float]:
-    return {
-        FB_FREE: float(m.free // (1 << 20)),
-        FB_USED: float(m.used // (1 << 20)),
-        FB_RESERVED: float(getattr(m, "reserved", 0) // (1 << 20)),
-    }
+    values = {FB_FREE: float(m.free // (1 << 20)), FB_USED: float(m.used // (1 << 20))}
+    if hasattr(m, "reserved"):  # v2; v1's `used` includes the reserved memory
+        values[FB_RESERVED] = float(m.reserved // (1 << 20))
+    return values
 
 
 def _one(name: str, scale: float = 1.0) -> Callable[[Any], dict[str, float]]:
@@ -75,8 +75,14 @@ def _memory_temp(values: Any) -> dict[str, float]:
     return {family("DCGM_FI_DEV_MEMORY_TEMP"): float(fv.value.uiVal)} if fv.nvmlReturn == 0 else {}
 
 
-MEMORY = Reading(
-    Collector.MEMORY, "nvmlDeviceGetMemoryInfo", _memory, lambda lib: (lib.nvmlMemory_v2,)
+MEMORY_V1 = Reading(Collector.MEMORY, "nvmlDeviceGetMemoryInfo", _memory)
+MEMORY = Reading(  # drivers before R510 lack nvmlDeviceGetMemoryInfo_v2: fall back to v1
+    Collector.MEMORY,
+    "nvmlDeviceGetMemoryInfo",
+    _memory,
+    lambda lib: (lib.nvmlMemory_v2,),
+    tag="(v2)",
+    fallback=MEMORY_V1,
 )
 READINGS: tuple[Reading, ...] = (
     MEMORY,

@@ -14,6 +14,7 @@ from exporter.simnvml_device import SimGpu, SimMigInstance
 from exporter.simnvml_errors import (
     NVML_ERROR_INVALID_ARGUMENT,
     NVML_ERROR_NOT_SUPPORTED,
+    NVMLError_FunctionNotFound,
     NVMLError_InvalidArgument,
     NVMLError_NotFound,
     NVMLError_NotSupported,
@@ -146,6 +147,8 @@ class SimNvmlCalls:
         self, handle: Handle, version: int | None = None
     ) -> c_nvmlMemory_t | c_nvmlMemory_v2_t:
         gpu = self._gpu("nvmlDeviceGetMemoryInfo", handle)
+        if version and not gpu.memory_info_v2_supported:
+            raise NVMLError_FunctionNotFound()  # pynvml calls nvmlDeviceGetMemoryInfo_v2
         now = self.clock()
         if isinstance(handle, SimMigHandle):
             inst = self._instance(gpu, handle)

@@ -78,6 +78,7 @@ class SimGpu:
     gpm_supported: bool = True
     process_utilization_supported: bool = True
     memory_temperature_supported: bool = True
+    memory_info_v2_supported: bool = True  # False: a pre-R510 driver
     idle_watts: float = 70.0
     max_watts: float = 700.0
     sm_clock_max_mhz: int = 1980

@@ -18,8 +18,10 @@ GIB = 1 << 30
 FAILURE_CODES = sorted(
     (name, code)
     for name, code in vars(simnvml).items()
-    if name.startswith("NVML_ERROR_") and code not in (3, 6)
+    if name.startswith("NVML_ERROR_") and code not in (3, 6, 13)
 )
+# NotSupported, and FunctionNotFound (an older driver), disable a call for good.
+DISABLING = [("NOT_SUPPORTED", 3), ("FUNCTION_NOT_FOUND", 13)]
 # (call, collector, family it feeds) for each per-device reading.
 DEVICE_CALLS = [
     ("nvmlDeviceGetMemoryInfo", Collector.MEMORY, "DCGM_FI_DEV_FB_USED"),
@@ -100,17 +102,39 @@ def test_an_error_fails_that_collector_on_that_device_only(
 @pytest.mark.parametrize(
     ("call", "collector", "family"), DEVICE_CALLS, ids=[c[0] for c in DEVICE_CALLS]
 )
+@pytest.mark.parametrize(("error", "code"), DISABLING, ids=[n for n, _ in DISABLING])
 def test_not_supported_disables_the_call_without_failing(
-    call: str, collector: str, family: str
+    call: str, collector: str, family: str, error: str, code: int
 ) -> None:
     node = Node(_busy_gpus(2))
-    node.lib.inject(call, simnvml.NVML_ERROR_NOT_SUPPORTED, index=0)
+    node.lib.inject(call, code, index=0)
     sweeps = [node.sweep() for _ in range(3)]
     assert all(all(s.collector_success.values()) and not s.errors for s in sweeps)
     dev0 = {d.index: d for d in sweeps[-1].devices}[0]
     dev1 = {d.index: d for d in sweeps[-1].devices}[1]
-    assert family not in dev0.values and family in dev1.values
+    assert family in dev1.values and family not in dev0.values
     assert node.lib.calls[call] <= 2 + 3 * 2  # made once for device 0, then never retried
+
+
+def test_memory_falls_back_to_v1_on_older_drivers() -> None:
+    gpus = _busy_gpus(1)
+    gpus[0].memory_info_v2_supported = False
+    node = Node(gpus)
+    sweeps = [node.sweep() for _ in range(3)]
+    (dev,) = sweeps[-1].devices
+    assert all(all(s.collector_success.values()) and not s.errors for s in sweeps)
+    assert dev.values["DCGM_FI_DEV_FB_USED"] == 1024.0 + 527.0  # v1 `used` includes reserved
+    assert "DCGM_FI_DEV_FB_RESERVED" not in dev.values
+    assert node.lib.calls["nvmlDeviceGetMemoryInfo"] == 1 + 3  # v2 tried once, then v1 only
+
+
+def test_close_frees_gpm_samples_and_shuts_down() -> None:
+    node = Node(_busy_gpus(2))
+    node.sweep()
+    node.sweep()
+    node.source.close()
+    assert node.lib.initialized == 0
+    assert node.lib.calls["nvmlGpmSampleFree"] == 2 + 2  # one per sweep-pair, then the held ones
 
 
 def test_gpu_is_lost_on_one_gpu_keeps_the_others() -> None:
