@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 from exporter_fakes import ScriptedDevices, alloc, gpu, proc, uid, write_proc
+from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collector import AttributionSources, Collector
 from exporter.model import DeviceReading
 from exporter.podresources import AllocationsFile, PodResourcesClient
-from exporter.pods import PodsFile
+from exporter.pods import KubernetesPods, PodsFile
 from exporter.sources import Allocation, DeviceSweep
 
 
@@ -167,3 +168,37 @@ async def test_the_loop_survives_failing_cycles_and_stops_when_asked() -> None:
     await asyncio.wait_for(task, timeout=10)
     assert calls["n"] >= 6  # the loop went on after each failure
     assert samples(collector, "gpu_exporter_errors_total")[("call=device_read",)] >= 3
+
+
+def test_without_the_api_exclusive_gpus_are_still_attributed(tmp_path: Path) -> None:
+    (tmp_path / "proc").mkdir()
+    write_proc(tmp_path / "proc", 101, uid(1))
+    write_proc(tmp_path / "proc", 102, uid(2))
+    g0 = gpu(0, processes=(proc(101, 0.5),))
+    g1 = gpu(1, processes=(proc(102, 0.25),))
+    write_fixtures(
+        tmp_path,
+        [
+            alloc("a", "one", g0.uuid),
+            alloc("b", "two", f"{g1.uuid}::0"),
+            alloc("c", "x", f"{g1.uuid}::1"),
+        ],
+        {},
+    )
+    configuration = client.Configuration(host="http://127.0.0.1:1")
+    configuration.retries = 0
+    api = KubernetesPods("node-1", configuration=configuration, start=False, request_timeout=2)
+    api.refresh()  # fails: connection refused
+    sources = AttributionSources(
+        AllocationsFile(tmp_path / "podresources.json"), api, tmp_path / "proc"
+    )
+    collector = Collector(ScriptedDevices(lambda: DeviceSweep((g0, g1))), sources, hostname="n")
+    collector.collect_once()
+    api.close()
+    assert samples(collector, "gpu_pod_utilization_ratio") == {
+        ("gpu=0", "pod=one"): 0.5,  # sole holder: attributed without the API
+        ("gpu=1", "pod=two"): 0.0,  # shared: cannot tell whose process it is
+        ("gpu=1", "pod=x"): 0.0,
+    }
+    assert samples(collector, "gpu_exporter_collector_success")[("collector=kubernetes",)] == 0.0
+    assert samples(collector, "gpu_exporter_errors_total") == {("call=kubernetes_list_pods",): 1.0}
