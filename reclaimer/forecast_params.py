@@ -1,0 +1,48 @@
+"""Settings of the idle-window forecasters and the shape of what each one answers.
+
+Theory of operation. Every forecaster, learned or baseline, is a pure function
+`(Grid, ForecastParams) -> Prediction` that answers for every row of the grid at its last column:
+the backtest runs them all through one protocol, and `forecast()` wraps the default one into
+`Forecast`s. Durations are seconds; the threshold is a utilization ratio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from reclaimer.features import Grid
+
+
+@dataclass(frozen=True)
+class ForecastParams:
+    horizon_seconds: float = 900.0
+    threshold: float = 0.05  # ratio: a sample below it is idle
+    min_confidence: float = 0.85  # operating point: idle when P(idle horizon) >= this
+    min_history_seconds: float = 3600.0  # less history than this: no idle decision
+    max_silence_seconds: float = 600.0  # newest sample older than this: no idle decision
+    lookback_seconds: float = 86400.0  # history the forecaster reads
+    half_lives_seconds: tuple[float, ...] = (900.0, 3600.0, 10800.0)
+    fleet_half_lives_seconds: tuple[float, ...] = (450.0, 3600.0)
+    season_seconds: float = 3600.0
+    seasons: int = 3
+    train_stride_seconds: float = 180.0
+    train_half_life_seconds: float = 4 * 3600.0  # older settled windows weigh less
+    max_training_rows: int = 200_000
+    min_training_windows: int = 50
+    ridge: float = 1.0
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Answers for each grid row: P(whole horizon idle) and the decision at the operating point."""
+
+    method: str
+    confidence: npt.NDArray[np.float64]
+    idle: npt.NDArray[np.bool_]
+
+
+Forecaster = Callable[[Grid, ForecastParams], Prediction]
