@@ -27,17 +27,12 @@ from typing import Any
 
 from exporter.model import DeviceReading, MigInfo, ProcessUsage
 from exporter.nvml_calls import CallOutcome, DeviceCalls
-from exporter.nvml_readings import MEMORY, READINGS, Collector, Reading, family
+from exporter.nvml_gpm import GPM_FAMILIES, GpmReader
+from exporter.nvml_readings import MEMORY, READINGS, Collector, Reading
 from exporter.process_activity import Average, Sample, average_by_pid, estimate_period_us
 from exporter.sources import BackendParts, DeviceSweep
 
 NAN = float("nan")
-_GPM_METRICS = (1, 5, 10)  # NVML_GPM_METRIC_GRAPHICS_UTIL, _ANY_TENSOR_UTIL, _DRAM_BW_UTIL
-_GPM_FAMILIES = (
-    family("DCGM_FI_PROF_GR_ENGINE_ACTIVE"),
-    family("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"),
-    family("DCGM_FI_PROF_DRAM_ACTIVE"),
-)
 
 
 def load_pynvml() -> Any:
@@ -87,8 +82,7 @@ class NvmlSource:
         self._last_seen_us: dict[int, int] = {}
         self._last_read: dict[int, float] = {}
         self._period_us: dict[int, int] = {}
-        self._gpm_prev: dict[object, Any] = {}
-        self._gpm_supported: dict[int, bool] = {}
+        self._gpm = GpmReader()
 
     @property
     def lib(self) -> Any:
@@ -118,10 +112,7 @@ class NvmlSource:
     def close(self) -> None:
         if self._initialized:
             self._initialized = False
-            for sample in self._gpm_prev.values():
-                with contextlib.suppress(Exception):
-                    self.lib.nvmlGpmSampleFree(sample)
-            self._gpm_prev.clear()
+            self._gpm.close(self.lib)
             with contextlib.suppress(Exception):
                 self.lib.nvmlShutdown()
 
@@ -140,7 +131,7 @@ class NvmlSource:
             if mig_enabled and reading.whole_gpu_only:
                 continue
             values.update(self._reading(calls, reading, handle.value))
-        values.update(self._gpm(calls, index, handle.value, None))
+        values.update(self._gpm.read(calls, index, handle.value, None))
         processes: tuple[ProcessUsage, ...] = ()
         if not mig_enabled:
             processes = self._processes(calls, index, handle.value)
@@ -238,12 +229,12 @@ class NvmlSource:
         profile = _text(name.value).rsplit(" ", 1)[-1] if name.ok else ""
         values: dict[str, float] = {}
         values.update(self._reading(calls, MEMORY, handle))
-        values.update(self._gpm(calls, base.index, parent, int(gi.value)))
+        values.update(self._gpm.read(calls, base.index, parent, int(gi.value)))
         running = calls.call(Collector.PROCESSES, "nvmlDeviceGetComputeRunningProcesses", handle)
         procs = list(running.value) if running.ok else []
         share = 1.0 / len(procs) if procs else 0.0
-        gr = values.get(_GPM_FAMILIES[0], NAN) * share
-        dram = values.get(_GPM_FAMILIES[2], NAN) * share
+        gr = values.get(GPM_FAMILIES[0], NAN) * share
+        dram = values.get(GPM_FAMILIES[2], NAN) * share
         processes = tuple(
             ProcessUsage(
                 int(p.pid),
@@ -267,52 +258,6 @@ class NvmlSource:
             processes=processes,
             failed=frozenset(calls.failed),
         )
-
-    # -- GPM ----------------------------------------------------------------------------------
-    def _gpm(self, calls: DeviceCalls, index: int, parent: Any, gi: int | None) -> dict[str, float]:
-        """GPM activity ratios of a GPU (gi None) or one MIG instance, since the last sweep."""
-        if index not in self._gpm_supported:
-            support = calls.call(Collector.PROFILING, "nvmlGpmQueryDeviceSupport", parent)
-            if not support.ok:
-                return {}
-            self._gpm_supported[index] = bool(int(support.value.isSupportedDevice))
-        if not self._gpm_supported[index]:
-            return {}
-        alloc = calls.call(Collector.PROFILING, "nvmlGpmSampleAlloc")
-        if not alloc.ok:
-            return {}
-        if gi is None:
-            got = calls.call(Collector.PROFILING, "nvmlGpmSampleGet", parent, alloc.value)
-        else:
-            got = calls.call(Collector.PROFILING, "nvmlGpmMigSampleGet", parent, gi, alloc.value)
-        previous = self._gpm_prev.pop(calls.key, None)
-        if previous is not None and not got.ok:
-            calls.call(Collector.PROFILING, "nvmlGpmSampleFree", previous)
-        if not got.ok:
-            calls.call(Collector.PROFILING, "nvmlGpmSampleFree", alloc.value)
-            return {}
-        self._gpm_prev[calls.key] = alloc.value
-        if previous is None:
-            return {}
-        return self._gpm_metrics(calls, previous, alloc.value)
-
-    def _gpm_metrics(self, calls: DeviceCalls, first: Any, second: Any) -> dict[str, float]:
-        lib = self.lib
-        query = lib.c_nvmlGpmMetricsGet_t()
-        query.version = lib.NVML_GPM_METRICS_GET_VERSION
-        query.numMetrics = len(_GPM_METRICS)
-        query.sample1, query.sample2 = first, second
-        for i, metric in enumerate(_GPM_METRICS):
-            query.metrics[i].metricId = metric
-        result = calls.call(Collector.PROFILING, "nvmlGpmMetricsGet", query)
-        calls.call(Collector.PROFILING, "nvmlGpmSampleFree", first)
-        if not result.ok:
-            return {}
-        return {
-            fam: float(m.value) / 100.0
-            for fam, m in zip(_GPM_FAMILIES, result.value.metrics, strict=False)
-            if int(m.nvmlReturn) == 0
-        }
 
 
 def _with(

@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.simnvml_api import SimNvmlCalls
 from exporter.simnvml_device import SimGpu
 from exporter.simnvml_errors import *  # noqa: F403 - re-exported as pynvml exports them
 from exporter.simnvml_errors import NVMLError
+from exporter.simnvml_gpm import SimNvmlGpmCalls
 from exporter.simnvml_structs import *  # noqa: F403
 
 
@@ -38,7 +38,7 @@ class Fault:
     remaining: int | None = None  # None = forever
 
 
-class SimNvml(SimNvmlCalls):
+class SimNvml(SimNvmlGpmCalls):
     """An emulated NVML library: the GPUs, a clock, the init state and injected faults."""
 
     def __init__(

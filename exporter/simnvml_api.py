@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 
 from exporter.simnvml_device import SimGpu, SimMigInstance
 from exporter.simnvml_errors import (
-    NVML_ERROR_INVALID_ARGUMENT,
     NVML_ERROR_NOT_SUPPORTED,
     NVMLError_FunctionNotFound,
     NVMLError_InvalidArgument,
@@ -24,19 +23,12 @@ from exporter.simnvml_structs import (
     NVML_CLOCK_MEM,
     NVML_CLOCK_SM,
     NVML_FI_DEV_MEMORY_TEMP,
-    NVML_GPM_METRIC_ANY_TENSOR_UTIL,
-    NVML_GPM_METRIC_DRAM_BW_UTIL,
-    NVML_GPM_METRIC_GRAPHICS_UTIL,
-    NVML_GPM_METRIC_SM_UTIL,
     NVML_TEMPERATURE_GPU,
     NVML_VALUE_TYPE_UNSIGNED_INT,
     SimDeviceHandle,
     SimMigHandle,
     c_nvmlDeviceAttributes,
     c_nvmlFieldValue_t,
-    c_nvmlGpmMetricsGet_t,
-    c_nvmlGpmSample_t,
-    c_nvmlGpmSupport_t,
     c_nvmlMemory_t,
     c_nvmlMemory_v2_t,
     c_nvmlProcessInfo_v3_t,
@@ -46,12 +38,6 @@ from exporter.simnvml_structs import (
 )
 
 Handle = SimDeviceHandle | SimMigHandle
-_GPM_COUNTER = {  # metric -> (counter index, scale)
-    NVML_GPM_METRIC_GRAPHICS_UTIL: (0, 100.0),
-    NVML_GPM_METRIC_SM_UTIL: (0, 100.0),
-    NVML_GPM_METRIC_ANY_TENSOR_UTIL: (1, 100.0),
-    NVML_GPM_METRIC_DRAM_BW_UTIL: (2, 100.0),
-}
 
 
 class SimNvmlCalls:
@@ -288,64 +274,3 @@ class SimNvmlCalls:
         if not isinstance(handle, SimMigHandle):
             raise NVMLError_InvalidArgument()
         return SimDeviceHandle(handle.index)
-
-    # -- GPM ----------------------------------------------------------------------------------
-    def nvmlGpmQueryDeviceSupport(self, handle: Handle) -> c_nvmlGpmSupport_t:
-        gpu = self._full("nvmlGpmQueryDeviceSupport", handle)
-        return c_nvmlGpmSupport_t(1, int(gpu.gpm_supported))
-
-    def nvmlGpmSampleAlloc(self) -> c_nvmlGpmSample_t:
-        self.check("nvmlGpmSampleAlloc", None)
-        return c_nvmlGpmSample_t()
-
-    def nvmlGpmSampleFree(self, gpmSample: c_nvmlGpmSample_t) -> None:
-        self.check("nvmlGpmSampleFree", None)
-
-    def nvmlGpmSampleGet(
-        self,
-        device: Handle,
-        gpmSample: c_nvmlGpmSample_t,
-    ) -> c_nvmlGpmSample_t:
-        return self._gpm_fill("nvmlGpmSampleGet", device, None, gpmSample)
-
-    def nvmlGpmMigSampleGet(
-        self,
-        device: Handle,
-        gpuInstanceId: int,
-        gpmSample: c_nvmlGpmSample_t,
-    ) -> c_nvmlGpmSample_t:
-        return self._gpm_fill("nvmlGpmMigSampleGet", device, gpuInstanceId, gpmSample)
-
-    def _gpm_fill(
-        self, call: str, device: Handle, gi: int | None, sample: c_nvmlGpmSample_t
-    ) -> c_nvmlGpmSample_t:
-        gpu = self._full(call, device)
-        if not gpu.gpm_supported:
-            raise NVMLError_NotSupported()
-        if gi is not None and gpu.instance(gi) is None:
-            raise NVMLError_InvalidArgument()
-        c = gpu.gpm.get(gi, [0.0, 0.0, 0.0])
-        sample.index, sample.gpu_instance_id, sample.filled = gpu.index, gi, True
-        sample.time_s, sample.counters = self.clock(), (c[0], c[1], c[2])
-        return sample
-
-    def nvmlGpmMetricsGet(
-        self,
-        metricsGet: c_nvmlGpmMetricsGet_t,
-    ) -> c_nvmlGpmMetricsGet_t:
-        self.check("nvmlGpmMetricsGet", None)
-        s1, s2 = metricsGet.sample1, metricsGet.sample2
-        if s1 is None or s2 is None or not (s1.filled and s2.filled):
-            raise NVMLError_InvalidArgument()
-        span = s2.time_s - s1.time_s
-        for metric in metricsGet.metrics[: metricsGet.numMetrics]:
-            spec = _GPM_COUNTER.get(metric.metricId)
-            metric.value = 0.0
-            if spec is None or span <= 0:
-                bad = NVML_ERROR_NOT_SUPPORTED if spec is None else NVML_ERROR_INVALID_ARGUMENT
-                metric.nvmlReturn = bad
-                continue
-            i, scale = spec
-            metric.nvmlReturn = 0
-            metric.value = min(100.0, (s2.counters[i] - s1.counters[i]) / span * scale)
-        return metricsGet
