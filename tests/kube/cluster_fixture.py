@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -11,5 +13,12 @@ CLUSTER_YAML = Path(__file__).resolve().parent.parent / "fixtures" / "cluster" /
 TIMEOUT_S = 0.5
 
 
+@functools.cache
+def _parsed() -> tuple[dict[str, Any], ...]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return tuple(d for d in yaml.load_all(CLUSTER_YAML.read_text(), Loader=loader) if d)
+
+
 def fixture_objects() -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(CLUSTER_YAML.read_text()) if d]
+    """A fresh deep copy each call: tests change objects in place."""
+    return copy.deepcopy(list(_parsed()))
