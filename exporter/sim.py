@@ -78,10 +78,15 @@ class SimNode:
         return int((gpu.memory_total - gpu.memory_reserved) * 0.95) // share
 
     def activity_at(self, t: float) -> list[Activity]:
-        """Every placed process's activity at t (same order as `placed`); cached for one t."""
-        if self._cache is None or self._cache[0] != t:
-            self._cache = (t, activities(self.pods, self.placed, t, self._caps))
-        return self._cache[1]
+        """Every placed process's activity at t (same order as `placed`); cached for one t.
+
+        Safe to call from the collector's thread and a test's thread at once: the cache entry is
+        replaced whole, never mutated."""
+        cache = self._cache
+        if cache is None or cache[0] != t:
+            cache = (t, activities(self.pods, self.placed, t, self._caps))
+            self._cache = cache
+        return cache[1]
 
     def _sm(self, i: int, t: float) -> float:
         return self.activity_at(t)[i].sm
