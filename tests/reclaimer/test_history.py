@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from types import MappingProxyType
 
 import pytest
 from clusterviews import job_with_pods, view
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpu_contract as gc
@@ -27,6 +28,7 @@ def series(labels: dict[str, str], *points: tuple[float, float]) -> Series:
     return Series(MappingProxyType(labels), tuple(points))
 
 
+@settings(max_examples=200, deadline=None)
 @given(
     start=st.integers(0, 10_000),
     n=st.integers(1, 50_000),
@@ -37,13 +39,12 @@ def test_chunks_cover_the_grid_exactly_once_within_the_limit(start, n, step, max
     s = start * step
     e = s + (n - 1) * step
     chunks = time_chunks(s, e, step, max_points)
-    grid = [t for cs, ce in chunks for t in _grid(cs, ce, step)]
-    assert grid == _grid(s, e, step)
-    assert all(len(_grid(cs, ce, step)) <= max_points for cs, ce in chunks)
-
-
-def _grid(s: float, e: float, step: float) -> list[float]:
-    return [s + i * step for i in range(round((e - s) / step) + 1)]
+    assert chunks[0][0] == s and chunks[-1][1] == e
+    for (_, prev_end), (next_start, _) in itertools.pairwise(chunks):
+        assert next_start == prev_end + step  # no gap, no overlap
+    points = [round((ce - cs) / step) + 1 for cs, ce in chunks]
+    assert all(1 <= p <= max_points for p in points)
+    assert sum(points) == n
 
 
 @pytest.mark.parametrize(
