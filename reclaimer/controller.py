@@ -29,6 +29,7 @@ import pandas as pd
 
 from reclaimer import forecast_check
 from reclaimer.fleet import FleetSummary, summarize
+from reclaimer.forecast import INSUFFICIENT_HISTORY, SILENT
 from reclaimer.history import HistoryParams, MetricsSource
 from reclaimer.metrics_read import MetricsRead, MetricsUnavailable, read_metrics
 from reclaimer.model import (
@@ -64,6 +65,8 @@ class Applier(Protocol):
 # `reclaimer.actuator.Outcome` values counted as applied; "skipped" (refused: PDB, limits,
 # vanished) and "failed" count as failed.
 _APPLIED = frozenset({"applied", "dry_run"})
+# Forecast methods that mean "could not decide" (counted as outcome="unknown").
+UNDECIDED_METHODS = frozenset({INSUFFICIENT_HISTORY, SILENT})
 
 
 class CycleResult(StrEnum):
@@ -158,6 +161,7 @@ class Controller:
         self._is_leader = is_leader
         self._recorded: bool | None = None  # recording-rule probe, once per process
         self._checks: tuple[forecast_check.PendingCheck, ...] = ()
+        self._pods: pd.DataFrame | None = None  # per-pod history kept between cycles
         self.last: CycleReport | None = None
         self.ready = False  # set after the first cycle that completes (any result but error)
         metrics.dry_run.set(1 if config.dry_run else 0)
@@ -191,58 +195,58 @@ class Controller:
                 self._config.history,
                 self._config.source,
                 recorded=self._recorded,
+                previous=self._pods,
             )
         except MetricsUnavailable as err:
             log.warning("cycle skipped, no actions: %s", err)
-            return CycleReport(
-                CycleResult.SKIPPED, now, 0.0, str(err), requests=self._prom.requests - before
-            )
-        self._recorded = read.recorded
+            requests = self._prom.requests - before
+            return CycleReport(CycleResult.SKIPPED, now, 0.0, str(err), requests=requests)
+        self._recorded, self._pods = read.recorded, read.pods
         snapshot = build_snapshot(view, read)
         forecasts = self._forecaster(read.history, self._policy, now)
-        self._track_forecasts(forecasts, read.history, now)
+        self._track_forecasts(forecasts, read.history, view, now)
         plan, withheld = gate(
             self._planner(snapshot, forecasts, self._policy, now),
             snapshot.quality,
             now,
             self._policy.max_data_age_seconds,
         )
-        summary = summarize(
-            view, read.pods, now, self._config.history.stats_window, self._policy.threshold
-        )
         result, message = CycleResult.SUCCESS, f"{len(plan.actions)} action(s) planned"
         if withheld is not None:
             log.warning("cycle skipped, no actions: %s", withheld)
             result, message = CycleResult.SKIPPED, withheld
-        outcomes: tuple[object, ...] = ()
         acted = bool(plan.actions) and self._actuator is not None and self._is_leader()
-        if acted and self._actuator is not None:
-            outcomes = tuple(await asyncio.to_thread(self._actuator.apply, plan, view))
+        outcomes = await self._act(plan, view) if acted else ()
         self._count_reclaimed(view, now)
+        stats_window = self._config.history.stats_window
+        summary = summarize(view, read.pods, now, stats_window, self._policy.threshold)
         return CycleReport(
-            result,
-            now,
-            0.0,
-            message,
-            plan,
-            snapshot.quality,
-            summary,
-            forecasts,
-            outcomes,
-            acted,
-            read.requests,
-        )
+            result, now, 0.0, message, plan, snapshot.quality, summary, forecasts, outcomes,
+            acted, read.requests,
+        )  # fmt: skip
+
+    async def _act(self, plan: Plan, view: ClusterView) -> tuple[object, ...]:
+        if self._actuator is None:
+            return ()
+        return tuple(await asyncio.to_thread(self._actuator.apply, plan, view))
 
     def _track_forecasts(
-        self, forecasts: Mapping[str, Forecast], history: pd.DataFrame, now: float
+        self,
+        forecasts: Mapping[str, Forecast],
+        history: pd.DataFrame,
+        view: ClusterView,
+        now: float,
     ) -> None:
         self._checks, results = forecast_check.check(self._checks, history, now)
         for _, result in results:
             self._metrics.forecast_checks.labels(result=str(result)).inc()
         self._checks = forecast_check.remember(self._checks, forecasts, now)
         idle = sum(1 for f in forecasts.values() if f.idle)
-        unknown = sum(1 for f in forecasts.values() if f.samples == 0)
-        self._metrics.set_forecasts(idle, len(forecasts) - idle - unknown, unknown)
+        undecided = sum(1 for f in forecasts.values() if f.method in UNDECIDED_METHODS)
+        holding = {p.job for p in view.pods if p.job and p.gpus > 0}
+        unforecast = len(holding - forecasts.keys())  # no usable series at all
+        busy = len(forecasts) - idle - undecided
+        self._metrics.set_forecasts(idle, busy, undecided + unforecast)
 
     def _count_reclaimed(self, view: ClusterView, now: float) -> None:
         """GPU-seconds held free since the last cycle (would-be ones in dry-run)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -79,37 +80,18 @@ async def read_metrics(
     before = client.requests
     if recorded is None:
         recorded = source is MetricsSource.GPU_RECLAIM and await probe_recorded(client, now, params)
-    end = align(now, params.step)
     start = fetch_start(previous, now, params)
     util_q = pod_utilization_query(source, recorded, params.step)
-    chunks = time_chunks(start, end, params.step, params.max_points)
+    chunks = time_chunks(start, align(now, params.step), params.step, params.max_points)
     stats_q = node_stats_queries(params.stats_window)
     calls = [client.query(freshness_query(source), at=now)]
     calls += [client.query_range(util_q, s, e, params.step) for s, e in chunks]
     calls += [client.query(q, at=now) for q in stats_q.values()]
     answers = await asyncio.gather(*calls, return_exceptions=True)
-    core, stats_answers = answers[: 1 + len(chunks)], answers[1 + len(chunks) :]
-    for a in core:
-        if isinstance(a, BaseException):
-            if not isinstance(a, PromError):
-                raise a
-            raise MetricsUnavailable(f"utilization history unavailable: {a}") from a
-    fresh, ranges = _ok(core[0]), [_ok(a) for a in core[1:]]
-    problems = [
-        f"prometheus warning on {r.query!r}: {w}" for r in [fresh, *ranges] for w in r.warnings
-    ]
-    stats: dict[str, tuple[GpuStats, ...]] = {}
-    if any(isinstance(a, BaseException) for a in stats_answers):
-        errs = [str(a) for a in stats_answers if isinstance(a, BaseException)]
-        problems.append(f"node GPU stats unavailable: {'; '.join(errs)}")
-    else:
-        stats_results = dict(zip(stats_q, (_ok(a) for a in stats_answers), strict=True))
-        problems += [
-            f"prometheus warning on {r.query!r}: {w}"
-            for r in stats_results.values()
-            for w in r.warnings
-        ]
-        stats = node_stats(stats_results)
+    fresh, *ranges = _required(answers[: 1 + len(chunks)])
+    problems = _warnings([fresh, *ranges])
+    stats, stats_problems = _node_stats(dict(zip(stats_q, answers[1 + len(chunks) :], strict=True)))
+    problems += stats_problems
     complete = not problems  # failed or partial queries; what follows is reported, not fatal
     metrics_at = _newest(fresh)
     if metrics_at is None:
@@ -118,17 +100,41 @@ async def read_metrics(
         problems.append(f"newest sample is {now - metrics_at:.0f}s old (max {params.max_age:.0f}s)")
     pods = merge_pods(previous, pod_frame(ranges), start, align(now - params.window, params.step))
     jobs = job_frame(pods, view, fresh_since=now - params.max_age)
-    problems += jobs.problems
     return MetricsRead(
         history=jobs.frame,
         pods=pods,
         node_stats=stats,
         metrics_at=metrics_at,
         complete=complete,
-        problems=tuple(problems),
+        problems=(*problems, *jobs.problems),
         recorded=recorded,
         requests=client.requests - before,
     )
+
+
+def _required(answers: Sequence[QueryResult | BaseException]) -> list[QueryResult]:
+    """The freshness and history answers: any failure makes the whole read unavailable."""
+    for a in answers:
+        if isinstance(a, PromError):
+            raise MetricsUnavailable(f"utilization history unavailable: {a}") from a
+        if isinstance(a, BaseException):
+            raise a
+    return [_ok(a) for a in answers]
+
+
+def _node_stats(
+    answers: Mapping[str, QueryResult | BaseException],
+) -> tuple[dict[str, tuple[GpuStats, ...]], list[str]]:
+    """Node stats, or none and a problem when any of their queries failed."""
+    errs = [str(a) for a in answers.values() if isinstance(a, BaseException)]
+    if errs:
+        return {}, [f"node GPU stats unavailable: {'; '.join(errs)}"]
+    results = {k: _ok(a) for k, a in answers.items()}
+    return node_stats(results), _warnings(results.values())
+
+
+def _warnings(results: Iterable[QueryResult]) -> list[str]:
+    return [f"prometheus warning on {r.query!r}: {w}" for r in results for w in r.warnings]
 
 
 def _ok(answer: QueryResult | BaseException) -> QueryResult:

@@ -224,3 +224,19 @@ def test_gate(quality: DataQuality, acts: bool) -> None:
     gated, why = gate(plan, quality, NOW, 300.0)
     assert (gated == plan) is acts and (why is None) is acts
     assert len(gated.actions) + len(gated.skipped) == 1
+
+
+async def test_later_cycles_fetch_only_the_new_tail_and_count_unforecast_jobs() -> None:
+    times = iter([NOW, NOW, NOW + 120, NOW + 120])
+    act = RecordingActuator()
+    async with fake_prometheus(route=prom_route()) as fake:
+        c, m, prom = make(fake.url, act, clock=lambda: next(times))
+        async with prom:
+            await c.cycle()
+            first = [f for p, f in fake.requests if p.endswith("query_range")]
+            fake.requests.clear()
+            await c.cycle()
+            second = [f for p, f in fake.requests if p.endswith("query_range")]
+    assert float(first[0]["start"]) == NOW - 3600.0  # the whole window first (NOW is on the grid)
+    assert float(second[0]["start"]) == NOW - 5 * 60.0  # then the tail and 5 re-read steps
+    assert sample(m, "gpu_reclaimer_forecasts", outcome="unknown") == 1  # no forecast at all
