@@ -17,7 +17,8 @@ from urllib.parse import parse_qs
 
 from aiohttp import web
 
-from fakeapi.store import ApiError, FakeCluster, Recorded
+from fakeapi.errors import ApiError
+from fakeapi.store import FakeCluster, Recorded
 
 Res = tuple[str, str, str]
 

@@ -11,10 +11,12 @@ spec fields), where the two agree. Evictions check PodDisruptionBudgets like the
 from __future__ import annotations
 
 import copy
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from fakeapi.disruption import check_budget, selects
+from fakeapi.errors import ApiError
 
 Obj = dict[str, Any]
 
@@ -38,23 +40,6 @@ KNOWN: dict[tuple[str, str, str], tuple[str, bool]] = {
 CRD_GROUPS = frozenset(
     {"scheduling.volcano.sh", "batch.volcano.sh", "bus.volcano.sh", "kubeflow.org"}
 )
-
-
-class ApiError(Exception):
-    def __init__(self, code: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.code, self.reason, self.message = code, reason, message
-
-    def status(self) -> Obj:
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
 
 
 @dataclass
@@ -100,32 +85,6 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             out[k] = merge_patch(out.get(k), v)
     return out
-
-
-def _selects(selector: Obj, labels: dict[str, str]) -> bool:
-    if not selector:
-        return False  # policy/v1: an empty selector selects no pods... for our purposes
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
-        ok = {
-            "In": labels.get(key) in values,
-            "NotIn": labels.get(key) not in values,
-            "Exists": key in labels,
-            "DoesNotExist": key not in labels,
-        }[op]
-        if not ok:
-            return False
-    return True
-
-
-def _amount(value: Any, total: int, round_up: bool) -> int:
-    if isinstance(value, str) and value.endswith("%"):
-        exact = int(value[:-1]) * total / 100
-        return math.ceil(exact) if round_up else math.floor(exact)
-    return int(value)
 
 
 @dataclass
@@ -272,7 +231,7 @@ class FakeCluster:
         budgets = [
             p
             for p in self.list(("policy", "v1", "poddisruptionbudgets"), ns)
-            if _selects(p["spec"].get("selector") or {}, labels)
+            if selects(p["spec"].get("selector") or {}, labels)
         ]
         if len(budgets) > 1:
             raise ApiError(
@@ -282,7 +241,7 @@ class FakeCluster:
                 "subresource does not support.",
             )
         if budgets and (pod.get("status") or {}).get("phase") == "Running":
-            self._check_budget(budgets[0], ns)
+            check_budget(budgets[0], self.list(("", "v1", "pods"), ns))
         if not dry:
             self.delete(("", "v1", "pods"), ns, name, dry=False)
         return {
@@ -292,26 +251,3 @@ class FakeCluster:
             "status": "Success",
             "code": 201,
         }
-
-    def _check_budget(self, pdb: Obj, ns: str) -> None:
-        selector = pdb["spec"].get("selector") or {}
-        pods = [
-            p
-            for p in self.list(("", "v1", "pods"), ns)
-            if _selects(selector, p["metadata"].get("labels") or {})
-        ]
-        expected = len(pods)
-        healthy = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
-        spec = pdb["spec"]
-        if "minAvailable" in spec:
-            allowed = healthy - _amount(spec["minAvailable"], expected, round_up=True)
-        else:
-            allowed = _amount(spec.get("maxUnavailable", 1), expected, round_up=False) - (
-                expected - healthy
-            )
-        if allowed <= 0:
-            raise ApiError(
-                429,
-                "TooManyRequests",
-                "Cannot evict pod as it would violate the pod's disruption budget.",
-            )

@@ -6,58 +6,25 @@ import copy
 from typing import Any
 
 import pytest
-import yaml
 from fakeapi import FakeCluster
+from plan_fixture import (
+    CMD,
+    NOW,
+    POD,
+    PYT,
+    VCJ,
+    events_for,
+    preempt,
+    reshape,
+    resume,
+    run,
+)
 
-from reclaimer.actuator import ActionResult, Actuator, Outcome
+from reclaimer.actuator import Actuator, Outcome
 from reclaimer.kube import resources as r
 from reclaimer.kube.read import read_cluster_sync
-from reclaimer.model import Action, ActionKind, Evidence, Forecast, Reason
-from reclaimer.policy import Actions, Limits, Policy, TimeSlicing
-
-NOW = 1_796_000_000.0  # 2026-11-30T00:53:20Z, after every fixture timestamp plus cool-downs
-PYT = ("kubeflow.org", "v1", "pytorchjobs")
-VCJ = ("batch.volcano.sh", "v1alpha1", "jobs")
-CMD = ("bus.volcano.sh", "v1alpha1", "commands")
-POD = ("", "v1", "pods")
-NODE = ("", "v1", "nodes")
-CM = ("", "v1", "configmaps")
-EVT = ("", "v1", "events")
-
-
-def forecast(job: str) -> Forecast:
-    return Forecast(job, True, 0.97, 1800.0, 900.0, 0.05, "test", 60)
-
-
-def preempt(target: str) -> Action:
-    ev = Evidence(forecast=forecast(target), for_pending="prod/llm-finetune", gpus_freed=2)
-    return Action(ActionKind.PREEMPT, target, Reason.IDLE_FOR_STARVED_QUEUE, ev)
-
-
-def resume(target: str) -> Action:
-    return Action(ActionKind.RESUME, target, Reason.QUEUE_HAS_ROOM, Evidence(for_queue="research"))
-
-
-def reshape(node: str, old: int, new: int) -> Action:
-    return Action(ActionKind.RESHAPE, node, Reason.NODE_UNDERUSED, Evidence(), None, old, new)
-
-
-def run(
-    api: Any,
-    actions: list[Action],
-    *,
-    dry_run: bool = False,
-    policy: Policy | None = None,
-    now: float = NOW,
-    **kw: Any,
-) -> list[ActionResult]:
-    view = read_cluster_sync(api, now=now)
-    act = Actuator(api, clock=lambda: now, dry_run=dry_run, policy=policy, **kw)
-    return act.apply(actions, view)
-
-
-def events_for(cluster: FakeCluster, name: str) -> list[dict[str, Any]]:
-    return [e for e in cluster.all(*EVT) if e["involvedObject"]["name"] == name]
+from reclaimer.model import Action, Reason
+from reclaimer.policy import Actions, Limits, Policy
 
 
 def test_preempt_pytorchjob_suspends_annotates_and_records(api, cluster: FakeCluster) -> None:
@@ -313,55 +280,3 @@ def test_event_failure_does_not_undo_the_action(api, cluster: FakeCluster) -> No
     cluster.inject("POST", "/events$", 500)
     [res] = run(api, [preempt("research/bert-train")])
     assert res.outcome is Outcome.APPLIED and "event not recorded" in res.detail
-
-
-def _replicas(cluster: FakeCluster, node: str) -> int:
-    key = cluster.get(*NODE, node)["metadata"]["labels"][r.DEVICE_PLUGIN_CONFIG_LABEL]
-    data = cluster.get(*CM, "time-slicing-config", "gpu-operator")["data"]
-    assert key in data, f"node {node} points at missing key {key}"
-    slicing = (yaml.safe_load(data[key]).get("sharing") or {}).get("timeSlicing") or {}
-    return next((x["replicas"] for x in slicing.get("resources", [])), 1)
-
-
-def test_reshape_writes_key_then_relabels(api, cluster: FakeCluster) -> None:
-    [res] = run(api, [reshape("gpu-node-1", 1, 2)])
-    assert res.outcome is Outcome.APPLIED, res
-    assert _replicas(cluster, "gpu-node-1") == 2
-    writes = [
-        (q.method, q.path.rsplit("/", 2)[-2]) for q in cluster.writes() if q.method == "PATCH"
-    ]
-    assert writes == [("PATCH", "configmaps"), ("PATCH", "nodes")]
-    node = cluster.get(*NODE, "gpu-node-1")
-    assert node["metadata"]["annotations"][r.RESHAPE_TO] == "2"
-    assert events_for(cluster, "gpu-node-1")[0]["reason"] == "GpuReclaimReshaped"
-    assert "plain" in cluster.get(*CM, "time-slicing-config", "gpu-operator")["data"]
-
-
-def test_reshape_never_leaves_a_dangling_key(api, cluster: FakeCluster) -> None:
-    policy = Policy(time_slicing=TimeSlicing(node_cooldown_seconds=0), job_cooldown_seconds=0)
-    run(api, [reshape("gpu-node-2", 4, 2)], policy=policy)
-    first_key = cluster.get(*NODE, "gpu-node-2")["metadata"]["labels"][r.DEVICE_PLUGIN_CONFIG_LABEL]
-    data = cluster.get(*CM, "time-slicing-config", "gpu-operator")["data"]
-    assert "ts-4" in data  # the operator's own key is never removed
-    [res] = run(api, [reshape("gpu-node-2", 2, 3)], policy=policy, now=NOW + 10)
-    assert res.outcome is Outcome.APPLIED and first_key in res.detail
-    data = cluster.get(*CM, "time-slicing-config", "gpu-operator")["data"]
-    assert first_key not in data and _replicas(cluster, "gpu-node-2") == 3
-
-
-def test_reshape_failed_key_write_leaves_label_alone(api, cluster: FakeCluster) -> None:
-    cluster.inject("PATCH", "/configmaps/", 500)
-    [res] = run(api, [reshape("gpu-node-1", 1, 2)])
-    assert res.outcome is Outcome.FAILED
-    assert (
-        cluster.get(*NODE, "gpu-node-1")["metadata"]["labels"][r.DEVICE_PLUGIN_CONFIG_LABEL]
-        == "plain"
-    )
-    assert not [q for q in cluster.writes() if "/nodes/" in q.path]
-
-
-def test_reshape_refuses_stale_plan_and_replica_limit(api, cluster: FakeCluster) -> None:
-    stale, too_many = run(api, [reshape("gpu-node-1", 3, 2), reshape("gpu-node-2", 4, 16)])
-    assert stale.outcome is Outcome.SKIPPED and "plan assumed 3" in stale.detail
-    assert too_many.skip_reason is Reason.LIMIT_REACHED
-    assert not cluster.writes()
