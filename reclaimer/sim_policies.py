@@ -12,10 +12,13 @@
   utilization history, then the controller's own `plan()`; victims are what the plan preempts.
 
 The tick sees a `TickView` of the replay (running and pending jobs); what the controller gets is
-a `Snapshot` built from it, exactly the shape the live controller builds from the cluster. The
-planner counts capacity in schedulable slots (`gpus x replicas` per node); the replay presents
-every node with `SLOTS_PER_GPU` replicas, so a slot is a tenth of a GPU and a GPU-sharing pod
-holds its share rounded up to a tenth (`slots_of`), while whole-GPU pods hold exact multiples.
+a `Snapshot` built from it, the shape the live controller builds from the cluster. The planner
+counts capacity in schedulable slots per node and checks fit node by node; the replay packs
+milli-GPUs per device, so it shows the planner one node per device (`node/gpuN`, 1 GPU,
+`SLOTS_PER_GPU` replicas): a slot is a tenth of a GPU, a GPU-sharing pod holds its share rounded
+up to a tenth (`slots_of`, so the planner never sees more room than there is), and a
+`k`-GPU pod is a gang of `k` one-device pods. The planner's fit check is then exact for one-GPU
+and sharing pods; for multi-GPU pods it may count devices of different nodes together.
 """
 
 from __future__ import annotations
@@ -50,9 +53,9 @@ PlanFn = Callable[[Snapshot, Mapping[str, Forecast], float], Plan]
 SLOTS_PER_GPU = 10
 
 
-def slots_of(num_gpu: int, milli: int) -> int:
-    """Planner slots (tenths of a GPU) a pod of `num_gpu` x `milli` milli-GPUs holds."""
-    return num_gpu * -(-milli // (1000 // SLOTS_PER_GPU))
+def slots_of(milli: int) -> int:
+    """Planner slots (tenths of a GPU, rounded up) that `milli` milli-GPUs of a device hold."""
+    return -(-milli // (1000 // SLOTS_PER_GPU))
 
 
 class PolicyName(StrEnum):
@@ -77,7 +80,7 @@ class Controller:
 class RunningJob:
     index: int
     job: Job
-    pod: Pod
+    pods: tuple[Pod, ...]
     progress: float  # seconds of work done now
     elapsed: float  # seconds since this run started
     reclaimable: bool
@@ -159,7 +162,7 @@ def snapshot_of(view: TickView) -> Snapshot:
         taken_at=view.now,
         queues=view.queues,
         jobs=tuple(r.job for r in view.running),
-        pods=tuple(r.pod for r in view.running),
+        pods=tuple(p for r in view.running for p in r.pods),
         nodes=view.nodes,
         pending=view.pending,
         quality=DataQuality(metrics_at=view.now, complete=True),
@@ -183,27 +186,38 @@ def planned_victims(view: TickView, usage: Usage, controller: Controller, blind:
     ]
 
 
-def make_job(key: str, queue: str, slots: int, start: float, node: str) -> tuple[Job, Pod]:
-    """The Job (a bare pod) and its Pod, as the controller would see a trace pod."""
+def device_name(node: str, device: int) -> str:
+    return f"{node}/gpu{device}"
+
+
+def make_job(
+    key: str, queue: str, devices: tuple[str, ...], slots: int, start: float
+) -> tuple[Job, tuple[Pod, ...]]:
+    """The Job and its Pods (one per device, `slots` each), as the planner sees a trace pod."""
     namespace, _, name = key.partition("/")
+    names = (name,) if len(devices) == 1 else tuple(f"{name}-{i}" for i in range(len(devices)))
+    pods = tuple(
+        Pod(
+            key=f"{namespace}/{pod_name}",
+            namespace=namespace,
+            name=pod_name,
+            node=device,
+            gpus=slots,
+            phase=PodPhase.RUNNING,
+            job=key,
+            start_time=start,
+        )
+        for pod_name, device in zip(names, devices, strict=True)
+    )
     job = Job(
         key=key,
         kind=JobKind.POD,
         namespace=namespace,
         name=name,
         queue=queue,
-        gpus=slots,
+        gpus=slots * len(devices),
+        min_member=len(devices),
         start_time=start,
-        pods=(key,),
+        pods=tuple(p.key for p in pods),
     )
-    pod = Pod(
-        key=key,
-        namespace=namespace,
-        name=name,
-        node=node,
-        gpus=slots,
-        phase=PodPhase.RUNNING,
-        job=key,
-        start_time=start,
-    )
-    return job, pod
+    return job, pods

@@ -2,8 +2,10 @@
 
 Capacity is a matrix `free[node, gpu]` of free milli-GPUs (a missing device is -1, so nothing
 fits it). A whole-GPU job takes `num_gpu` completely free devices of one node; a GPU-sharing job
-takes `milli` of a single device. Both place best-fit (the fullest node or device that fits), as
-bin-packing schedulers do to keep whole devices free.
+takes `milli` of a single device. Both place best-fit, as bin-packing schedulers do to keep whole
+devices and whole nodes free for large jobs: a whole-GPU job goes to the node with the fewest
+free devices that still fits it, a sharing job to the fullest device that fits it, and when it
+must open an untouched device, to the node with the fewest untouched devices.
 
 Queues are ordered the way Volcano's proportion plugin orders them: the queue with the lowest
 allocated/deserved ratio first, so guaranteed queues go before the best-effort queue, whose
@@ -45,15 +47,17 @@ class Cluster:
         return bool((devices >= num_gpu).any()) if milli >= MILLI else bool(devices.any())
 
     def place(self, num_gpu: int, milli: int) -> Placement | None:
+        whole = (self.free == MILLI).sum(axis=1)
         if milli < MILLI:
-            masked = np.where(self.free >= milli, self.free, MILLI + 1)
+            # fullest device that fits; among untouched devices, the node with fewest of them
+            score = self.free * (self.free.shape[1] + 1) + whole[:, None]
+            masked = np.where(self.free >= milli, score, np.iinfo(np.int64).max)
             flat = int(masked.argmin())
             node, device = divmod(flat, self.free.shape[1])
-            if masked[node, device] > MILLI:
+            if self.free[node, device] < milli:
                 return None
             self.free[node, device] -= milli
             return Placement(node, (device,), milli)
-        whole = (self.free == MILLI).sum(axis=1)
         candidates = np.where(whole >= num_gpu, whole, np.iinfo(np.int64).max)
         node = int(candidates.argmin())
         if whole[node] < num_gpu:

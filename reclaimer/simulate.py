@@ -30,6 +30,7 @@ from reclaimer.sim_policies import (
     RunningJob,
     TickView,
     culler_victims,
+    device_name,
     make_job,
     planned_victims,
     slots_of,
@@ -69,7 +70,7 @@ class Run:
     started: float
     base: float  # progress at the start of this run
     job: Job
-    pod: Pod
+    pods: tuple[Pod, ...]
 
 
 class Replay:
@@ -101,12 +102,11 @@ class Replay:
         )
         self.guaranteed = frozenset(q for q in queue_names if q not in settings.reclaimable)
         self.node_objects = tuple(
-            Node(name=n, gpus=int(g), replicas=SLOTS_PER_GPU)
+            Node(name=device_name(n, d), gpus=1, replicas=SLOTS_PER_GPU)
             for n, g in zip(nodes.names, nodes.gpus, strict=True)
+            for d in range(int(g))
         )
-        self.slots = [
-            slots_of(int(k), int(m)) for k, m in zip(jobs.num_gpu, jobs.milli, strict=True)
-        ]
+        self.slots = [slots_of(int(m)) for m in jobs.milli]
         n = len(jobs.names)
         self.keys = [f"{q}/{name}" for q, name in zip(jobs.queues, jobs.names, strict=True)]
         self.base = [0.0] * n
@@ -125,8 +125,13 @@ class Replay:
     def enqueue(self, job: int, now: float) -> None:
         self.pending_since[job] = now
         queue = self.jobs.queues[job]
+        count = int(self.jobs.num_gpu[job])
         self.demand[job] = PendingDemand(
-            queue=queue, job=self.keys[job], gpus=self.slots[job], since=now
+            queue=queue,
+            job=self.keys[job],
+            gpus=self.slots[job] * count,
+            min_member=count,
+            since=now,
         )
         self.queues.enqueue(job)
         self.dirty = True
@@ -136,8 +141,9 @@ class Replay:
         del self.demand[job]
         queue = self.jobs.queues[job]
         node = self.nodes.names[placement.node]
-        spec, pod = make_job(self.keys[job], queue, self.slots[job], now, node)
-        self.runs[job] = Run(placement, now, self.base[job], spec, pod)
+        devices = tuple(device_name(node, d) for d in placement.devices)
+        spec, pods = make_job(self.keys[job], queue, devices, self.slots[job], now)
+        self.runs[job] = Run(placement, now, self.base[job], spec, pods)
         self.reclaimable_running += queue in self.settings.reclaimable
         done_at = now + float(self.jobs.runtime[job]) - self.base[job]
         heapq.heappush(self.heap, (done_at, COMPLETE, job, self.epoch[job]))
@@ -197,7 +203,7 @@ class Replay:
             RunningJob(
                 index=j,
                 job=run.job,
-                pod=run.pod,
+                pods=run.pods,
                 progress=run.base + now - run.started,
                 elapsed=now - run.started,
                 reclaimable=self.jobs.queues[j] in self.settings.reclaimable,

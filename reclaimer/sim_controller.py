@@ -1,0 +1,56 @@
+"""The controller's own `forecast()` and `plan()`, bound to a policy for the replay.
+
+The replay calls exactly the functions the live controller calls. Only what a replay cannot
+represent is adjusted, and each adjustment is here: resume and reshape actions are switched off
+(a preempted trace pod is re-queued at once, and trace nodes have no time-slicing to reshape),
+and `maxGpusFreedPerCycle` is multiplied by `SLOTS_PER_GPU` because the replay shows the planner
+tenth-of-a-GPU slots. The forecaster reads the policy's threshold and horizon, and the history
+it is given is capped at its own `lookback_seconds`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import pandas as pd
+
+from reclaimer.forecast import ForecastParams, forecast
+from reclaimer.model import Forecast, Plan, Snapshot
+from reclaimer.plan import plan
+from reclaimer.policy import Actions, Policy
+from reclaimer.sim_policies import SLOTS_PER_GPU, Controller
+
+
+def replay_policy(policy: Policy) -> Policy:
+    """The policy as the replay applies it (see the module docstring)."""
+    limits = replace(
+        policy.limits,
+        max_gpus_freed_per_cycle=policy.limits.max_gpus_freed_per_cycle * SLOTS_PER_GPU,
+    )
+    actions = Actions(preempt=policy.actions.preempt, resume=False, reshape=False)
+    return replace(policy, limits=limits, actions=actions)
+
+
+def controller_for(policy: Policy, params: ForecastParams | None = None) -> Controller:
+    """A `Controller` running `forecast()` and `plan()` under `policy`."""
+    params = replace(
+        params or ForecastParams(),
+        threshold=policy.threshold,
+        horizon_seconds=policy.horizon_seconds,
+    )
+    applied = replay_policy(policy)
+
+    def run_forecast(history: pd.DataFrame, now: float) -> Mapping[str, Forecast]:
+        return forecast(history, params, now)
+
+    def run_plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], now: float) -> Plan:
+        return plan(snapshot, forecasts, applied, now)
+
+    return Controller(
+        forecast=run_forecast,
+        plan=run_plan,
+        threshold=policy.threshold,
+        horizon_seconds=policy.horizon_seconds,
+        history_seconds=params.lookback_seconds,
+    )
