@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from cluster_fixture import TIMEOUT_S, fixture_objects
 from fakeapi import FakeApiServer, FakeCluster
 from kubernetes import client as k8s
 
+from kube.cluster_fixture import TIMEOUT_S, fixture_objects
 from reclaimer.kube.client import KubeApi, api_from_configuration
 
 

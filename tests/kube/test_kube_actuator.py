@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 from fakeapi import FakeCluster
-from plan_fixture import (
+
+from kube.plan_fixture import (
     CMD,
     NOW,
     POD,
@@ -19,7 +20,6 @@ from plan_fixture import (
     resume,
     run,
 )
-
 from reclaimer.actuator import Actuator, Outcome
 from reclaimer.kube import resources as r
 from reclaimer.kube.read import read_cluster_sync

@@ -90,6 +90,6 @@ def test_deploy_examples_load() -> None:
     assert {q.name for q in view.queues} >= {"research", "production"}
     assert "research/bert-finetune" in {j.key for j in view.jobs}
     assert "production/llm-pretrain" in {d.job for d in view.pending} | {j.key for j in view.jobs}
-    if state.is_file():
-        nodes = {n.name: n for n in view.nodes}
-        assert nodes["gpu-node-2"].replicas == 4
+    if state.is_file():  # the demo's time-sliced node resolves its device-plugin config key
+        assert any(n.replicas > 1 for n in view.nodes)
+        assert not [p for p in view.problems if "device-plugin config key" in p]

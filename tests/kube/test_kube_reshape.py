@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import yaml
 from fakeapi import FakeCluster
-from plan_fixture import CM, NODE, NOW, events_for, reshape, run
 
+from kube.plan_fixture import CM, NODE, NOW, events_for, reshape, run
 from reclaimer.actuator import Outcome
 from reclaimer.kube import resources as r
 from reclaimer.model import Reason
