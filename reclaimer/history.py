@@ -32,10 +32,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 import gpu_contract as gc
-from reclaimer.model import ClusterView, GpuStats, PodPhase
+from reclaimer.model import ClusterView, GpuStats, Pod, PodPhase
 from reclaimer.prom import QueryResult
 
 PROMETHEUS_MAX_POINTS = 11_000
@@ -123,17 +125,36 @@ def node_stats_queries(window: float) -> dict[str, str]:
 
 
 def pod_frame(results: Iterable[QueryResult]) -> pd.DataFrame:
-    """Matrix results (one series per namespace/pod) -> long frame, NaN points dropped."""
-    rows = [
-        (s.labels.get("namespace", ""), s.labels.get("pod", ""), ts, v)
-        for r in results
-        for s in r.series
-        for ts, v in s.points
-        if not math.isnan(v) and s.labels.get("pod")
-    ]
-    frame = pd.DataFrame(rows, columns=POD_COLUMNS)
-    frame["value"] = frame["value"].astype(float).clip(0.0, 1.0)
-    return frame.drop_duplicates(["namespace", "pod", "timestamp"]).reset_index(drop=True)
+    """Matrix results (one series per namespace/pod) -> long frame, NaN points dropped.
+
+    Built column-wise with numpy: a fleet read is millions of points. Series without a `pod`
+    label are ignored; chunks never overlap, and `by (namespace, pod)` makes series unique.
+    """
+    namespaces: list[str] = []
+    names: list[str] = []
+    counts: list[int] = []
+    arrays: list[npt.NDArray[np.float64]] = []
+    for r in results:
+        for s in r.series:
+            if s.labels.get("pod") and s.points:
+                namespaces.append(s.labels.get("namespace", ""))
+                names.append(s.labels["pod"])
+                counts.append(len(s.points))
+                arrays.append(np.asarray(s.points, dtype=np.float64))
+    if not arrays:
+        return pd.DataFrame(
+            {c: pd.Series(dtype=str if c in ("namespace", "pod") else float) for c in POD_COLUMNS}
+        )
+    points = np.concatenate(arrays)
+    frame = pd.DataFrame(
+        {
+            "namespace": np.repeat(np.array(namespaces, dtype=object), counts),
+            "pod": np.repeat(np.array(names, dtype=object), counts),
+            "timestamp": points[:, 0],
+            "value": np.clip(points[:, 1], 0.0, 1.0),
+        }
+    )
+    return frame[~np.isnan(points[:, 1])].reset_index(drop=True)
 
 
 def fetch_start(previous: pd.DataFrame | None, now: float, params: HistoryParams) -> float:
@@ -170,24 +191,24 @@ def job_frame(
 
     A pod counts as covered when it has a point at or after `fresh_since` (any point if None).
     """
-    recent = pods if fresh_since is None else pods[pods["timestamp"] >= fresh_since]
-    have = set(zip(recent["namespace"], recent["pod"], strict=True))
-    pod_to_job: dict[tuple[str, str], str] = {}
+    pod_keys = pods["namespace"].astype(str) + "/" + pods["pod"].astype(str)
+    recent = pod_keys if fresh_since is None else pod_keys[pods["timestamp"] >= fresh_since]
+    have = set(recent.unique())
+    running: dict[str, list[Pod]] = {}
+    for p in view.pods:
+        if p.job and p.gpus > 0 and p.phase is PodPhase.RUNNING:
+            running.setdefault(p.job, []).append(p)
+    pod_to_job: dict[str, str] = {}
     uncovered = []
     for job in view.jobs:
-        running = [
-            p for p in view.pods if p.job == job.key and p.gpus > 0 and p.phase is PodPhase.RUNNING
-        ]
-        if not running:
-            continue
-        missing = [p.key for p in running if (p.namespace, p.name) not in have]
+        pods_of_job = running.get(job.key, [])
+        missing = [p.key for p in pods_of_job if p.key not in have]
         if missing:
             uncovered.append(f"{job.key} (no series for {', '.join(sorted(missing))})")
             continue
-        pod_to_job.update({(p.namespace, p.name): job.key for p in running})
-    keys = [pod_to_job.get(k, "") for k in zip(pods["namespace"], pods["pod"], strict=True)]
-    sel = pods.assign(job=keys)
-    sel = sel[sel["job"] != ""]
+        pod_to_job.update({p.key: job.key for p in pods_of_job})
+    jobs = pod_keys.map(pod_to_job)
+    sel = pods.assign(job=jobs)[jobs.notna()]
     agg = sel.groupby(["job", "timestamp"])["value"].max().reset_index()
     frame = pd.DataFrame(
         {
