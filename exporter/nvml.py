@@ -14,7 +14,8 @@ sweep. One GPU's failure never hides the others.
 Per-process utilization integrates every sample since the previous sweep (per-device
 lastSeenTimeStamp) into a time average over the interval; see `exporter.process_activity`.
 MIG instances get per-instance activity from GPM (two samples, one sweep apart), divided evenly
-between the instance's processes.
+between the instance's processes. XIDs arrive as NVML events, drained once per sweep
+(`exporter.nvml_events`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from exporter.model import DeviceReading, MigInfo, ProcessUsage
 from exporter.nvml_calls import CallOutcome, DeviceCalls
+from exporter.nvml_events import XidReader
 from exporter.nvml_gpm import GPM_FAMILIES, GpmReader
 from exporter.nvml_readings import MEMORY, READINGS, Collector, Reading
 from exporter.process_activity import Average, Sample, average_by_pid, estimate_period_us
@@ -83,6 +85,7 @@ class NvmlSource:
         self._last_read: dict[int, float] = {}
         self._period_us: dict[int, int] = {}
         self._gpm = GpmReader()
+        self._xid = XidReader()
 
     @property
     def lib(self) -> Any:
@@ -103,6 +106,7 @@ class NvmlSource:
             if not self._driver:
                 driver = node.call(Collector.IDENTITY, "nvmlSystemGetDriverVersion")
                 self._driver = _text(driver.value) if driver.ok else ""
+            self._xid.drain(node)
             for index in range(int(count.value)):
                 calls = DeviceCalls(self.lib, index, self._disabled, errors, node.sweep_failed)
                 devices.extend(self._read_gpu(calls, index))
@@ -113,6 +117,7 @@ class NvmlSource:
         if self._initialized:
             self._initialized = False
             self._gpm.close(self.lib)
+            self._xid.close(self.lib)
             with contextlib.suppress(Exception):
                 self.lib.nvmlShutdown()
 
@@ -132,6 +137,7 @@ class NvmlSource:
                 continue
             values.update(self._reading(calls, reading, handle.value))
         values.update(self._gpm.read(calls, index, handle.value, None))
+        values.update(self._xid.gpu_values(calls, index, handle.value, mig_enabled))
         processes: tuple[ProcessUsage, ...] = ()
         if not mig_enabled:
             processes = self._processes(calls, index, handle.value)
@@ -230,6 +236,7 @@ class NvmlSource:
         values: dict[str, float] = {}
         values.update(self._reading(calls, MEMORY, handle))
         values.update(self._gpm.read(calls, base.index, parent, int(gi.value)))
+        values.update(self._xid.instance_values(calls, base.index, int(gi.value)))
         running = calls.call(Collector.PROCESSES, "nvmlDeviceGetComputeRunningProcesses", handle)
         procs = list(running.value) if running.ok else []
         share = 1.0 / len(procs) if procs else 0.0

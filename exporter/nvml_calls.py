@@ -1,7 +1,8 @@
 """One NVML call with the exporter's error semantics, for one device in one sweep.
 
 `DeviceCalls.call` calls `lib.<name>(*args)` and classifies the outcome: a value; idle
-(NotFound: nothing to report, not a failure); disabled (NotSupported, or FunctionNotFound from
+(NotFound, or the codes a call names in `idle_codes`, e.g. Timeout for an event wait: nothing to
+report, not a failure); disabled (NotSupported, or FunctionNotFound from
 an older driver: remembered in the shared `disabled` set so the call is never made again for
 that device); or failed (any other error: the collector is marked failed for this device and
 the error counted by call name). After GpuIsLost the device's remaining calls in the sweep are
@@ -15,6 +16,7 @@ from typing import Any
 
 NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_NOT_FOUND = 6
+NVML_ERROR_TIMEOUT = 10
 NVML_ERROR_FUNCTION_NOT_FOUND = 13  # an older driver: as permanent as NotSupported
 NVML_ERROR_GPU_IS_LOST = 15
 
@@ -51,28 +53,36 @@ class DeviceCalls:
     def is_disabled(self, name: str, tag: str = "") -> bool:
         return (self.key, name + tag) in self.disabled
 
-    def call(self, collector: str, name: str, *args: Any, tag: str = "") -> CallOutcome:
+    def call(
+        self,
+        collector: str,
+        name: str,
+        *args: Any,
+        tag: str = "",
+        idle_codes: tuple[int, ...] = (NVML_ERROR_NOT_FOUND,),
+    ) -> CallOutcome:
         disable_key = (self.key, name + tag)
         if disable_key in self.disabled:
             return _SKIPPED
         if self.lost[0]:
-            self._fail(collector)
+            self.fail(collector)
             return _SKIPPED
         try:
             return CallOutcome(getattr(self.lib, name)(*args), ok=True)
         except Exception as exc:  # NVMLError_*, or anything a broken binding raises
             code = getattr(exc, "value", None)
-            if code == NVML_ERROR_NOT_FOUND:
+            if code in idle_codes:
                 return _IDLE
             if code in (NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND):
                 self.disabled.add(disable_key)
                 return _SKIPPED
             self.errors[name] = self.errors.get(name, 0) + 1
-            self._fail(collector)
+            self.fail(collector)
             if code == NVML_ERROR_GPU_IS_LOST and self.key is not None:
                 self.lost[0] = True
             return _SKIPPED
 
-    def _fail(self, collector: str) -> None:
+    def fail(self, collector: str) -> None:
+        """Mark `collector` failed on this device (and so in this sweep)."""
         self.failed.add(collector)
         self.sweep_failed.add(collector)

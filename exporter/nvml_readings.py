@@ -33,6 +33,7 @@ class Collector(StrEnum):
     PROCESSES = "processes"
     PROFILING = "profiling"
     MIG = "mig"
+    XID = "xid"
 
 
 FB_FREE = family("DCGM_FI_DEV_FB_FREE")

@@ -7,7 +7,9 @@ NVML semantics reproduced: every call before `nvmlInit` raises Uninitialized; pr
 utilization returns only samples newer than `lastSeenTimeStamp` (µs) and raises NotFound when
 there are none; `nvmlDeviceGetUtilizationRates` and process utilization raise NotSupported on
 MIG-enabled GPUs; MIG slots without an instance raise NotFound; GPM is the way to per-instance
-activity. `inject` makes any call raise any error, for one device or all, once or forever.
+activity. Events (`exporter.simnvml_events`): per-set queues, Timeout when empty, and
+`raise_xid` to make the driver report an XID. `inject` makes any call raise any error, for one
+device or all, once or forever.
 
 This module can stand in for the `pynvml` module itself: its module-level attributes are the
 constants and error classes, and any other name (`nvmlInit`, ...) resolves to the method of the
@@ -24,6 +26,7 @@ from typing import Any
 from exporter.simnvml_device import SimGpu
 from exporter.simnvml_errors import *  # noqa: F403 - re-exported as pynvml exports them
 from exporter.simnvml_errors import NVMLError
+from exporter.simnvml_events import SimEventSet, SimNvmlEventCalls
 from exporter.simnvml_gpm import SimNvmlGpmCalls
 from exporter.simnvml_structs import *  # noqa: F403
 
@@ -38,7 +41,7 @@ class Fault:
     remaining: int | None = None  # None = forever
 
 
-class SimNvml(SimNvmlGpmCalls):
+class SimNvml(SimNvmlGpmCalls, SimNvmlEventCalls):
     """An emulated NVML library: the GPUs, a clock, the init state and injected faults."""
 
     def __init__(
@@ -54,6 +57,7 @@ class SimNvml(SimNvmlGpmCalls):
         self.initialized = 0
         self.faults: list[Fault] = []
         self.calls: dict[str, int] = {}
+        self.event_sets: list[SimEventSet] = []
         for gpu in self.gpus:  # the driver samples from the moment it is loaded
             gpu.advance(clock())
 

@@ -79,6 +79,7 @@ class SimGpu:
     process_utilization_supported: bool = True
     memory_temperature_supported: bool = True
     memory_info_v2_supported: bool = True  # False: a pre-R510 driver
+    xid_events_supported: bool = True  # False: XidCriticalError missing from its event types
     idle_watts: float = 70.0
     max_watts: float = 700.0
     sm_clock_max_mhz: int = 1980

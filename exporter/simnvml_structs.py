@@ -26,6 +26,12 @@ NVML_GPM_METRIC_DRAM_BW_UTIL = 10
 NVML_GPM_METRIC_MAX = 477
 NVML_GPM_METRICS_GET_VERSION = 1
 NVML_GPM_SUPPORT_VERSION = 1
+nvmlEventTypeSingleBitEccError = 0x0000000000000001
+nvmlEventTypeDoubleBitEccError = 0x0000000000000002
+nvmlEventTypePState = 0x0000000000000004
+nvmlEventTypeXidCriticalError = 0x0000000000000008
+nvmlEventTypeClock = 0x0000000000000010
+nvmlEventTypeNone = 0x0000000000000000
 
 
 # The class names below are pynvml's.
@@ -139,6 +145,15 @@ class c_nvmlDeviceAttributes:
     gpuInstanceSliceCount: int = 0
     computeInstanceSliceCount: int = 0
     memorySizeMB: int = 0
+
+
+@dataclass
+class c_nvmlEventData_t:
+    device: SimDeviceHandle | None = None
+    eventType: int = 0
+    eventData: int = 0  # the XID, for nvmlEventTypeXidCriticalError
+    gpuInstanceId: int = NVML_VALUE_NOT_AVAILABLE_uint
+    computeInstanceId: int = NVML_VALUE_NOT_AVAILABLE_uint
 
 
 @dataclass(frozen=True)

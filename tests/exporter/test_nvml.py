@@ -65,7 +65,8 @@ def test_reads_every_dcgm_family_of_a_full_gpu() -> None:
     sweep = node.sweep()
     (dev,) = sweep.devices
     missing = {m.name for m in DEVICE_METRICS} - set(dev.values)
-    assert missing == {"DCGM_FI_DEV_XID_ERRORS"}  # needs NVML events; not read (documented)
+    assert missing == set()
+    assert dev.values["DCGM_FI_DEV_XID_ERRORS"] == 0.0  # no XID seen
     assert dev.values["DCGM_FI_DEV_GPU_UTIL"] == 50.0
     assert dev.values["DCGM_FI_DEV_FB_USED"] == 1024.0  # MiB
     assert dev.values["DCGM_FI_DEV_POWER_USAGE"] == pytest.approx(70 + 630 * 0.5)  # W
