@@ -158,18 +158,29 @@ async def test_prometheus_down_is_a_skipped_cycle_not_a_crash() -> None:
     assert sample(m, "gpu_reclaimer_cycles_total", result="skipped") == 1
 
 
-async def test_prometheus_errors_are_skipped_cycles() -> None:
-    async with fake_prometheus(
-        default=Reply(
-            {"status": "error", "errorType": "execution", "error": "too many samples"}, 422
-        )
-    ) as fake:
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        pytest.param(
+            Reply({"status": "error", "errorType": "execution", "error": "too many samples"}, 422),
+            "too many samples",
+            id="query-error",
+        ),
+        pytest.param(Reply(vector(at=NOW), delay=1.5), "timeout", id="slow"),
+        pytest.param(Reply("<html>502</html>", 502), "HTTP 502", id="proxy-error"),
+    ],
+)
+async def test_prometheus_errors_and_slowness_are_skipped_cycles(
+    reply: Reply, message: str
+) -> None:
+    async with fake_prometheus(default=reply) as fake:
         act = RecordingActuator()
-        c, _m, prom = make(fake.url, act)
+        c, m, prom = make(fake.url, act)
         async with prom:
             report = await c.cycle()
     assert report.result is CycleResult.SKIPPED and act.plans == []
-    assert "too many samples" in report.message
+    assert message in report.message
+    assert sample(m, "gpu_reclaimer_cycles_total", result="skipped") == 1
 
 
 async def test_an_exception_is_counted_and_the_next_cycle_runs() -> None:
