@@ -16,10 +16,14 @@ Rules:
 - A pod's utilization is the sum of its processes' time-averaged SM utilization. The pods of one
   device never add up to more than the device: when they do (sampling skew), all are scaled down
   to the device's `DCGM_FI_DEV_GPU_UTIL` (or to 1 when the device does not report it).
+- A process whose utilization is unknown (NaN: process utilization unsupported, or a MIG instance
+  before its second GPM sample) adds nothing to its pod's sum; a pod whose processes are all
+  unknown has utilization NaN (the renderer omits that sample; memory and allocation stay).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -37,7 +41,11 @@ class _Acc:
     utilization: float = 0.0
     memory_bytes: int = 0
     processes: int = 0
+    measured: int = 0  # processes with a known utilization
     allocated: bool = False
+
+    def ratio(self, scale: float) -> float:
+        return self.utilization * scale if self.measured or not self.processes else math.nan
 
 
 def device_ids(device: DeviceReading) -> tuple[str, ...]:
@@ -102,7 +110,9 @@ def _device_usage(
             continue
         key = (*pod, _container(pod, ref, index, held))
         entry = acc.setdefault(key, _Acc())
-        entry.utilization += max(proc.sm_util, 0.0)
+        if not math.isnan(proc.sm_util):
+            entry.utilization += max(proc.sm_util, 0.0)
+            entry.measured += 1
         entry.memory_bytes += proc.memory_bytes or 0
         entry.processes += 1
     total = sum(a.utilization for a in acc.values())
@@ -113,7 +123,7 @@ def _device_usage(
         PodUsage(
             ref=PodRef(ns, pod, container),
             device=device,
-            utilization=a.utilization * scale,
+            utilization=a.ratio(scale),
             memory_bytes=a.memory_bytes,
             processes=a.processes,
             allocated=a.allocated,

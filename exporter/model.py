@@ -64,7 +64,7 @@ class PodUsage:
 
     ref: PodRef
     device: DeviceReading
-    utilization: float  # ratio 0..1
+    utilization: float  # ratio 0..1; NaN when none of its processes has a known utilization
     memory_bytes: int
     processes: int
     allocated: bool

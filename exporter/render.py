@@ -7,7 +7,8 @@ joined once, then reused for every family. Names, types and HELP texts come from
 Exactness over convention where dcgm-exporter compatibility needs it: DCGM counters keep their
 names without `_total` (prometheus_client would append it) and device series never carry pod
 labels. Per-pod families carry `namespace`, `pod`, `container`, `gpu`, `UUID`, `Hostname`, plus
-`GPU_I_ID` on MIG instances.
+`GPU_I_ID` on MIG instances. A per-pod value that is unknown (NaN utilization) is left out, not
+written as NaN, so that sums and averages over pods stay numbers; the pod's other series remain.
 """
 
 from __future__ import annotations
@@ -135,9 +136,11 @@ def _pod_families(out: list[str], snapshot: NodeSnapshot) -> None:
             labels = [_pod_labels(p, snapshot.hostname, spec) for p in snapshot.pods]
         value = _POD_VALUES[spec.name]
         name = spec.name
+        values = [value(p) for p in snapshot.pods]
         samples = [
-            f"{name}{{{lab}}} {format_value(value(p))}\n"
-            for p, lab in zip(snapshot.pods, labels, strict=True)
+            f"{name}{{{lab}}} {format_value(v)}\n"
+            for v, lab in zip(values, labels, strict=True)
+            if not math.isnan(v)
         ]
         _family(out, spec, samples)
 
