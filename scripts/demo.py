@@ -112,6 +112,7 @@ class Demo:
              "--eval-interval=60s", "--quiet", str(rules)],
             "promtool create-blocks-from rules", timeout=300,
         )  # fmt: skip
+        self.say("restarting Prometheus with the recorded history")
         self.children.stop(self.prometheus)
         for block in out.iterdir():
             if block.is_dir():

@@ -189,7 +189,7 @@ def reclaimer_rules(workdir: Path) -> Path:
 
 def prometheus_config(workdir: Path, exporters: Sequence[str], reclaimer: str, rules: Path) -> Path:
     config = {
-        "global": {"scrape_interval": "5s", "evaluation_interval": "10s"},
+        "global": {"scrape_interval": "2s", "evaluation_interval": "5s"},
         "rule_files": [str(rules)],
         "scrape_configs": [
             {"job_name": "gpu-exporter", "static_configs": [{"targets": list(exporters)}]},

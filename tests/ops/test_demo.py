@@ -25,7 +25,7 @@ import pytest
 from promserver import require_prometheus
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO = [sys.executable, str(REPO / "scripts" / "demo.py"), "--days", "2"]
+DEMO = [sys.executable, str(REPO / "scripts" / "demo.py"), "--days", "1"]
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
