@@ -163,7 +163,11 @@ def attribution_sources(
 async def serve(config: ExporterConfig, backend: Backend) -> int:
     """Build the backend's parts, then serve them until SIGTERM/SIGINT."""
     with tempfile.TemporaryDirectory(prefix="gpu-exporter-") as fixture_dir:
-        parts = _build_parts(config, backend, Path(fixture_dir))
+        try:
+            parts = _build_parts(config, backend, Path(fixture_dir))
+        except (ValueError, OSError) as exc:  # e.g. pods that do not fit, an unreadable trace
+            print(f"{PROG}: error: cannot start the {backend} backend: {exc}", file=sys.stderr)
+            return 2
         return await serve_parts(config, parts, label=str(backend))
 
 
