@@ -141,7 +141,9 @@ def test_the_background_thread_refreshes_when_an_unknown_uid_shows_up(
     fake.pods = [pod_json("u1", "a", "one", "n", {})]
     pods = KubernetesPods("n", configuration=configuration, refresh_seconds=3600, min_gap_seconds=0)
     try:
-        while pods.lookup().index is None:
+        for _ in range(1000):  # the first list runs as the thread starts
+            if pods.lookup().index is not None:
+                break
             threading.Event().wait(0.01)
         fake.pods.append(pod_json("u2", "a", "two", "n", {}))
         pods.want(["u2"])
