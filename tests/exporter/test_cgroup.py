@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from exporter.cgroup import CgroupRef, parse_cgroup, read_cgroup
 
@@ -101,3 +103,23 @@ def test_read_cgroup_reads_and_tolerates_a_vanished_process(tmp_path: Path) -> N
     (tmp_path / "42" / "cgroup").write_text(f"0::/kubepods/pod{UID}/{CID}\n")
     assert read_cgroup(tmp_path, 42) == f"0::/kubepods/pod{UID}/{CID}\n"
     assert read_cgroup(tmp_path, 43) is None
+
+
+@given(
+    pod_uid=st.uuids().map(str),
+    container=st.text("0123456789abcdef", min_size=64, max_size=64),
+    qos=st.sampled_from(["", "burstable", "besteffort"]),
+    runtime=st.sampled_from(["cri-containerd-", "docker-", "crio-"]),
+    systemd=st.booleans(),
+)
+def test_any_kubelet_cgroup_path_gives_back_its_pod_and_container(
+    pod_uid: str, container: str, qos: str, runtime: str, systemd: bool
+) -> None:
+    if systemd:
+        under = pod_uid.replace("-", "_")
+        pod_slice = f"kubepods-{qos}-pod{under}.slice" if qos else f"kubepods-pod{under}.slice"
+        qos_slice = f"kubepods-{qos}.slice/" if qos else ""
+        path = f"/kubepods.slice/{qos_slice}{pod_slice}/{runtime}{container}.scope"
+    else:
+        path = f"/kubepods/{qos + '/' if qos else ''}pod{pod_uid}/{container}"
+    assert parse_cgroup(f"0::{path}\n") == CgroupRef(pod_uid, container)
