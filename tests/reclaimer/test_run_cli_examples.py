@@ -7,8 +7,7 @@ data; four hours of matching per-pod history before it are backfilled with promt
 forecaster needs an hour of history before it calls anything idle. The repository's recording
 rules are loaded too: being minutes old, they must be passed over for the raw series.
 Dry-run must name the idle research job and change nothing; --apply must suspend that PyTorchJob
-(`runPolicy.suspend: true`) and leave an Event. One addition to the examples: see
-`full_time_slices()`.
+(`runPolicy.suspend: true`) and leave an Event.
 """
 
 from __future__ import annotations
@@ -56,38 +55,6 @@ def example_objects() -> list[dict[str, Any]]:
         yaml.safe_load_all((SIM / "cluster-state.yaml").read_text(encoding="utf-8"))
     )
     return [d for d in docs if d]
-
-
-def full_time_slices() -> list[dict[str, Any]]:
-    """Two more notebooks on gpu-node-2's free time-slice replicas.
-
-    As shipped, the example leaves 2 of gpu-node-2's 4 replicas free, and the planner (rightly,
-    by its rules) says the pending production job fits there: nothing to preempt. These pods
-    fill the node so that production is starved, which is the situation the demo describes.
-    """
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "namespace": "team-a",
-                "annotations": {"scheduling.volcano.sh/queue-name": "interactive"},
-            },
-            "spec": {
-                "nodeName": "gpu-node-2",
-                "containers": [
-                    {
-                        "name": "lab",
-                        "image": "lab:1",
-                        "resources": {"limits": {"nvidia.com/gpu": "1"}},
-                    }
-                ],
-            },
-            "status": {"phase": "Running", "startTime": "2024-01-01T00:00:00Z"},
-        }
-        for name in ("notebook-carol", "notebook-dave")
-    ]
 
 
 def _level(pod: str, i: int) -> float:
@@ -193,7 +160,7 @@ def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
 @pytest.fixture
 def cluster() -> FakeCluster:
     c = FakeCluster()
-    c.add(*example_objects(), *full_time_slices())
+    c.add(*example_objects())
     return c
 
 
