@@ -56,9 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--sim.mig",
         dest="sim_mig",
         nargs="?",
-        const="all",
+        const="half",
         metavar="N",
-        help="MIG-enable every simulated GPU (or the first N), 7 instances each",
+        help="MIG-enable N simulated GPUs (alone: half of them), 7 instances each",
     )
     add("--sim.pods", dest="sim_pods", metavar="N")
     add("--sim.seed", dest="sim_seed", metavar="N")

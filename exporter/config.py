@@ -92,10 +92,11 @@ def _int_in(low: int, high: int) -> Callable[[str], int]:
 
 
 def _mig_count(gpus: int) -> Callable[[str], int]:
-    """`--sim.mig` alone makes every GPU MIG-enabled; `--sim.mig N` the first N."""
+    """`--sim.mig N`: N of the GPUs are MIG-enabled. `--sim.mig` alone: half of them (at least
+    one), so the default workload mix, whose training pods need whole GPUs, still fits."""
 
     def parse(text: str) -> int:
-        return gpus if text == "all" else _int_in(0, gpus)(text)
+        return max(1, gpus // 2) if text == "half" else _int_in(0, gpus)(text)
 
     return parse
 

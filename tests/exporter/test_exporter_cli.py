@@ -55,8 +55,9 @@ def test_every_invalid_field_is_reported_at_once() -> None:
 def test_replay_needs_a_file_and_sim_mig_counts_gpus() -> None:
     with pytest.raises(ConfigError, match=r"needs --replay\.file"):
         load_config({"backend": "replay"}, {}, "h")
-    config = load_config({"backend": "sim", "sim_gpus": "3", "sim_mig": "all"}, {}, "h")
-    assert (config.backend, config.sim_mig) == (Backend.SIM, 3)
+    config = load_config({"backend": "sim", "sim_gpus": "4", "sim_mig": "half"}, {}, "h")
+    assert (config.backend, config.sim_mig) == (Backend.SIM, 2)
+    assert load_config({"sim_gpus": "3", "sim_mig": "3"}, {}, "h").sim_mig == 3
     with pytest.raises(ConfigError, match=r"sim\.mig"):
         load_config({"sim_gpus": "3", "sim_mig": "4"}, {}, "h")
 
