@@ -73,12 +73,16 @@ def placements(snapshot: Snapshot, policy: Policy) -> dict[str, Placement]:
 
 
 def free_slots(snapshot: Snapshot) -> dict[str, int]:
-    """Node name -> slots not held by any bound pod (never negative)."""
+    """Node name -> slots not held by any bound pod.
+
+    Negative when pods hold more than the node offers (replicas were just lowered under them):
+    freeing such a node's pods first pays back the overdraft.
+    """
     used: dict[str, int] = {}
     for pod in snapshot.pods:
         if pod.node is not None and pod.phase in _BOUND:
             used[pod.node] = used.get(pod.node, 0) + pod.gpus
-    return {n.name: max(0, node_slots(n) - used.get(n.name, 0)) for n in snapshot.nodes}
+    return {n.name: node_slots(n) - used.get(n.name, 0) for n in snapshot.nodes}
 
 
 def queue_allocation(jobs: Iterable[Job], where: Mapping[str, Placement]) -> dict[str, float]:
@@ -116,7 +120,7 @@ def pod_shape(gpus: int, pods: int) -> tuple[int, int]:
 
 def fit_count(free: Mapping[str, int], pod_gpus: int) -> int:
     """How many pods of `pod_gpus` slots the free slots hold, node by node."""
-    return sum(f // pod_gpus for f in free.values())
+    return sum(max(0, f) // pod_gpus for f in free.values())
 
 
 def reserve(free: dict[str, int], pod_gpus: int, count: int) -> dict[str, int]:

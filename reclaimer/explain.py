@@ -70,11 +70,12 @@ def action_rows(actions: Sequence[Action]) -> list[tuple[str, str, str, str]]:
     rows = []
     for a in actions:
         ev = a.evidence
-        parts = [f"frees {ev.gpus_freed} GPUs"] if ev.gpus_freed else []
-        if ev.for_pending:
+        parts = [ev.detail] if ev.detail else []
+        if not ev.detail and ev.gpus_freed:
+            parts.append(f"frees {ev.gpus_freed} GPUs")
+        if not ev.detail and ev.for_pending:
             parts.append(f"for {ev.for_pending}")
-        parts.append(ev.detail)
-        rows.append((a.kind.value, a.target, a.reason.value, "; ".join(p for p in parts if p)))
+        rows.append((a.kind.value, a.target, a.reason.value, "; ".join(parts)))
     return rows
 
 

@@ -210,7 +210,7 @@ def _gain(v: Victim, free: Mapping[str, int], extra: Mapping[str, int], pod_gpus
     gain = 0
     for node, gpus in v.placement.gpus_by_node.items():
         before = free.get(node, 0) + extra.get(node, 0)
-        gain += (before + gpus) // pod_gpus - before // pod_gpus
+        gain += max(0, before + gpus) // pod_gpus - max(0, before) // pod_gpus
     return gain
 
 

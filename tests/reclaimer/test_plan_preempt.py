@@ -53,6 +53,21 @@ CASES = [
     ),
     pytest.param(
         lambda: (
+            World()
+            .node("n1", gpus=4, replicas=2)
+            .queue("be", deserved_gpus=0.0)
+            .queue("ls", deserved_gpus=8.0, reclaimable=False)
+            .job("be/busy", "be", [("n1", 4), ("n1", 4)], busy=True)
+            .job("be/idle", "be", {"n1": 2}, idle=0.99)
+            .pend("ls/x", "ls", 2)
+        ),
+        Policy(),
+        set(),
+        {"ls/x": Reason.NO_FIT, "be/idle": Reason.NO_DEMAND},
+        id="overcommitted-node-pays-back-before-it-frees",
+    ),
+    pytest.param(
+        lambda: (
             starved_world()
             .job("be/small1", "be", {"n1": 4}, idle=0.99)
             .job("be/small2", "be", {"n1": 4}, idle=0.99)
