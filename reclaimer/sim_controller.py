@@ -53,4 +53,7 @@ def controller_for(policy: Policy, params: ForecastParams | None = None) -> Cont
         threshold=policy.threshold,
         horizon_seconds=policy.horizon_seconds,
         history_seconds=params.lookback_seconds,
+        min_runtime_seconds=policy.min_runtime_seconds,
+        min_history_seconds=params.min_history_seconds,
+        cooldown_seconds=policy.job_cooldown_seconds,
     )

@@ -16,9 +16,11 @@ a `Snapshot` built from it, the shape the live controller builds from the cluste
 counts capacity in schedulable slots per node and checks fit node by node; the replay packs
 milli-GPUs per device, so it shows the planner one node per device (`node/gpuN`, 1 GPU,
 `SLOTS_PER_GPU` replicas): a slot is a tenth of a GPU, a GPU-sharing pod holds its share rounded
-up to a tenth (`slots_of`, so the planner never sees more room than there is), and a
-`k`-GPU pod is a gang of `k` one-device pods. The planner's fit check is then exact for one-GPU
-and sharing pods; for multi-GPU pods it may count devices of different nodes together.
+up to a tenth (`slots_of`, so the planner never sees more room than there is), and a running
+`k`-GPU pod holds `k` devices. The planner's fit check is then exact for one-GPU and sharing
+pods (97% of the trace's pods); a pending multi-GPU pod needs all its GPUs on one node, which
+this view cannot express, so it is shown as one pod that no device fits: the planner does not
+preempt for multi-GPU demand in the replay (it waits for the scheduler, as under `none`).
 """
 
 from __future__ import annotations
@@ -74,6 +76,9 @@ class Controller:
     threshold: float
     horizon_seconds: float
     history_seconds: float
+    min_runtime_seconds: float  # the planner never preempts younger jobs
+    min_history_seconds: float  # the forecaster never calls a job with less history idle
+    cooldown_seconds: float  # the planner leaves a job alone this long after acting on it
 
 
 @dataclass(frozen=True)

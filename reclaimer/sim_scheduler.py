@@ -70,13 +70,14 @@ class Cluster:
         self.free[placement.node, list(placement.devices)] += placement.milli
 
     def could_fit(self, released: list[Placement], shapes: set[tuple[int, int]]) -> bool:
-        """Would any of `shapes` fit if the `released` placements were freed? (No change.)"""
-        trial = Cluster.__new__(Cluster)
-        trial.free = self.free.copy()
-        trial.total_gpus = self.total_gpus
-        for placement in released:
-            trial.release(placement)
-        return any(trial.place(num, milli) is not None for num, milli in sorted(shapes))
+        """Would a one-device shape of `shapes` fit if `released` were freed? (Changes nothing.)
+
+        Only one-device shapes count: the planner's per-device view cannot fit more.
+        """
+        free = self.free.copy()
+        for p in released:
+            free[p.node, list(p.devices)] += p.milli
+        return any(num == 1 and bool((free >= milli).any()) for num, milli in shapes)
 
 
 class ShapeMemo:

@@ -17,6 +17,7 @@ Pure and deterministic for given inputs and seed (the seed only picks utilizatio
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -182,19 +183,34 @@ class Replay:
 
     # -- control ticks -----------------------------------------------------------------------
     def wants_tick(self) -> bool:
+        """Could the policy act at some coming tick? (Cheap; checked after every event.)"""
         policy = self.settings.policy
         if policy is PolicyName.NONE or not self.reclaimable_running:
             return False
-        if policy is PolicyName.THRESHOLD:
+        return policy is PolicyName.THRESHOLD or self.queues.has_pending(self.guaranteed)
+
+    def worth_planning(self, now: float) -> bool:
+        """Could the plan preempt anything now? Skips cycles where it provably cannot.
+
+        The planner only takes victims old enough, out of their cool-down and (for the forecast
+        policy) with enough history to be forecast idle, and only when what they free fits a
+        starved job; `forecast()` keeps no state, so a skipped call changes nothing.
+        """
+        ctl = self.controller
+        if self.settings.policy is PolicyName.THRESHOLD or ctl is None:
             return True
-        if not self.queues.has_pending(self.guaranteed):
-            return False
-        # the planner only preempts when freed GPUs fit a starved job: skip hopeless cycles
+        min_age = ctl.min_runtime_seconds
+        if self.settings.policy is PolicyName.FORECAST:
+            min_age = max(min_age, ctl.min_history_seconds)
         released = [
             run.placement
             for j, run in self.runs.items()
             if self.jobs.queues[j] in self.settings.reclaimable
+            and now - run.started >= min_age
+            and now - self.last_actions.get(self.keys[j], -math.inf) >= ctl.cooldown_seconds
         ]
+        if not released:
+            return False
         shapes = self.queues.pending_shapes(self.guaranteed, self.jobs)
         return self.cluster.could_fit(released, shapes)
 
@@ -273,7 +289,7 @@ def _run_events(
             replay.enqueue(job, now)
         else:
             tick_at = None
-            if replay.wants_tick():
+            if replay.wants_tick() and replay.worth_planning(now):
                 for victim in replay.victims(now):
                     replay.preempt(victim, now)
         if replay.dirty:
