@@ -1,5 +1,7 @@
 """Accessors for plain Kubernetes object dicts (as `kubectl get -o json` gives them). Pure.
 
+Objects are decoded JSON/YAML, so shape checks test for `dict`/`list` (the `Mapping` ABC check
+is ten times slower, and a snapshot makes hundreds of thousands of them).
 Every accessor tolerates missing fields (the API server omits empty ones) and raises only
 `FieldError` for values of the wrong shape, so a converter can turn one bad object into one
 `problems` entry instead of failing the whole snapshot.
@@ -7,7 +9,7 @@ Every accessor tolerates missing fields (the API server omits empty ones) and ra
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -25,7 +27,7 @@ def dig(obj: Obj, *path: str) -> Any:
     """obj[path[0]][path[1]]...; None where any step is missing or not a mapping."""
     cur: Any = obj
     for step in path:
-        if not isinstance(cur, Mapping):
+        if not isinstance(cur, dict):
             return None
         cur = cur.get(step)
     return cur
@@ -33,7 +35,7 @@ def dig(obj: Obj, *path: str) -> Any:
 
 def meta(obj: Obj) -> Obj:
     m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
+    return m if isinstance(m, dict) else {}
 
 
 def name(obj: Obj) -> str:
@@ -50,7 +52,7 @@ def key(obj: Obj) -> str:
 
 def string_map(obj: Obj, field: str) -> dict[str, str]:
     value = meta(obj).get(field) or {}
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         raise FieldError(f"metadata.{field} is not a mapping")
     return {str(k): str(v) for k, v in value.items()}
 
@@ -66,12 +68,12 @@ def annotations_of(obj: Obj) -> dict[str, str]:
 def controller_owner(obj: Obj) -> Obj | None:
     """The owner reference with `controller: true`, else the only owner, else None."""
     refs = meta(obj).get("ownerReferences") or []
-    if not isinstance(refs, Sequence):
+    if not isinstance(refs, list):
         raise FieldError("metadata.ownerReferences is not a list")
     for ref in refs:
-        if isinstance(ref, Mapping) and ref.get("controller"):
+        if isinstance(ref, dict) and ref.get("controller"):
             return ref
-    return refs[0] if len(refs) == 1 and isinstance(refs[0], Mapping) else None
+    return refs[0] if len(refs) == 1 and isinstance(refs[0], dict) else None
 
 
 def timestamp(value: object) -> float | None:
@@ -102,7 +104,7 @@ def created_at(obj: Obj) -> float:
 
 def gpu_amount(resources: object) -> float | None:
     """`nvidia.com/gpu` from a resource list ({"nvidia.com/gpu": "2", ...}); None if absent."""
-    if not isinstance(resources, Mapping) or GPU_RESOURCE not in resources:
+    if not isinstance(resources, dict) or GPU_RESOURCE not in resources:
         return None
     try:
         return parse_quantity(resources[GPU_RESOURCE])
@@ -111,7 +113,7 @@ def gpu_amount(resources: object) -> float | None:
 
 
 def _container_gpus(container: object) -> float:
-    if not isinstance(container, Mapping):
+    if not isinstance(container, dict):
         raise FieldError("container is not a mapping")
     res = container.get("resources") or {}
     # extended resources: requests default to limits and must equal them
@@ -123,7 +125,7 @@ def pod_spec_gpus(spec: object) -> int:
     """GPUs a pod spec holds: sum over containers, or the largest init container if more."""
     if spec is None:
         return 0
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, dict):
         raise FieldError("pod spec is not a mapping")
     main = sum(_container_gpus(c) for c in spec.get("containers") or [])
     init = max((_container_gpus(c) for c in spec.get("initContainers") or []), default=0.0)

@@ -69,9 +69,9 @@ def _job_from_meta(obj: Obj, kind: JobKind, **values: object) -> Job:
 
 
 def _finished(conditions: object) -> bool:
-    items = conditions if isinstance(conditions, Sequence) else []
+    items = conditions if isinstance(conditions, list) else []
     return any(
-        isinstance(c, Mapping)
+        isinstance(c, dict)
         and c.get("type") in ("Succeeded", "Failed")
         and c.get("status") == "True"
         for c in items

@@ -147,17 +147,18 @@ class FakeApiServer:
     ) -> dict[str, Any]:
         """A list, paged like the API server when `limit` is given (opaque `continue` token)."""
         c = self.cluster
-        items = c.list(res, ns)
+        total = c.count(res, ns)
         start = int(query.get("continue", ["0"])[0] or 0)
         limit = int(query.get("limit", ["0"])[0] or 0)
-        end = start + limit if limit else len(items)
+        end = min(start + limit, total) if limit else total
+        items = c.list(res, ns, start, end)
         meta: dict[str, Any] = {"resourceVersion": str(c.version)}
-        if end < len(items):
+        if end < total:
             meta["continue"] = str(end)
         api = f"{res[0]}/{res[1]}" if res[0] else res[1]
         return {
             "kind": f"{kind}List",
             "apiVersion": api,
             "metadata": meta,
-            "items": items[start:end],
+            "items": items,
         }

@@ -168,9 +168,15 @@ class FakeCluster:
             raise ApiError(404, "NotFound", f'{res[2]} "{name}" not found ({kind})')
         return obj
 
-    def list(self, res: tuple[str, str, str], ns: str | None) -> list[Obj]:
+    def list(
+        self, res: tuple[str, str, str], ns: str | None, start: int = 0, end: int | None = None
+    ) -> list[Obj]:
         items = self.objects.get(res, {})
-        return [copy.deepcopy(o) for (n, _), o in sorted(items.items()) if ns is None or n == ns]
+        keys = sorted(k for k in items if ns is None or k[0] == ns)[start:end]
+        return [copy.deepcopy(items[k]) for k in keys]
+
+    def count(self, res: tuple[str, str, str], ns: str | None) -> int:
+        return sum(1 for k in self.objects.get(res, {}) if ns is None or k[0] == ns)
 
     def create(self, res: tuple[str, str, str], ns: str, body: Obj, dry: bool) -> Obj:
         obj = copy.deepcopy(body)
