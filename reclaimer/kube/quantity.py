@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -38,6 +39,13 @@ def parse_quantity(value: object) -> float:
         return float(value)
     if not isinstance(value, str):
         raise QuantityError(f"not a quantity: {value!r}")
+    if value.isascii() and value.isdigit():  # "1", "8": nearly every GPU quantity
+        return float(value)
+    return _parse_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> float:
     match = _QUANTITY.match(value.strip())
     if match is None:
         raise QuantityError(f"not a quantity: {value!r}")

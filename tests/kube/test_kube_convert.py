@@ -38,7 +38,7 @@ def test_quantities(text: object, expected: float) -> None:
     assert parse_quantity(text) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("text", ["", "abc", "1Qi", "--1", True], ids=str)
+@pytest.mark.parametrize("text", ["", "abc", "1Qi", "--1", "²", True], ids=str)
 def test_bad_quantities(text: object) -> None:
     with pytest.raises(QuantityError):
         parse_quantity(text)
