@@ -165,12 +165,13 @@ def seasonal_fleet(fleet: FloatArray, period: int, window: int, periods: int) ->
 
 
 def idle_run(busy: FloatArray, valid: BoolArray) -> FloatArray:
-    """Steps since the last busy sample (or since the first sample), per cell."""
+    """Steps since the last busy sample, or since the first sample; 0 before any sample."""
     cols = busy.shape[1]
     idx = np.broadcast_to(np.arange(cols), busy.shape)
-    first = np.argmax(valid, axis=1)[:, None] - 1
+    first = np.minimum.accumulate(np.where(valid, idx, cols), axis=1)  # cols until one is seen
     last_busy = np.maximum.accumulate(np.where(busy > 0, idx, -1), axis=1)
-    out: FloatArray = (idx - np.maximum(last_busy, first)).astype(np.float64)
+    run = idx - np.maximum(last_busy, first - 1)
+    out: FloatArray = np.where(first < cols, run, 0).astype(np.float64)
     return out
 
 

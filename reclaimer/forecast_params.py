@@ -26,8 +26,8 @@ class ForecastParams:
     max_silence_seconds: float = 600.0  # newest sample older than this: no idle decision
     lookback_seconds: float = 86400.0  # history the forecaster reads
     half_lives_seconds: tuple[float, ...] = (900.0, 3600.0, 10800.0)
-    fleet_half_lives_seconds: tuple[float, ...] = (450.0, 3600.0)
-    season_seconds: float = 3600.0
+    fleet_half_lives_seconds: tuple[float, ...] = (100.0, 450.0, 3600.0)
+    load_cycle_seconds: float = 3600.0  # fleet load that repeats hourly
     seasons: int = 3
     train_stride_seconds: float = 180.0
     train_half_life_seconds: float = 4 * 3600.0  # older settled windows weigh less

@@ -68,7 +68,7 @@ def _fleet_features(
         for hl in p.fleet_half_lives_seconds
     ]
     horizon = samples_for(p.horizon_seconds, grid.step)
-    period = max(horizon, round(p.season_seconds / grid.step))
+    period = max(horizon, round(p.load_cycle_seconds / grid.step))
     seasonal = seasonal_fleet(fleet, period, horizon, p.seasons)
     seasonal = np.where(np.isnan(seasonal), decayed[-1], seasonal)
     return np.log(np.stack([*decayed, seasonal], axis=1) + 0.002)
