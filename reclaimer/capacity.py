@@ -118,25 +118,56 @@ def pod_shape(gpus: int, pods: int) -> tuple[int, int]:
     return -(-gpus // count), count
 
 
-def fit_count(free: Mapping[str, int], pod_gpus: int) -> int:
-    """How many pods of `pod_gpus` slots the free slots hold, node by node."""
-    return sum(max(0, f) // pod_gpus for f in free.values())
+class FreeSlots:
+    """Free slots per node, indexed by value, so fit checks cost O(distinct values), not O(nodes).
 
-
-def reserve(free: dict[str, int], pod_gpus: int, count: int) -> dict[str, int]:
-    """Take `count` pods out of `free` best-fit (fullest node that still fits first).
-
-    Returns the slots taken per node; mutates `free`. The caller has checked that they fit.
+    The planner asks "how many pods of p slots fit?" for every pending job; with 1,000 nodes and
+    thousands of pending jobs a scan per question would dominate the cycle.
     """
-    taken: dict[str, int] = {}
-    for name in sorted(free, key=lambda n: (free[n], n)):
-        while count > 0 and free[name] >= pod_gpus:
-            free[name] -= pod_gpus
-            taken[name] = taken.get(name, 0) + pod_gpus
-            count -= 1
-        if count == 0:
-            break
-    return taken
+
+    def __init__(self, free: Mapping[str, int]) -> None:
+        self._free: dict[str, int] = {}
+        self._by_value: dict[int, set[str]] = {}
+        for node, slots in free.items():
+            self._free[node] = slots
+            self._by_value.setdefault(slots, set()).add(node)
+
+    def get(self, node: str) -> int:
+        return self._free.get(node, 0)
+
+    def add(self, node: str, delta: int) -> None:
+        old = self._free.get(node, 0)
+        if node in self._free:
+            self._by_value[old].discard(node)
+        self._free[node] = old + delta
+        self._by_value.setdefault(old + delta, set()).add(node)
+
+    def fit_count(self, pod_gpus: int, extra: Mapping[str, int] | None = None) -> int:
+        """Pods of `pod_gpus` slots that fit, node by node (with `extra` slots added per node)."""
+        count = sum(len(nodes) * (v // pod_gpus) for v, nodes in self._by_value.items() if v > 0)
+        for node, more in (extra or {}).items():
+            before = self.get(node)
+            count += max(0, before + more) // pod_gpus - max(0, before) // pod_gpus
+        return count
+
+    def reserve(self, pod_gpus: int, count: int) -> dict[str, int]:
+        """Take `count` pods best-fit (fullest node that still fits first); slots taken per node.
+
+        The caller has checked that they fit.
+        """
+        order = sorted(
+            (v, n) for v, nodes in self._by_value.items() if v >= pod_gpus for n in nodes
+        )
+        taken: dict[str, int] = {}
+        for value, node in order:
+            pods = min(count, value // pod_gpus)
+            if pods:
+                self.add(node, -pods * pod_gpus)
+                taken[node] = pods * pod_gpus
+                count -= pods
+            if count == 0:
+                break
+        return taken
 
 
 def total_slots(nodes: Iterable[Node]) -> int:

@@ -14,10 +14,12 @@ candidate it left alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from typing import TypeVar
 
 from reclaimer.capacity import (
+    FreeSlots,
     deserved_shares,
     free_slots,
     placements,
@@ -31,6 +33,8 @@ from reclaimer.quantities import format_duration
 from reclaimer.reshape import plan_reshapes
 from reclaimer.resume import plan_resumes
 from reclaimer.victims import Victim, candidates
+
+T = TypeVar("T")
 
 CLUSTER = "*"
 """Skip target for decisions about the whole cycle (stale data, a disabled action kind)."""
@@ -49,7 +53,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
     where = placements(snap, policy)
     allocated = queue_allocation(snap.jobs, where)
     ledger = Ledger(
-        free=free_slots(snap),
+        free=FreeSlots(free_slots(snap)),
         allocated=dict(allocated),
         running=dict(allocated),
         deserved=deserved_shares(snap.queues, total_slots(snap.nodes), policy),
@@ -114,9 +118,16 @@ def canonical(snapshot: Snapshot) -> Snapshot:
     """The snapshot with every collection sorted by key (content breaks ties): order-free input."""
     return replace(
         snapshot,
-        queues=tuple(sorted(snapshot.queues, key=lambda q: (q.name, repr(q)))),
-        jobs=tuple(sorted(snapshot.jobs, key=lambda j: (j.key, repr(j)))),
-        pods=tuple(sorted(snapshot.pods, key=lambda p: (p.key, repr(p)))),
-        nodes=tuple(sorted(snapshot.nodes, key=lambda n: (n.name, repr(n)))),
-        pending=tuple(sorted(snapshot.pending, key=lambda d: (d.job, repr(d)))),
+        queues=_sorted(snapshot.queues, lambda q: q.name),
+        jobs=_sorted(snapshot.jobs, lambda j: j.key),
+        pods=_sorted(snapshot.pods, lambda p: p.key),
+        nodes=_sorted(snapshot.nodes, lambda n: n.name),
+        pending=_sorted(snapshot.pending, lambda d: d.job),
     )
+
+
+def _sorted(items: Iterable[T], key: Callable[[T], str]) -> tuple[T, ...]:
+    out = sorted(items, key=key)
+    if len({key(x) for x in out}) < len(out):  # duplicate keys: let the content decide
+        out.sort(key=lambda x: (key(x), repr(x)))
+    return tuple(out)

@@ -120,7 +120,7 @@ class Policy:
 
     threshold: float = setting(0.05, as_positive_ratio, "threshold")
     horizon_seconds: float = setting(900.0, as_positive_duration, "horizon")
-    min_confidence: float = setting(0.9, as_ratio, "minConfidence")
+    min_confidence: float = setting(0.85, as_ratio, "minConfidence")  # forecaster's default
     max_data_age_seconds: float = setting(300.0, as_duration, "maxDataAge")
     min_runtime_seconds: float = setting(600.0, as_duration, "minRuntime")
     job_cooldown_seconds: float = setting(1800.0, as_duration, "jobCooldown")

@@ -16,9 +16,10 @@ candidate left standing, gets a `Skip` with its reason.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from reclaimer.capacity import fit_count, pod_shape, reserve
+from reclaimer.budget import Budget
+from reclaimer.capacity import FreeSlots, pod_shape
 from reclaimer.model import (
     Action,
     ActionKind,
@@ -33,57 +34,32 @@ from reclaimer.quantities import format_duration
 from reclaimer.victims import Victim
 
 
-class Budget:
-    """What is left of the cycle's limits; `blocker` names the limit a victim would break."""
+@dataclass
+class _Memo:
+    """Victim searches reusable from one pending job to the next.
 
-    def __init__(self, limits: Limits) -> None:
-        self.limits = limits
-        self.preemptions = 0
-        self.gpus = 0
-        self.per_namespace: dict[str, int] = {}
-        self.per_node: dict[str, int] = {}
+    Between preemptions, free slots plus usable victims only shrink: grants reserve slots, the
+    budget only tightens, guarantees only bind harder. So a (queue, pod size, pods) that found no
+    room finds none later, and a queue's pool only loses members (it is re-filtered, marked
+    stale, after each preemption). The exception is a queue whose own jobs were just preempted:
+    their slots were never in its pool, so everything known about that queue is forgotten.
+    """
 
-    def blocker(self, v: Victim) -> str | None:
-        lim = self.limits
-        if self.preemptions + 1 > lim.max_preemptions_per_cycle:
-            return f"maxPreemptionsPerCycle={lim.max_preemptions_per_cycle}"
-        if self.gpus + v.gpus > lim.max_gpus_freed_per_cycle:
-            return f"maxGpusFreedPerCycle={lim.max_gpus_freed_per_cycle}"
-        ns = v.job.namespace
-        if self.per_namespace.get(ns, 0) + 1 > lim.max_preemptions_per_namespace:
-            return f"maxPreemptionsPerNamespace={lim.max_preemptions_per_namespace} in {ns}"
-        for node, pods in v.placement.pods_by_node.items():
-            if self.per_node.get(node, 0) + pods > lim.max_pods_per_node:
-                return f"maxPreemptedPodsPerNode={lim.max_pods_per_node} on {node}"
-        return None
+    no_room: dict[tuple[str, int, int], Skip] = field(default_factory=dict)
+    pools: dict[str, list[Victim]] = field(default_factory=dict)
+    stale: set[str] = field(default_factory=set)
 
-    def exhausted(self) -> bool:
-        lim = self.limits
-        return (
-            self.preemptions >= lim.max_preemptions_per_cycle
-            or self.gpus >= lim.max_gpus_freed_per_cycle
-        )
-
-    def take(self, v: Victim) -> None:
-        self.preemptions += 1
-        self.gpus += v.gpus
-        ns = v.job.namespace
-        self.per_namespace[ns] = self.per_namespace.get(ns, 0) + 1
-        for node, pods in v.placement.pods_by_node.items():
-            self.per_node[node] = self.per_node.get(node, 0) + pods
-
-    def copy(self) -> Budget:
-        out = Budget(self.limits)
-        out.preemptions, out.gpus = self.preemptions, self.gpus
-        out.per_namespace, out.per_node = dict(self.per_namespace), dict(self.per_node)
-        return out
+    def forget(self, queues: set[str]) -> None:
+        self.no_room = {k: v for k, v in self.no_room.items() if k[0] not in queues}
+        self.pools = {q: p for q, p in self.pools.items() if q not in queues}
+        self.stale = set(self.pools)
 
 
 @dataclass
 class Ledger:
     """The cycle's working state: free slots per node and slots per queue, as planned so far."""
 
-    free: dict[str, int]
+    free: FreeSlots
     allocated: dict[str, float]  # running plus granted to pending jobs this cycle
     running: dict[str, float]  # running now, less what this cycle preempts (for guarantees)
     deserved: Mapping[str, float]
@@ -115,38 +91,41 @@ def plan_preemptions(
     skips: list[Skip] = []
     chosen: set[str] = set()
     held_back: dict[str, Skip] = {}
-    # Between two preemptions, free slots plus usable victims only shrink (grants reserve slots),
-    # so a (queue, pod size, pods) that found no room finds none until the next preemption.
-    no_room: dict[tuple[str, int, int], Skip] = {}
+    memo = _Memo()
     for d in demand_order(demands, ledger):
         why_not = _queue_refuses(d, ledger)
         if why_not is not None:
             skips.append(why_not)
             continue
         pod_gpus, pods = pod_shape(d.gpus, d.min_member)
-        if fit_count(ledger.free, pod_gpus) >= pods:
+        if ledger.free.fit_count(pod_gpus) >= pods:
             _grant(d, pod_gpus, pods, ledger)
             skips.append(Skip(d.job, Reason.FITS_FREE, f"{pods}x{pod_gpus} GPUs fit free slots"))
             continue
         shape = (d.queue, pod_gpus, pods)
-        if shape in no_room:
+        if shape in memo.no_room:
             ledger.unserved.append(d)
-            skips.append(Skip(d.job, no_room[shape].reason, no_room[shape].detail))
+            skips.append(replace(memo.no_room[shape], target=d.job))
             continue
-        pool = _pool(d, victims, chosen, ledger, budget=budget, held_back=held_back)
-        picked = _pick(pool, ledger.free, pod_gpus, pods, budget)
+        known = memo.pools.get(d.queue)
+        if known is None or d.queue in memo.stale:
+            candidates = victims if known is None else known
+            known = _pool(d, candidates, chosen, ledger, budget=budget, held_back=held_back)
+            memo.pools[d.queue] = known
+            memo.stale.discard(d.queue)
+        picked = _pick(known, ledger.free, pod_gpus, pods, budget)
         if picked is None:
             ledger.unserved.append(d)
-            no_room[shape] = _unserved_skip(d, pool, budget)
-            skips.append(no_room[shape])
+            memo.no_room[shape] = _unserved_skip(d, known, budget)
+            skips.append(memo.no_room[shape])
             continue
-        no_room.clear()
+        memo.forget({v.job.queue for v in picked})
         for v in picked:
             budget.take(v)
             chosen.add(v.key)
             actions.append(_preempt_action(v, d, ledger))
             for node, gpus in v.placement.gpus_by_node.items():
-                ledger.free[node] = ledger.free.get(node, 0) + gpus
+                ledger.free.add(node, gpus)
             ledger.allocated[v.job.queue] = ledger.allocated.get(v.job.queue, 0.0) - v.gpus
             ledger.running[v.job.queue] = ledger.running.get(v.job.queue, 0.0) - v.gpus
         _grant(d, pod_gpus, pods, ledger)
@@ -172,7 +151,7 @@ def _queue_refuses(d: PendingDemand, ledger: Ledger) -> Skip | None:
 
 
 def _grant(d: PendingDemand, pod_gpus: int, pods: int, ledger: Ledger) -> None:
-    reserve(ledger.free, pod_gpus, pods)
+    ledger.free.reserve(pod_gpus, pods)
     ledger.allocated[d.queue] = ledger.allocated.get(d.queue, 0.0) + d.gpus
 
 
@@ -206,20 +185,20 @@ def _pool(
     return pool
 
 
-def _gain(v: Victim, free: Mapping[str, int], extra: Mapping[str, int], pod_gpus: int) -> int:
+def _gain(v: Victim, free: FreeSlots, extra: Mapping[str, int], pod_gpus: int) -> int:
     gain = 0
     for node, gpus in v.placement.gpus_by_node.items():
-        before = free.get(node, 0) + extra.get(node, 0)
+        before = free.get(node) + extra.get(node, 0)
         gain += max(0, before + gpus) // pod_gpus - max(0, before) // pod_gpus
     return gain
 
 
 def _pick(
-    pool: Sequence[Victim], free: Mapping[str, int], pod_gpus: int, pods: int, budget: Budget
+    pool: Sequence[Victim], free: FreeSlots, pod_gpus: int, pods: int, budget: Budget
 ) -> list[Victim] | None:
     """Fewest, most confidently idle victims whose freed slots fit `pods` x `pod_gpus`."""
-    missing = pods - fit_count(free, pod_gpus)
-    if not pool or fit_count(_merged(free, pool), pod_gpus) < pods:
+    missing = pods - free.fit_count(pod_gpus)
+    if not pool or free.fit_count(pod_gpus, _freed(pool)) < pods:
         return None  # even every usable victim together would not do
     gains = [(min(_gain(v, free, {}, pod_gpus), missing), v) for v in pool]
     first = [v for g, v in sorted(gains, key=lambda gv: (-gv[0], gv[1].rank)) if g > 0]
@@ -245,20 +224,20 @@ def _pick(
     return _prune(picked, free, pod_gpus, pods)
 
 
-def _merged(free: Mapping[str, int], victims: Iterable[Victim]) -> dict[str, int]:
-    out = dict(free)
+def _freed(victims: Iterable[Victim]) -> dict[str, int]:
+    out: dict[str, int] = {}
     for v in victims:
         for node, gpus in v.placement.gpus_by_node.items():
             out[node] = out.get(node, 0) + gpus
     return out
 
 
-def _prune(picked: list[Victim], free: Mapping[str, int], pod_gpus: int, pods: int) -> list[Victim]:
+def _prune(picked: list[Victim], free: FreeSlots, pod_gpus: int, pods: int) -> list[Victim]:
     """Drop victims (least preferred first) the fit does not need."""
     kept = list(picked)
     for v in sorted(picked, key=lambda x: x.rank, reverse=True):
         rest = [k for k in kept if k is not v]
-        if fit_count(_merged(free, rest), pod_gpus) >= pods:
+        if free.fit_count(pod_gpus, _freed(rest)) >= pods:
             kept = rest
     return kept
 

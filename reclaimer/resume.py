@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from reclaimer.capacity import fit_count, node_slots, pod_shape, reserve
+from reclaimer.capacity import FreeSlots, node_slots, pod_shape
 from reclaimer.model import Action, ActionKind, Evidence, Job, Node, Reason, Skip
 from reclaimer.policy import Policy
 from reclaimer.preempt import Ledger
@@ -45,7 +45,7 @@ def plan_resumes(
             skips.append(skip)
             continue
         pod_gpus, pods = _shape(job)
-        taken = reserve(ledger.free, pod_gpus, pods)
+        taken = ledger.free.reserve(pod_gpus, pods)
         ledger.allocated[job.queue] = ledger.allocated.get(job.queue, 0.0) + job.gpus
         since = last_actions.get(job.key)
         ago = f"suspended {format_duration(now - since)} ago; " if since is not None else ""
@@ -69,11 +69,11 @@ def _shape(job: Job) -> tuple[int, int]:
 
 def _still_waiting(ledger: Ledger, nodes: Sequence[Node]) -> list[str]:
     """Unserved starved pending jobs that would fit the cluster if it were empty."""
-    capacity = {n.name: node_slots(n) for n in nodes}
+    capacity = FreeSlots({n.name: node_slots(n) for n in nodes})
     out = []
     for d in ledger.unserved:
         pod_gpus, pods = pod_shape(d.gpus, d.min_member)
-        if fit_count(capacity, pod_gpus) >= pods:
+        if capacity.fit_count(pod_gpus) >= pods:
             out.append(d.job)
     return out
 
@@ -100,6 +100,6 @@ def _hold(
         detail = f"{job.queue}: {allocated:g}+{job.gpus} > capability {q.capability_gpus:g}"
         return Skip(job.key, Reason.QUEUE_AT_CAPABILITY, detail)
     pod_gpus, pods = _shape(job)
-    if job.gpus <= 0 or fit_count(ledger.free, pod_gpus) < pods:
+    if job.gpus <= 0 or ledger.free.fit_count(pod_gpus) < pods:
         return Skip(job.key, Reason.NO_FIT, f"{pods}x{pod_gpus} GPUs do not fit free slots")
     return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from reclaimer.capacity import Placement, is_opted_out
 from reclaimer.model import Forecast, Job, Queue, Reason, Skip, Snapshot
@@ -30,15 +31,15 @@ class Victim:
     placement: Placement
     work_lost_seconds: float
 
-    @property
+    @cached_property
     def key(self) -> str:
         return self.job.key
 
-    @property
+    @cached_property
     def gpus(self) -> int:
         return self.placement.gpus
 
-    @property
+    @cached_property
     def rank(self) -> tuple[float, float, int, str]:
         """Sort key: most confidently idle, least work lost, lowest priority, then key."""
         conf = round(self.forecast.confidence, 2)

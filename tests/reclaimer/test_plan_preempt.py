@@ -227,7 +227,7 @@ CASES = [
     pytest.param(
         lambda: (
             starved_world()
-            .job("be/a", "be", {"n1": 8}, idle=0.85)
+            .job("be/a", "be", {"n1": 8}, idle=0.80)
             .job("be/b", "be", {"n2": 8}, busy=True)
             .pend("ls/x", "ls", 8)
         ),
