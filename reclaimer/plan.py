@@ -20,13 +20,23 @@ from typing import TypeVar
 
 from reclaimer.capacity import (
     FreeSlots,
+    Placement,
     deserved_shares,
     free_slots,
     placements,
     queue_allocation,
     total_slots,
 )
-from reclaimer.model import Action, DataQuality, Forecast, Plan, Reason, Skip, Snapshot
+from reclaimer.model import (
+    Action,
+    DataQuality,
+    Forecast,
+    PendingDemand,
+    Plan,
+    Reason,
+    Skip,
+    Snapshot,
+)
 from reclaimer.policy import Policy
 from reclaimer.preempt import Ledger, plan_preemptions
 from reclaimer.quantities import format_duration
@@ -51,22 +61,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         return Plan(created_at=now, actions=(), skipped=(gate,))
     snap = canonical(snapshot)
     where = placements(snap, policy)
-    allocated = queue_allocation(snap.jobs, where)
-    ledger = Ledger(
-        free=FreeSlots(free_slots(snap)),
-        allocated=dict(allocated),
-        running=dict(allocated),
-        deserved=deserved_shares(snap.queues, total_slots(snap.nodes), policy),
-        queues={q.name: q for q in snap.queues},
-    )
-    waiting_suspended = {j.key for j in snap.jobs if j.suspended and j.suspended_by_reclaimer}
-    demands = list(
-        {
-            d.job: d
-            for d in reversed(snap.pending)
-            if d.gpus > 0 and d.job not in waiting_suspended
-        }.values()
-    )  # one demand per job (the first in canonical order)
+    ledger = _ledger(snap, where, policy)
     actions: list[Action] = []
     skips: list[Skip] = []
     victims: list[Victim] = []
@@ -75,7 +70,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         skips += screened
     else:
         skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.preempt is false"))
-    acts, more = plan_preemptions(demands, victims, ledger, policy.limits)
+    acts, more = plan_preemptions(_demands(snap), victims, ledger, policy.limits)
     actions += acts
     skips += more
     if policy.actions.resume:
@@ -96,6 +91,27 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
     else:
         skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.reshape is false"))
     return Plan(created_at=now, actions=tuple(actions), skipped=tuple(skips))
+
+
+def _ledger(snap: Snapshot, where: Mapping[str, Placement], policy: Policy) -> Ledger:
+    allocated = queue_allocation(snap.jobs, where)
+    return Ledger(
+        free=FreeSlots(free_slots(snap)),
+        allocated=dict(allocated),
+        running=dict(allocated),
+        deserved=deserved_shares(snap.queues, total_slots(snap.nodes), policy),
+        queues={q.name: q for q in snap.queues},
+    )
+
+
+def _demands(snap: Snapshot) -> list[PendingDemand]:
+    """GPU demand, one per job (the first in canonical order), less jobs the reclaimer holds."""
+    held = {j.key for j in snap.jobs if j.suspended and j.suspended_by_reclaimer}
+    first: dict[str, PendingDemand] = {}
+    for d in snap.pending:
+        if d.gpus > 0 and d.job not in held:
+            first.setdefault(d.job, d)
+    return list(first.values())
 
 
 def data_gate(quality: DataQuality, policy: Policy, now: float) -> Skip | None:

@@ -10,7 +10,8 @@ that among victims that would each suffice the most confidently idle wins; then 
 no longer needs are dropped again, which keeps the set small. A job is preempted only when the
 whole pending gang fits; partial room is never made. Freed slots are reserved for the job so
 the next pending job cannot count them twice. Every pending job left unserved, and every
-candidate left standing, gets a `Skip` with its reason.
+candidate left standing, gets a `Skip` with its reason. Searches are memoised between pending
+jobs (see `_Memo`) so that thousands of pending jobs do not each rescan every candidate.
 """
 
 from __future__ import annotations
@@ -124,10 +125,7 @@ def plan_preemptions(
             budget.take(v)
             chosen.add(v.key)
             actions.append(_preempt_action(v, d, ledger))
-            for node, gpus in v.placement.gpus_by_node.items():
-                ledger.free.add(node, gpus)
-            ledger.allocated[v.job.queue] = ledger.allocated.get(v.job.queue, 0.0) - v.gpus
-            ledger.running[v.job.queue] = ledger.running.get(v.job.queue, 0.0) - v.gpus
+            _release(v, ledger)
         _grant(d, pod_gpus, pods, ledger)
     for v in victims:
         if v.key not in chosen:
@@ -148,6 +146,14 @@ def _queue_refuses(d: PendingDemand, ledger: Ledger) -> Skip | None:
             f"{d.queue}: {allocated:g}+{d.gpus} > capability {q.capability_gpus:g}",
         )
     return None
+
+
+def _release(v: Victim, ledger: Ledger) -> None:
+    """Book a chosen victim's slots as free and its queue's allocation as gone."""
+    for node, gpus in v.placement.gpus_by_node.items():
+        ledger.free.add(node, gpus)
+    ledger.allocated[v.job.queue] = ledger.allocated.get(v.job.queue, 0.0) - v.gpus
+    ledger.running[v.job.queue] = ledger.running.get(v.job.queue, 0.0) - v.gpus
 
 
 def _grant(d: PendingDemand, pod_gpus: int, pods: int, ledger: Ledger) -> None:
