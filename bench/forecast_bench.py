@@ -53,20 +53,23 @@ def main() -> None:
     parser.add_argument("--days", type=float, default=7.0)
     parser.add_argument("--step", type=float, default=300.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--lookback", type=float, default=ForecastParams().lookback_seconds)
     args = parser.parse_args()
     history = synthetic_history(args.jobs, args.days, args.step, args.seed)
     now = float(history["timestamp"].max())
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    params = ForecastParams(lookback_seconds=args.lookback)
     wall, cpu = time.perf_counter(), time.process_time()
-    result = forecast(history, ForecastParams(), now)
+    result = forecast(history, params, now)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     tracemalloc.start()  # a second, traced call: what forecast() itself allocates at its peak
-    forecast(history, ForecastParams(), now)
+    forecast(history, params, now)
     traced_peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     idle = sum(f.idle for f in result.values())
     report = {
         "jobs": args.jobs,
+        "lookback_seconds": args.lookback,
         "rows": len(history),
         "forecast_seconds": round(wall, 2),
         "forecast_cpu_seconds": round(cpu, 2),
