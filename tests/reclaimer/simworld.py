@@ -1,0 +1,115 @@
+"""Hand-made traces for the simulator tests: pods, nodes and utilization profiles as frames."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from reclaimer.policy import Policy
+from reclaimer.sim_controller import controller_for
+from reclaimer.sim_metrics import SimResult
+from reclaimer.sim_policies import PolicyName
+from reclaimer.sim_trace import parse_nodes, parse_pods, parse_profiles
+from reclaimer.simulate import SimSettings, simulate
+
+HOUR = 3600.0
+STEP = 60.0
+
+
+@dataclass(frozen=True)
+class P:
+    """One trace pod: queue (qos), arrival, runtime, GPUs (or milli-GPUs when sharing)."""
+
+    name: str
+    qos: str
+    arrival: float
+    runtime: float
+    num_gpu: int = 1
+    gpu_milli: int = 1000
+
+
+def pods_frame(pods: Sequence[P]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "name": [p.name for p in pods],
+            "cpu_milli": 1000,
+            "memory_mib": 1024,
+            "num_gpu": [p.num_gpu for p in pods],
+            "gpu_milli": [p.gpu_milli for p in pods],
+            "gpu_spec": "",
+            "qos": [p.qos for p in pods],
+            "pod_phase": "Succeeded",
+            "creation_time": [p.arrival for p in pods],
+            "deletion_time": [p.arrival + p.runtime for p in pods],
+            "scheduled_time": [p.arrival for p in pods],
+        }
+    )
+
+
+def nodes_frame(gpus: Sequence[int]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "sn": [f"node-{i}" for i in range(len(gpus))],
+            "cpu_milli": 64000,
+            "memory_mib": 262144,
+            "gpu": list(gpus),
+            "model": "T4",
+        }
+    )
+
+
+def profile_frame(percent: Sequence[float], repeat: int = 1) -> pd.DataFrame:
+    """One pod's utilization (percent), one sample a minute, the pattern repeated."""
+    values = list(percent) * repeat
+    return pd.DataFrame(
+        {
+            "value": values,
+            "timestamp_anon": [1.6e9 + STEP * i for i in range(len(values))],
+            "container_ip": "pod-a",
+        }
+    )
+
+
+IDLE = profile_frame([0.0] * 240)
+"""Never busy: four hours of zeros."""
+BURSTY = profile_frame([0.0] * 40 + [50.0] * 10, repeat=6)
+"""Idle 40 minutes, busy 10, over and over."""
+
+
+def run(
+    pods: Sequence[P],
+    gpus: Sequence[int],
+    policy: PolicyName,
+    profile: pd.DataFrame = IDLE,
+    *,
+    seed: int = 0,
+    reclaim_policy: Policy | None = None,
+) -> SimResult:
+    reclaim = reclaim_policy or Policy()
+    settings = SimSettings(
+        policy=policy,
+        seed=seed,
+        checkpoint_seconds=reclaim.checkpoint_interval_seconds,
+    )
+    return simulate(
+        parse_pods(pods_frame(pods)),
+        parse_nodes(nodes_frame(gpus)),
+        parse_profiles(profile),
+        settings,
+        controller=controller_for(reclaim),
+    )
+
+
+def write_trace(directory: Path, pods: Sequence[P], gpus: Sequence[int]) -> dict[str, Path]:
+    paths = {
+        "pods": directory / "pods.csv",
+        "nodes": directory / "nodes.csv",
+        "utilization": directory / "util.csv",
+    }
+    pods_frame(pods).to_csv(paths["pods"], index=False)
+    nodes_frame(gpus).to_csv(paths["nodes"], index=False)
+    IDLE.to_csv(paths["utilization"], index=False)
+    return paths

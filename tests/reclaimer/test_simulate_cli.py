@@ -1,0 +1,165 @@
+"""`gpu-reclaimer simulate` end to end: output contract, exit codes, a slice of the real trace."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from simworld import HOUR, P, write_trace
+
+from reclaimer.cli import main
+from reclaimer.sim_metrics import JSON_KEYS
+from reclaimer.sim_policies import PolicyName
+
+TRACE = [
+    P("be-1", "BE", 0.0, 20 * HOUR),
+    P("be-2", "BE", 0.0, 20 * HOUR),
+    P("ls-1", "LS", 3 * HOUR, HOUR),
+]
+
+
+def _args(paths, *extra):
+    return [
+        "simulate",
+        "--pods",
+        str(paths["pods"]),
+        "--nodes",
+        str(paths["nodes"]),
+        "--utilization",
+        str(paths["utilization"]),
+        "--capacity-scale",
+        "1",
+        *extra,
+    ]
+
+
+@pytest.mark.parametrize("policy", [p.value for p in PolicyName])
+def test_json_output_has_exactly_the_documented_keys(tmp_path, capsys, policy):
+    paths = write_trace(tmp_path, TRACE, [1, 1])
+
+    code = main(_args(paths, "--policy", policy, "--json"))
+
+    out = capsys.readouterr().out
+    result = json.loads(out)  # nothing but JSON on stdout
+    assert code == 0
+    assert tuple(result) == JSON_KEYS
+    assert result["policy"] == policy
+    assert set(result["wait_p95_s"]) == {"be", "ls"}
+    assert result["wall_seconds"] >= 0
+
+
+def test_without_json_a_table_lists_every_key(tmp_path, capsys):
+    paths = write_trace(tmp_path, TRACE, [1, 1])
+
+    code = main(_args(paths, "--policy", "forecast"))
+
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert [line.split()[0] for line in lines] == list(JSON_KEYS)
+
+
+def test_a_policy_file_sets_the_checkpoint_interval(tmp_path, capsys):
+    paths = write_trace(tmp_path, TRACE, [1, 1])
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("checkpointInterval: 1h\n")
+
+    main(_args(paths, "--policy", "forecast", "--json"))
+    plain = json.loads(capsys.readouterr().out)
+    main(_args(paths, "--policy", "forecast", "--json", "--policy-file", str(policy)))
+    saved = json.loads(capsys.readouterr().out)
+
+    assert plain["preemptions"] == saved["preemptions"] == 1
+    assert saved["lost_gpu_hours"] < plain["lost_gpu_hours"]
+
+
+def _break_nodes(paths):
+    pd.read_csv(paths["nodes"]).drop(columns=["gpu"]).to_csv(paths["nodes"], index=False)
+
+
+def _break_utilization(paths):
+    paths["utilization"].write_text("value,timestamp_anon\n1,2\n")
+
+
+def _missing_pods(paths):
+    paths["pods"].unlink()
+
+
+@pytest.mark.parametrize(
+    ("breakage", "extra", "message"),
+    [
+        (_missing_pods, [], "no such file"),
+        (_break_nodes, [], "nodes: missing column(s) gpu"),
+        (_break_utilization, [], "utilization: missing column(s) container_ip"),
+        (None, ["--policy-file", "{tmp}/nope.yaml"], "cannot read"),
+        (None, ["--policy-file", "{tmp}/bad.yaml"], "threshold"),
+    ],
+    ids=["no-pods-file", "nodes-without-gpu", "utilization-without-pod", "no-policy", "bad-policy"],
+)
+def test_bad_input_exits_2_with_a_message(tmp_path, capsys, breakage, extra, message):
+    paths = write_trace(tmp_path, TRACE, [1, 1])
+    (tmp_path / "bad.yaml").write_text("threshold: -1\nhorizon: soon\n")
+    if breakage:
+        breakage(paths)
+    extra = [e.format(tmp=tmp_path) for e in extra]
+
+    code = main(_args(paths, "--policy", "forecast", "--json", *extra))
+
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    assert message in captured.err
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--policy", "greedy"], ["--policy", "none", "--capacity-scale", "0"]],
+    ids=["unknown-policy", "zero-capacity"],
+)
+def test_bad_arguments_exit_2(tmp_path, extra):
+    paths = write_trace(tmp_path, TRACE, [1, 1])
+    args = [a for a in _args(paths) if a not in ("--capacity-scale", "1")]
+
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args, *extra])
+
+    assert exit_info.value.code == 2
+
+
+@pytest.mark.xfail(
+    raises=IndexError,
+    strict=True,
+    reason="reclaimer.features.seasonal_fleet indexes out of bounds on grids shorter than "
+    "seasons*period columns (all running jobs younger than ~3 h); remove once fixed",
+)
+def test_a_slice_of_the_shared_trace_replays_under_every_policy(shared_data, tmp_path, capsys):
+    """Two busy days of alibaba-openb on a small cluster, gentd26 utilization (cited in README)."""
+    pods = pd.read_csv(shared_data / "alibaba-openb" / "openb_pod_list_default.csv")
+    days = pods[(pods.creation_time >= 146 * 86400) & (pods.creation_time < 148 * 86400)]
+    days.to_csv(tmp_path / "pods.csv", index=False)
+    common = [
+        "simulate",
+        "--pods",
+        str(tmp_path / "pods.csv"),
+        "--nodes",
+        str(shared_data / "alibaba-openb" / "openb_node_list_gpu_node.csv"),
+        "--utilization",
+        str(shared_data / "alibaba-gentd26" / "pod_gpu_duty_cycle.csv.gz"),
+        "--capacity-scale",
+        "0.002",
+        "--json",
+    ]
+    results = {}
+    for policy in PolicyName:
+        assert main([*common, "--policy", policy.value]) == 0
+        results[policy] = json.loads(capsys.readouterr().out)
+
+    for result in results.values():
+        assert result["guaranteed_preemptions"] == 0
+        assert result["gpu_hours_allocated"] > 0
+    assert results[PolicyName.NONE]["preemptions"] == 0
+    assert results[PolicyName.NONE]["wait_p95_s"]["ls"] > 0  # the slice does contend
+    ours, culler = results[PolicyName.FORECAST], results[PolicyName.THRESHOLD]
+    assert ours["preemptions"] > 0
+    assert ours["wrongful_preemptions"] < culler["wrongful_preemptions"]
+    assert ours["lost_gpu_hours"] < culler["lost_gpu_hours"]
