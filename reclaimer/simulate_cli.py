@@ -106,7 +106,10 @@ class ProgressBar:
 
 def _table(result: dict[str, object]) -> str:
     width = max(len(k) for k in result)
-    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in result.items())
+    return "\n".join(
+        f"{k.ljust(width)}  {json.dumps(v) if isinstance(v, dict) else v}"
+        for k, v in result.items()
+    )
 
 
 def run(args: argparse.Namespace) -> int:
