@@ -18,11 +18,12 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import NoReturn
 
+from exporter.apiserver import ApiEndpoint, in_cluster_endpoint
 from exporter.collector import AttributionSources, Collector
 from exporter.config import Backend, ConfigError, ExporterConfig, LogLevel, load_config
 from exporter.podresources import AllocationsFile, PodResourcesClient
@@ -80,6 +81,23 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="pod UID -> name from the API server (default on)",
+    )
+    add(
+        "--kubernetes.api-url",
+        dest="kubernetes_api_url",
+        metavar="URL",
+        help="API server to list this node's pods from (default: in-cluster service account)",
+    )
+    add(
+        "--kubernetes.token-file", dest="kubernetes_token_file", metavar="FILE", help="bearer token"
+    )
+    add("--kubernetes.ca-file", dest="kubernetes_ca_file", metavar="FILE", help="CA bundle (PEM)")
+    add(
+        "--kubernetes.insecure-skip-tls-verify",
+        dest="kubernetes_insecure_skip_tls_verify",
+        action="store_true",
+        default=None,
+        help="do not verify the API server's certificate (tests and development only)",
     )
     add("--log.level", dest="log_level", metavar="{debug,info,warn,error}")
     return p
@@ -139,6 +157,18 @@ def _build_parts(config: ExporterConfig, backend: Backend, fixture_dir: Path) ->
     return parts
 
 
+def api_endpoint(config: ExporterConfig, env: Mapping[str, str]) -> ApiEndpoint | None:
+    """Pure: the explicit `--kubernetes.api-url`, else the in-cluster API server, else None."""
+    if config.kubernetes_api_url is None:
+        return in_cluster_endpoint(env)
+    return ApiEndpoint(
+        config.kubernetes_api_url,
+        config.kubernetes_token_file,
+        config.kubernetes_ca_file,
+        config.kubernetes_insecure_skip_tls_verify,
+    )
+
+
 def attribution_sources(
     config: ExporterConfig, parts: BackendParts, stack: ExitStack
 ) -> AttributionSources | None:
@@ -155,7 +185,7 @@ def attribution_sources(
     if parts.pods_file is not None:
         pods = PodsFile(parts.pods_file)
     elif config.collector_kubernetes:
-        pods = KubernetesPods(config.node_name)
+        pods = KubernetesPods(config.node_name, api_endpoint(config, os.environ))
         stack.callback(pods.close)
     return AttributionSources(allocations, pods, parts.proc_root)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 T = TypeVar("T")
 
@@ -49,6 +50,10 @@ class ExporterConfig:
     pod_resources_socket: Path = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
     collector_pods: bool = True  # per-pod attribution (PodResources + /proc)
     collector_kubernetes: bool = True  # pod UID -> name from the API server
+    kubernetes_api_url: str | None = None  # None: in-cluster (service env + service account)
+    kubernetes_token_file: Path | None = None
+    kubernetes_ca_file: Path | None = None
+    kubernetes_insecure_skip_tls_verify: bool = False  # tests and development only
     log_level: LogLevel = LogLevel.INFO
 
 
@@ -102,6 +107,17 @@ def _mig_count(gpus: int) -> Callable[[str], int]:
 
 
 E = TypeVar("E", bound=StrEnum)
+
+
+def parse_api_url(text: str) -> str:
+    """`https://host[:port][/prefix]` -> the same without a trailing slash; no query or userinfo."""
+    url = urlsplit(text)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ValueError("must be an http:// or https:// URL with a host")
+    if url.query or url.fragment or url.username or url.password:
+        raise ValueError("must not carry a query, fragment or credentials")
+    _ = url.port  # raises ValueError for a port that is not a number in range
+    return text.rstrip("/")
 
 
 def _choice(enum: type[E]) -> Callable[[str], E]:
@@ -158,6 +174,7 @@ def load_config(
     for key in ("collector_pods", "collector_kubernetes"):
         flag = raw.get(key)
         values[key] = _DEFAULTS[key] if flag is None else bool(flag)
+    errors.extend(_kubernetes_api(raw, values, field))
     if backend is Backend.REPLAY and values["replay_file"] is None:
         errors.append("--backend=replay needs --replay.file")
     if backend is not Backend.REPLAY and raw.get("replay_file") is not None:
@@ -167,3 +184,42 @@ def load_config(
     if errors:
         raise ConfigError(errors)
     return ExporterConfig(**values)
+
+
+def _kubernetes_api(
+    raw: Mapping[str, str | bool | None],
+    values: dict[str, Any],
+    field: Callable[[str, str, Callable[[str], Any]], Any],
+) -> list[str]:
+    """Fill the `--kubernetes.*` values; return the conflicts among them (`field` reports bad
+    values itself)."""
+    url = values["kubernetes_api_url"] = field(
+        "kubernetes.api-url", "kubernetes_api_url", parse_api_url
+    )
+    values["kubernetes_token_file"] = field("kubernetes.token-file", "kubernetes_token_file", Path)
+    values["kubernetes_ca_file"] = field("kubernetes.ca-file", "kubernetes_ca_file", Path)
+    insecure = values["kubernetes_insecure_skip_tls_verify"] = bool(
+        raw.get("kubernetes_insecure_skip_tls_verify")
+    )
+    given = raw.get("kubernetes_api_url") is not None
+    errors = [
+        f"--kubernetes.{flag} is only used with --kubernetes.api-url"
+        for flag, key in (
+            ("token-file", "kubernetes_token_file"),
+            ("ca-file", "kubernetes_ca_file"),
+            ("insecure-skip-tls-verify", "kubernetes_insecure_skip_tls_verify"),
+        )
+        if not given and raw.get(key)
+    ]
+    if url is not None and not url.startswith("https:"):
+        errors.extend(
+            f"--kubernetes.{flag} is only used with an https:// --kubernetes.api-url"
+            for flag, key in (
+                ("ca-file", "kubernetes_ca_file"),
+                ("insecure-skip-tls-verify", "kubernetes_insecure_skip_tls_verify"),
+            )
+            if raw.get(key)
+        )
+    if insecure and raw.get("kubernetes_ca_file") is not None:
+        errors.append("--kubernetes.insecure-skip-tls-verify contradicts --kubernetes.ca-file")
+    return errors

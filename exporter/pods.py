@@ -2,8 +2,8 @@
 
 `/proc/<pid>/cgroup` names a process's pod by UID, while PodResources names allocations by
 namespace/name, so attribution needs the node's pods to join the two. On a real node
-`KubernetesPods` lists them (`fieldSelector=spec.nodeName=<node>`) with the `kubernetes` client,
-imported lazily, in a background thread: every `refresh_seconds`, and sooner when attribution
+`KubernetesPods` lists them from the API server (`exporter.apiserver`: plain HTTPS, standard
+library, paged) in a background thread: every `refresh_seconds`, and sooner when attribution
 meets a UID it does not know. Lookups never block; they read the last good index. When the API
 is unavailable the index is absent and attribution falls back to devices held by a single pod.
 The `sim`/`replay` backends provide a JSON fixture instead (`PodsFile`).
@@ -21,6 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from exporter.apiserver import ApiEndpoint, ApiServerError, list_pod_pages
 from exporter.sources import PodIdentity
 
 log = logging.getLogger(__name__)
@@ -60,10 +61,23 @@ class PodSource(Protocol):
 
 
 def parse_pod_list(data: Mapping[str, Any]) -> PodIndex:
-    """Pure: the index of a Kubernetes `PodList` (as decoded JSON)."""
+    """Pure: the index of one Kubernetes `PodList` (as decoded JSON)."""
     by_uid: dict[str, PodIdentity] = {}
     containers: dict[str, str] = {}
-    for item in data.get("items") or ():
+    add_pod_list(data, by_uid, containers)
+    return PodIndex(MappingProxyType(by_uid), MappingProxyType(containers))
+
+
+def add_pod_list(
+    data: Mapping[str, Any], by_uid: dict[str, PodIdentity], containers: dict[str, str]
+) -> None:
+    """Add one `PodList` page's pods to the index being built; reads only the fields it needs.
+
+    Raises ValueError when `items` is not a list of objects (not a `PodList`)."""
+    items = data.get("items") or []
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise ValueError("not a PodList: items is not a list of objects")
+    for item in items:
         meta = item.get("metadata") or {}
         uid = meta.get("uid")
         if not uid:
@@ -75,7 +89,6 @@ def parse_pod_list(data: Mapping[str, Any]) -> PodIndex:
                 cid = cs.get("containerID") or ""
                 if "://" in cid:
                     containers[cid.split("://", 1)[1]] = cs.get("name", "")
-    return PodIndex(MappingProxyType(by_uid), MappingProxyType(containers))
 
 
 def parse_pods_json(text: str) -> PodIndex:
@@ -117,25 +130,27 @@ class PodsFile:
 class KubernetesPods:
     """The node's pods from the API server, refreshed by a daemon thread.
 
-    `configuration` is a `kubernetes.client.Configuration`; None loads the in-cluster config,
-    else the kubeconfig.
+    `endpoint` None means no API server is known (not in a cluster, no `--kubernetes.api-url`):
+    every refresh then fails and is counted like any other failed list.
     """
 
     def __init__(
         self,
         node_name: str,
+        endpoint: ApiEndpoint | None,
         *,
-        configuration: Any = None,
         refresh_seconds: float = 30.0,
         min_gap_seconds: float = 2.0,
         request_timeout: float = 10.0,
+        page_limit: int = 500,
         start: bool = True,
     ) -> None:
         self._node = node_name
-        self._configuration = configuration
+        self._endpoint = endpoint
         self._refresh = refresh_seconds
         self._min_gap = min_gap_seconds
         self._timeout = request_timeout
+        self._page_limit = page_limit
         self._lock = threading.Lock()
         self._index: PodIndex | None = None
         self._ok = False
@@ -144,7 +159,6 @@ class KubernetesPods:
         self._last_attempt = float("-inf")
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._api: Any = None
         self._thread = threading.Thread(target=self._run, name="pods-refresh", daemon=True)
         if start:
             self._thread.start()
@@ -167,15 +181,13 @@ class KubernetesPods:
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=self._timeout + 1)
-        if self._api is not None:
-            self._api.api_client.close()
 
     def refresh(self) -> None:
-        """One blocking list; public so tests can drive it synchronously."""
+        """One blocking list (all pages); public so tests can drive it synchronously."""
         self._last_attempt = time.monotonic()
         try:
             index = self._list()
-        except Exception as exc:  # any client/config/HTTP failure degrades, never crashes
+        except Exception as exc:  # HTTP, TLS, token, odd JSON: degrade, never kill the thread
             # Warn when it starts failing, not on every retry; the self-metric keeps counting.
             level = logging.WARNING if self._ok or self._errors_seen == 0 else logging.DEBUG
             log.log(level, "listing pods of node %s failed: %s", self._node, exc)
@@ -190,23 +202,18 @@ class KubernetesPods:
             self._index, self._ok = index, True
 
     def _list(self) -> PodIndex:
-        if self._api is None:
-            from kubernetes import client, config  # noqa: PLC0415 (lazy: heavy, real nodes only)
-
-            configuration = self._configuration
-            if configuration is None:
-                try:
-                    config.load_incluster_config()  # type: ignore[no-untyped-call]
-                except config.ConfigException:
-                    config.load_kube_config()  # type: ignore[no-untyped-call]
-                configuration = client.Configuration.get_default_copy()
-            self._api = client.CoreV1Api(client.ApiClient(configuration))
-        response = self._api.list_pod_for_all_namespaces(
-            field_selector=f"spec.nodeName={self._node}",
-            _preload_content=False,  # skip model objects: we need three fields per pod
-            _request_timeout=self._timeout,
+        if self._endpoint is None:
+            raise ApiServerError(
+                "no API server: KUBERNETES_SERVICE_HOST/PORT unset and no --kubernetes.api-url"
+            )
+        by_uid: dict[str, PodIdentity] = {}
+        containers: dict[str, str] = {}
+        pages = list_pod_pages(
+            self._endpoint, self._node, timeout=self._timeout, page_limit=self._page_limit
         )
-        return parse_pod_list(json.loads(response.data))
+        for page in pages:
+            add_pod_list(page, by_uid, containers)
+        return PodIndex(MappingProxyType(by_uid), MappingProxyType(containers))
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from exporter_fakes import ScriptedDevices, alloc, gpu, proc, uid, write_proc
-from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
 
+from exporter.apiserver import ApiEndpoint
 from exporter.collector import AttributionSources, Collector
 from exporter.model import DeviceReading
 from exporter.podresources import AllocationsFile, PodResourcesClient
@@ -185,9 +185,9 @@ def test_without_the_api_exclusive_gpus_are_still_attributed(tmp_path: Path) -> 
         ],
         {},
     )
-    configuration = client.Configuration(host="http://127.0.0.1:1")
-    configuration.retries = 0
-    api = KubernetesPods("node-1", configuration=configuration, start=False, request_timeout=2)
+    api = KubernetesPods(
+        "node-1", ApiEndpoint("http://127.0.0.1:1"), start=False, request_timeout=2
+    )
     api.refresh()  # fails: connection refused
     sources = AttributionSources(
         AllocationsFile(tmp_path / "podresources.json"), api, tmp_path / "proc"
