@@ -155,7 +155,7 @@ def seasonal_fleet(fleet: FloatArray, period: int, window: int, periods: int) ->
     for k in range(1, periods + 1):
         lo = idx - k * period + 1
         ok = (lo >= 0) & (k * period >= window)
-        hi = np.minimum(lo + window, n)
+        hi = np.clip(lo + window, 0, n)
         lo_c = np.clip(lo, 0, n)
         total += np.where(ok, (cum[hi] - cum[lo_c]) / window, 0.0)
         count += ok

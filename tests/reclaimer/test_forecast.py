@@ -144,3 +144,16 @@ def test_params_are_frozen_with_the_agreed_defaults() -> None:
     assert (params.horizon_seconds, params.threshold) == (900.0, 0.05)
     with pytest.raises(dataclasses.FrozenInstanceError):
         params.threshold = 0.1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("minutes", [30, 121, 179], ids=["30m", "2h", "just-under-3h"])
+def test_short_history_still_forecasts_every_job(minutes: int) -> None:
+    """Young clusters (jobs younger than the seasonal lags) used to raise IndexError."""
+    ts = np.arange(minutes, dtype=float) * 60.0
+    rows = [("a/idle", t, 0.0) for t in ts] + [("b/busy", t, 0.9) for t in ts]
+    history = pd.DataFrame(rows, columns=["job", "timestamp", "value"])
+
+    result = forecast(history, ForecastParams(), now=float(ts[-1]))
+
+    assert set(result) == {"a/idle", "b/busy"}
+    assert not result["b/busy"].idle

@@ -126,12 +126,6 @@ def test_bad_arguments_exit_2(tmp_path, extra):
     assert exit_info.value.code == 2
 
 
-@pytest.mark.xfail(
-    raises=IndexError,
-    strict=True,
-    reason="reclaimer.features.seasonal_fleet indexes out of bounds on grids shorter than "
-    "seasons*period columns (all running jobs younger than ~3 h); remove once fixed",
-)
 def test_a_slice_of_the_shared_trace_replays_under_every_policy(shared_data, tmp_path, capsys):
     """Two busy days of alibaba-openb on a small cluster, gentd26 utilization (cited in README)."""
     pods = pd.read_csv(shared_data / "alibaba-openb" / "openb_pod_list_default.csv")
