@@ -185,6 +185,11 @@ class Actuator:
             if exc.status == 429:
                 why = "blocked by a PodDisruptionBudget or throttled; retrying next cycle"
                 return ActionResult(action, Outcome.SKIPPED, f"{why}: {exc.message}", None, 429)
+            if exc.status == 403 and self.dry_run:
+                # The dry-run RBAC grants no write this kind needs: that is the operator's choice
+                # (the enforce overlay grants it), not a failure of the action.
+                why = "not permitted by this service account's RBAC (granted in enforce mode)"
+                return ActionResult(action, Outcome.SKIPPED, f"{why}: {exc.message}", None, 403)
             return ActionResult(action, Outcome.FAILED, str(exc), None, exc.status)
         if isinstance(exc, TimeSlicingError):
             return ActionResult(action, Outcome.FAILED, f"device-plugin config: {exc}")

@@ -206,6 +206,22 @@ def test_failure_skips_that_action_and_keeps_going(
 
 
 @pytest.mark.parametrize(
+    ("dry_run", "outcome"),
+    [(True, Outcome.SKIPPED), (False, Outcome.FAILED)],
+    ids=["dry-run-skips", "apply-fails"],
+)
+def test_forbidden_write_is_a_skip_only_in_dry_run(
+    api, cluster: FakeCluster, dry_run: bool, outcome: Outcome
+) -> None:
+    """The dry-run overlay's RBAC grants no reshape writes; enforce mode does, so 403 fails."""
+    cluster.inject("PATCH", "/configmaps/", 403)
+    [res] = run(api, [reshape("gpu-node-1", 1, 2)], dry_run=dry_run)
+    assert (res.outcome, res.http_status) == (outcome, 403)
+    if dry_run:
+        assert "RBAC" in res.detail
+
+
+@pytest.mark.parametrize(
     ("target", "store"),
     [("research/bert-train", PYT), ("research/sim-sweep", VCJ), ("team-a/notebook-0", POD)],
     ids=["pytorchjob", "volcano-job", "pod"],
