@@ -12,7 +12,7 @@ moves a few points per pod, not a day of them. Per source:
 - gpu-reclaim (our exporter): `gpu_pod_utilization_ratio`, joined with `gpu_pod_allocated` by
   `or on (namespace, pod) 0 * ...`, so a pod holding a GPU but running nothing reads 0 instead of
   vanishing. The recording rules `RECORDED_POD_UTILIZATION_5M` / `RECORDED_POD_ALLOCATED` are
-  used instead when Prometheus has them and has had them for `recorded_min_age` (one probe per
+  used instead when Prometheus has them and has had them for the whole window (one probe per
   process): rules deployed a minute ago have a minute of history, which no forecaster can use.
 - dcgm: dcgm-exporter's `DCGM_FI_DEV_GPU_UTIL` series that carry a `pod` label, percent / 100.
   `--kubernetes-virtual-gpus` copies the device value to every sharing pod under the same name,
@@ -56,7 +56,13 @@ class HistoryParams:
     stats_window: float = 600.0  # seconds averaged for node GPU stats
     max_age: float = 300.0  # newest sample older than this: the data is stale
     refetch_steps: int = 5  # later cycles re-read this many recent steps (late scrapes)
-    recorded_min_age: float = 3600.0  # recording rules younger than this are not used yet
+    # Recorded series replace the raw ones only once they are this old (None: the whole window),
+    # so a fresh rules install never shortens the forecaster's history.
+    recorded_min_age: float | None = None
+
+    @property
+    def recorded_coverage(self) -> float:
+        return self.window if self.recorded_min_age is None else self.recorded_min_age
 
 
 POD_COLUMNS = ["namespace", "pod", "timestamp", "value"]

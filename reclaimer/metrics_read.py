@@ -55,9 +55,9 @@ class MetricsRead:
 
 
 async def probe_recorded(client: PromClient, now: float, params: HistoryParams) -> bool:
-    """True when the pod recording rules have data now and `recorded_min_age` ago."""
+    """True when the pod recording rules have data now and `recorded_coverage` ago."""
     try:
-        result = await client.query(recorded_probe_query(params.recorded_min_age), at=now)
+        result = await client.query(recorded_probe_query(params.recorded_coverage), at=now)
     except PromError as err:
         raise MetricsUnavailable(f"recording-rule probe failed: {err}") from err
     return any(s.points for s in result.series)
