@@ -6,7 +6,8 @@ the pods/eviction subresource against PodDisruptionBudgets); `FakeApiServer` ser
 aiohttp on 127.0.0.1 from a thread with its own event loop.
 """
 
+from fakeapi.kubeconfig import write_kubeconfig
 from fakeapi.server import FakeApiServer
 from fakeapi.store import KNOWN, FakeCluster, Fault, Recorded
 
-__all__ = ["KNOWN", "FakeApiServer", "FakeCluster", "Fault", "Recorded"]
+__all__ = ["KNOWN", "FakeApiServer", "FakeCluster", "Fault", "Recorded", "write_kubeconfig"]

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-import yaml
-from fakeapi import FakeApiServer, FakeCluster
+from fakeapi import FakeApiServer, FakeCluster, write_kubeconfig
 from kubernetes import client as k8s
 
 from kube.cluster_fixture import CLUSTER_YAML, TIMEOUT_S, fixture_objects
@@ -99,19 +98,7 @@ def test_lists_are_paged(api, server, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_build_api_from_a_kubeconfig_file(server, tmp_path) -> None:
-    kubeconfig = tmp_path / "config"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "fake", "cluster": {"server": server.url}}],
-                "users": [{"name": "u", "user": {"token": "t0ken"}}],
-                "contexts": [{"name": "c", "context": {"cluster": "fake", "user": "u"}}],
-                "current-context": "c",
-            }
-        )
-    )
+    kubeconfig = write_kubeconfig(tmp_path / "config", server.url, token="t0ken")
     api = build_api(str(kubeconfig), timeout=TIMEOUT_S)
     try:
         assert read_cluster_sync(api, now=0.0).queues

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -24,6 +23,7 @@ from typing import Any
 
 import yaml
 from promserver import PROMETHEUS, backfill, free_port, openmetrics, require_prometheus
+from simexporter import sim_exporter
 
 REPO = Path(__file__).resolve().parents[2]
 SIM = REPO / "deploy" / "examples" / "sim"
@@ -190,31 +190,6 @@ def _process(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
                 proc.wait()
 
 
-def _exporter(stack: ExitStack, workdir: Path, node: str, gpus: int) -> str:
-    port = free_port()
-    args = [
-        sys.executable,
-        "-m",
-        "exporter",
-        "--backend",
-        "sim",
-        f"--web.listen-address=127.0.0.1:{port}",
-        f"--node-name={node}",
-        f"--sim.gpus={gpus}",
-        f"--sim.workloads={SIM / f'{node}.workloads.yaml'}",
-        "--collect-interval=1",
-    ]
-    proc = stack.enter_context(_process(args, workdir / f"exporter-{node}.log"))
-    url = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        with urllib.request.urlopen(url + "/metrics", timeout=2) as r:
-            return b"gpu_pod_allocated" in r.read()
-
-    _wait(f"exporter {node}", ready, 60, proc)
-    return f"127.0.0.1:{port}"
-
-
 def _prometheus_config(workdir: Path, targets: list[str], rules: Path) -> Path:
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
@@ -235,7 +210,7 @@ def _prometheus_config(workdir: Path, targets: list[str], rules: Path) -> Path:
 def sim_fleet(workdir: Path, history_hours: float = 2.0) -> Iterator[Fleet]:
     require_prometheus()
     with ExitStack() as stack:
-        targets = [_exporter(stack, workdir, n, g) for n, g in NODES.items()]
+        targets = [stack.enter_context(sim_exporter(workdir, n, g)) for n, g in NODES.items()]
         end = time.time() - 1
         start = end - history_hours * 3600
         data = workdir / "tsdb"

@@ -23,9 +23,8 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
-import yaml
 from e2e_world import BUSY_JOB, IDLE_JOB, PENDING_JOB, cluster_objects, history, wall_now
-from fakeapi import FakeApiServer, FakeCluster
+from fakeapi import FakeApiServer, FakeCluster, write_kubeconfig
 from promserver import PromServer, free_port, start_prometheus
 
 from reclaimer.cli import main
@@ -56,18 +55,8 @@ def cluster(now: float) -> FakeCluster:
 @pytest.fixture
 def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
     server = FakeApiServer(cluster).start()
-    cfg = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "fake",
-        "clusters": [{"name": "fake", "cluster": {"server": server.url}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}],
-    }
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(cfg))
     try:
-        yield path
+        yield write_kubeconfig(tmp_path / "kubeconfig", server.url)
     finally:
         server.stop()
 

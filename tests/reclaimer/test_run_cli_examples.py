@@ -17,19 +17,19 @@ import io
 import json
 import shutil
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, redirect_stdout
+from contextlib import ExitStack, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from fakeapi import FakeApiServer, FakeCluster
-from promserver import PromServer, free_port, openmetrics, start_prometheus
+from fakeapi import FakeApiServer, FakeCluster, write_kubeconfig
+from promserver import PromServer, openmetrics, start_prometheus
+from simexporter import sim_exporter
 
 import gpu_contract as gc
 from reclaimer.cli import main
@@ -84,39 +84,6 @@ def backfilled_history(end: float, hours: float = 4.0, step: float = 30.0) -> st
     return openmetrics(series)
 
 
-@contextmanager
-def sim_exporter(workdir: Path, node: str, gpus: int) -> Iterator[str]:
-    port = free_port()
-    args = [
-        sys.executable,
-        "-m",
-        "exporter",
-        "--backend",
-        "sim",
-        f"--web.listen-address=127.0.0.1:{port}",
-        f"--node-name={node}",
-        f"--sim.gpus={gpus}",
-        f"--sim.workloads={SIM / f'{node}.workloads.yaml'}",
-        "--collect-interval=1",
-    ]
-    with (workdir / f"exporter-{node}.log").open("wb") as log:
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
-        try:
-            _until(
-                lambda: b"gpu_pod_allocated" in _get(f"http://127.0.0.1:{port}/metrics"),
-                f"exporter {node}",
-                proc,
-            )
-            yield f"127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
 def _get(url: str) -> bytes:
     try:
         with urllib.request.urlopen(url, timeout=2) as r:
@@ -167,18 +134,8 @@ def cluster() -> FakeCluster:
 @pytest.fixture
 def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
     server = FakeApiServer(cluster).start()
-    cfg = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "fake",
-        "clusters": [{"name": "fake", "cluster": {"server": server.url}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u"}}],
-    }
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(cfg))
     try:
-        yield path
+        yield write_kubeconfig(tmp_path / "kubeconfig", server.url)
     finally:
         server.stop()
 
