@@ -121,6 +121,10 @@ class Policy:
     threshold: float = setting(0.05, as_positive_ratio, "threshold")
     horizon_seconds: float = setting(900.0, as_positive_duration, "horizon")
     min_confidence: float = setting(0.85, as_ratio, "minConfidence")  # forecaster's default
+    # Victim ranking: idle confidences in the same band of this width (counted down from 1)
+    # are ties, broken by least work lost; 0 (default) ranks by exact confidence. The default
+    # is measured, not assumed: see `reclaimer.victims`.
+    confidence_tie_band: float = setting(0.0, as_ratio, "confidenceTieBand")
     max_data_age_seconds: float = setting(300.0, as_duration, "maxDataAge")
     min_runtime_seconds: float = setting(600.0, as_duration, "minRuntime")
     job_cooldown_seconds: float = setting(1800.0, as_duration, "jobCooldown")

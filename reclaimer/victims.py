@@ -6,12 +6,22 @@ cheapest first: its queue is known and reclaimable, it is not opted out (Volcano
 it has run for its minimum runtime (`volcano.sh/cooldown-time`, else the policy's), the reclaimer
 has not acted on it within the job cool-down, and its forecast says idle with enough confidence
 for at least the policy's horizon and at no looser threshold. Each failing job becomes a `Skip`
-naming the first rule it failed. Candidates are ranked by confidence (to the hundredth), then by
-the least work a preemption would lose, then by lowest priority, then by key.
+naming the first rule it failed. Candidates are ranked by confidence, then by the least work a
+preemption would lose, then by lowest priority, then by key.
+
+Confidence can be ranked in bands (`confidenceTieBand`, counted down from 1: with 0.05 the bands
+are (0.95, 1], (0.90, 0.95], ...), so that near-equal confidences tie and the work lost decides.
+Bands are fixed, not relative to the best candidate, so the ranking stays a total order
+independent of who else is a candidate. The default is 0, exact confidence: on the
+alibaba-openb replay (seeds 0-4) a 0.05 band preempted more often wrongly (51 vs 40 over the
+five seeds) and lost more work (244 vs 223 GPU-h a seed). The planner rarely has two victims
+that would each fit (most picks have one candidate), so the band changes a handful of choices;
+nothing measured supports turning it on by default.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -30,6 +40,7 @@ class Victim:
     forecast: Forecast
     placement: Placement
     work_lost_seconds: float
+    tie_band: float = 0.0  # the policy's confidenceTieBand
 
     @cached_property
     def key(self) -> str:
@@ -41,9 +52,16 @@ class Victim:
 
     @cached_property
     def rank(self) -> tuple[float, float, int, str]:
-        """Sort key: most confidently idle, least work lost, lowest priority, then key."""
-        conf = round(self.forecast.confidence, 2)
-        return (-conf, self.work_lost_seconds, self.job.priority, self.job.key)
+        """Sort key: most confident band, least work lost, lowest priority, then key."""
+        band = confidence_band(self.forecast.confidence, self.tie_band)
+        return (band, self.work_lost_seconds, self.job.priority, self.job.key)
+
+
+def confidence_band(confidence: float, width: float) -> float:
+    """0 for the top band (1 - width, 1], 1 for the next, ...; -confidence when `width` is 0."""
+    if width <= 0:
+        return -confidence
+    return float(math.floor(round((1.0 - confidence) / width, 9)))
 
 
 def min_runtime_seconds(job: Job, policy: Policy) -> float:
@@ -95,7 +113,8 @@ def screen(
     problem = _forecast_problem(forecast, policy)
     if problem:
         return Skip(job.key, Reason.NOT_IDLE, problem)
-    return Victim(job, forecast, placement, work_lost_seconds(job, policy, now))
+    lost = work_lost_seconds(job, policy, now)
+    return Victim(job, forecast, placement, lost, policy.confidence_tie_band)
 
 
 def _forecast_problem(f: Forecast, policy: Policy) -> str:

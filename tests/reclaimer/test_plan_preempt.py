@@ -10,6 +10,7 @@ from planworld import HOUR, NOW, World, starved_world
 
 from reclaimer.model import ActionKind, DataQuality, Reason
 from reclaimer.policy import Limits, Policy
+from reclaimer.victims import confidence_band
 
 Case = Callable[[], World]
 
@@ -115,6 +116,54 @@ CASES = [
         {"be/young"},
         {},
         id="tie-broken-by-least-work-lost",
+    ),
+    pytest.param(
+        lambda: (
+            starved_world()
+            .job("be/old", "be", {"n1": 8}, idle=0.99, age=10 * HOUR)
+            .job("be/young", "be", {"n2": 8}, idle=0.97, age=1 * HOUR)
+            .pend("ls/x", "ls", 8)
+        ),
+        Policy(confidence_tie_band=0.05),
+        {"be/young"},
+        {"be/old": Reason.NO_DEMAND},
+        id="confidences-in-one-band-tie-and-least-work-lost-wins",
+    ),
+    pytest.param(
+        lambda: (
+            starved_world()
+            .job("be/old", "be", {"n1": 8}, idle=0.99, age=10 * HOUR)
+            .job("be/young", "be", {"n2": 8}, idle=0.97, age=1 * HOUR)
+            .pend("ls/x", "ls", 8)
+        ),
+        Policy(),
+        {"be/old"},
+        {"be/young": Reason.NO_DEMAND},
+        id="default-band-zero-ranks-by-exact-confidence",
+    ),
+    pytest.param(
+        lambda: (
+            starved_world()
+            .job("be/old", "be", {"n1": 8}, idle=0.96, age=10 * HOUR)
+            .job("be/young", "be", {"n2": 8}, idle=0.95, age=1 * HOUR)
+            .pend("ls/x", "ls", 8)
+        ),
+        Policy(confidence_tie_band=0.05),
+        {"be/old"},
+        {"be/young": Reason.NO_DEMAND},
+        id="next-band-down-loses-even-with-less-work-lost",
+    ),
+    pytest.param(
+        lambda: (
+            starved_world()
+            .job("be/old", "be", {"n1": 8}, idle=0.99, age=10 * HOUR)
+            .job("be/young", "be", {"n2": 8}, idle=0.90, age=1 * HOUR)
+            .pend("ls/x", "ls", 8)
+        ),
+        Policy(confidence_tie_band=0.2),
+        {"be/young"},
+        {"be/old": Reason.NO_DEMAND},
+        id="wider-band-lets-work-lost-decide",
     ),
     pytest.param(
         lambda: (
@@ -432,3 +481,18 @@ def test_disabled_preemption_still_reserves_room_and_says_so() -> None:
     assert plan.actions == ()
     assert (Reason.DISABLED, "*") in {(s.reason, s.target) for s in plan.skipped}
     assert {s.target: s.reason for s in plan.skipped}["ls/x"] is Reason.NO_FIT
+
+
+@pytest.mark.parametrize(
+    ("confidence", "width", "band"),
+    [
+        pytest.param(1.0, 0.05, 0.0, id="certain-is-top-band"),
+        pytest.param(0.951, 0.05, 0.0, id="just-above-0.95-is-top-band"),
+        pytest.param(0.95, 0.05, 1.0, id="0.95-opens-the-second-band"),
+        pytest.param(0.9, 0.05, 2.0, id="0.90-third-band"),
+        pytest.param(0.87, 0.05, 2.0, id="0.87-third-band"),
+        pytest.param(0.87, 0.0, -0.87, id="width-zero-is-exact"),
+    ],
+)
+def test_confidence_band(confidence: float, width: float, band: float) -> None:
+    assert confidence_band(confidence, width) == band
