@@ -3,9 +3,10 @@
 The replay calls exactly the functions the live controller calls. Only what a replay cannot
 represent is adjusted, and each adjustment is here: resume and reshape actions are switched off
 (a preempted trace pod is re-queued at once, and trace nodes have no time-slicing to reshape),
-and `maxGpusFreedPerCycle` is multiplied by `SLOTS_PER_GPU` because the replay shows the planner
-tenth-of-a-GPU slots. The forecaster reads the policy's threshold and horizon, and the history
-it is given is capped at its own `lookback_seconds`.
+and in the device view `maxGpusFreedPerCycle` is multiplied by `SLOTS_PER_GPU` because that view
+shows the planner tenth-of-a-GPU slots (the node view for multi-GPU pods counts whole devices,
+so there it applies as written). The forecaster reads the policy's threshold and horizon, and
+the history it is given is capped at its own `lookback_seconds`.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from reclaimer.policy import Actions, Policy
 from reclaimer.sim_policies import SLOTS_PER_GPU, Controller
 
 
-def replay_policy(policy: Policy) -> Policy:
-    """The policy as the replay applies it (see the module docstring)."""
+def replay_policy(policy: Policy, slots_per_gpu: int = SLOTS_PER_GPU) -> Policy:
+    """The policy as the replay applies it in a view of `slots_per_gpu` slots per GPU."""
     limits = replace(
         policy.limits,
-        max_gpus_freed_per_cycle=policy.limits.max_gpus_freed_per_cycle * SLOTS_PER_GPU,
+        max_gpus_freed_per_cycle=policy.limits.max_gpus_freed_per_cycle * slots_per_gpu,
     )
     actions = Actions(preempt=policy.actions.preempt, resume=False, reshape=False)
     return replace(policy, limits=limits, actions=actions)
@@ -40,12 +41,16 @@ def controller_for(policy: Policy, params: ForecastParams | None = None) -> Cont
         horizon_seconds=policy.horizon_seconds,
     )
     applied = replay_policy(policy)
+    in_devices = replay_policy(policy, 1)
 
     def run_forecast(history: pd.DataFrame, now: float) -> Mapping[str, Forecast]:
         return forecast(history, params, now)
 
     def run_plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], now: float) -> Plan:
         return plan(snapshot, forecasts, applied, now)
+
+    def run_plan_devices(snapshot: Snapshot, forecasts: Mapping[str, Forecast], now: float) -> Plan:
+        return plan(snapshot, forecasts, in_devices, now)
 
     return Controller(
         forecast=run_forecast,
@@ -56,4 +61,5 @@ def controller_for(policy: Policy, params: ForecastParams | None = None) -> Cont
         min_runtime_seconds=policy.min_runtime_seconds,
         min_history_seconds=params.min_history_seconds,
         cooldown_seconds=policy.job_cooldown_seconds,
+        plan_devices=run_plan_devices,
     )

@@ -19,8 +19,8 @@ milli-GPUs per device, so it shows the planner one node per device (`node/gpuN`,
 up to a tenth (`slots_of`, so the planner never sees more room than there is), and a running
 `k`-GPU pod holds `k` devices. The planner's fit check is then exact for one-GPU and sharing
 pods (97% of the trace's pods); a pending multi-GPU pod needs all its GPUs on one node, which
-this view cannot express, so it is shown as one pod that no device fits: the planner does not
-preempt for multi-GPU demand in the replay (it waits for the scheduler, as under `none`).
+this view cannot express, so the replay plans for those in a second, whole-device view per node
+(`sim_devices`, which also runs both plans).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 
 from reclaimer.model import (
-    ActionKind,
     DataQuality,
     Forecast,
     Job,
@@ -72,13 +71,14 @@ class Controller:
     """The controller's decision functions, with their settings bound."""
 
     forecast: ForecastFn
-    plan: PlanFn
+    plan: PlanFn  # in the device view: limits on GPUs freed counted in slots
     threshold: float
     horizon_seconds: float
     history_seconds: float
     min_runtime_seconds: float  # the planner never preempts younger jobs
     min_history_seconds: float  # the forecaster never calls a job with less history idle
     cooldown_seconds: float  # the planner leaves a job alone this long after acting on it
+    plan_devices: PlanFn  # in the node view (see `sim_devices`): limits counted in devices
 
 
 @dataclass(frozen=True)
@@ -173,22 +173,6 @@ def snapshot_of(view: TickView) -> Snapshot:
         quality=DataQuality(metrics_at=view.now, complete=True),
         last_actions=view.last_actions,
     )
-
-
-def planned_victims(view: TickView, usage: Usage, controller: Controller, blind: bool) -> list[int]:
-    """Run forecast (or the blind stand-in) and plan; the jobs the plan preempts."""
-    if blind:
-        forecasts: Mapping[str, Forecast] = blind_forecasts(view, controller)
-    else:
-        history = history_frame(view, usage, controller.history_seconds)
-        forecasts = controller.forecast(history, view.now)
-    plan = controller.plan(snapshot_of(view), forecasts, view.now)
-    by_key = {r.job.key: r.index for r in view.running}
-    return [
-        by_key[a.target]
-        for a in plan.actions
-        if a.kind is ActionKind.PREEMPT and a.target in by_key
-    ]
 
 
 def device_name(node: str, device: int) -> str:

@@ -70,14 +70,19 @@ class Cluster:
         self.free[placement.node, list(placement.devices)] += placement.milli
 
     def could_fit(self, released: list[Placement], shapes: set[tuple[int, int]]) -> bool:
-        """Would a one-device shape of `shapes` fit if `released` were freed? (Changes nothing.)
+        """Would a shape of `shapes` fit if `released` were freed? (Changes nothing.)
 
-        Only one-device shapes count: the planner's per-device view cannot fit more.
+        A one-device shape needs its milli-GPUs on one device, a k-GPU shape k wholly free
+        devices on one node.
         """
         free = self.free.copy()
         for p in released:
             free[p.node, list(p.devices)] += p.milli
-        return any(num == 1 and bool((free >= milli).any()) for num, milli in shapes)
+        whole = (free == MILLI).sum(axis=1)
+        return any(
+            bool((free >= milli).any()) if num == 1 else bool((whole >= num).any())
+            for num, milli in shapes
+        )
 
 
 class ShapeMemo:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from reclaimer.model import Job, Node, PendingDemand, Pod, Queue
+from reclaimer.sim_devices import planned_victims
 from reclaimer.sim_metrics import SimResult, Tally, summarize
 from reclaimer.sim_policies import (
     SLOTS_PER_GPU,
@@ -33,7 +34,6 @@ from reclaimer.sim_policies import (
     culler_victims,
     device_name,
     make_job,
-    planned_victims,
     slots_of,
 )
 from reclaimer.sim_scheduler import Cluster, Placement, Queues
