@@ -57,12 +57,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--leader-elect", action="store_true", help="hold a Lease before acting")
     p.add_argument("--history-window", default="24h", help="utilization history kept")
     p.add_argument("--step", default="60s", help="history resolution")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--log.level",
+        dest="log_level",
+        default="info",
+        choices=["debug", "info", "warn", "warning", "error"],
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
-        level=args.log_level.upper(),
+        level="WARNING" if args.log_level == "warn" else args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
