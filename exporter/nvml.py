@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -252,13 +253,8 @@ class NvmlSource:
             for p in procs
         )
         info = MigInfo(profile, int(gi.value), int(ci.value) if ci.ok else 0, base.index)
-        return DeviceReading(
-            index=base.index,
-            uuid=base.uuid,
-            pci_bus_id=base.pci_bus_id,
-            minor=base.minor,
-            model_name=base.model_name,
-            driver_version=base.driver_version,
+        return replace(
+            base,
             mig=info,
             mig_uuid=_text(uuid.value),
             values=values,
@@ -273,17 +269,7 @@ def _with(
     processes: tuple[ProcessUsage, ...],
     failed: set[str],
 ) -> DeviceReading:
-    return DeviceReading(
-        index=base.index,
-        uuid=base.uuid,
-        pci_bus_id=base.pci_bus_id,
-        minor=base.minor,
-        model_name=base.model_name,
-        driver_version=base.driver_version,
-        values=values,
-        processes=processes,
-        failed=frozenset(failed),
-    )
+    return replace(base, values=values, processes=processes, failed=frozenset(failed))
 
 
 def build_nvml_backend(*, proc_root: Path, lib: Any = None) -> BackendParts:
