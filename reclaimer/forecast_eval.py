@@ -12,21 +12,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 
+from reclaimer import quantities
 from reclaimer.backtest import MethodScore, evaluate
 from reclaimer.baselines import BASELINES
 from reclaimer.features import build_grid
 from reclaimer.forecast import DEFAULT_METHOD, FORECASTERS, ForecastParams
 
 TRACE_COLUMNS = {"container_ip": "job", "timestamp_anon": "timestamp", "value": "value"}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
-_UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 class InputError(ValueError):
@@ -35,8 +33,10 @@ class InputError(ValueError):
 
 def parse_duration(text: str) -> float:
     """'15m', '900s', '1h' or '900' (seconds) -> seconds > 0."""
-    match = _DURATION.match(text)
-    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)] if match else 0.0
+    try:
+        seconds = quantities.parse_duration(text)
+    except ValueError:
+        seconds = 0.0
     if seconds <= 0:
         raise InputError(f"cannot parse duration {text!r}: use e.g. 15m, 900s or 1h")
     return seconds
