@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from reclaimer.capacity import is_opted_out
 from reclaimer.model import Action, ActionKind, ClusterView, Job, Reason
-from reclaimer.policy import VOLCANO_PREEMPTABLE, Policy
+from reclaimer.policy import Policy
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,7 @@ def opted_out(job: Job, view: ClusterView, policy: Policy) -> bool:
     """Volcano's or the policy's preemptable annotation says "false", on the job or a pod."""
     pods = {p.key: p for p in view.pods}
     maps = [job.annotations] + [pods[k].annotations for k in job.pods if k in pods]
-    keys = (VOLCANO_PREEMPTABLE, policy.opt_out_annotation)
-    return any(m.get(k, "").strip().lower() == "false" for m in maps for k in keys)
+    return any(is_opted_out(m, policy) for m in maps)
 
 
 @dataclass
