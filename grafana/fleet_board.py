@@ -5,20 +5,18 @@ filtered by $cluster and $node; tenant panels by $namespace)."""
 
 from __future__ import annotations
 
-from panels import PCT, RATIO, STACKED, Json, dashboard, panel, row, target, targets
+from panels import PCT, RATIO, STACKED, Json, dashboard, panel, row, targets
 
 BUCKETS = ((0, 20), (20, 40), (40, 60), (60, 80), (80, 101))
 
 
 def _bucket_targets() -> list[Json]:
-    out = []
-    for i, (lo, hi) in enumerate(BUCKETS):
-        expr = (
-            f"count(avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{{{{dev}}}}}}[5m]) >= {lo} < {hi})"
-            " or vector(0)"
-        )
-        out.append(target(expr, f"{lo}-{min(hi, 100)}%", chr(ord("A") + i), instant=True))
-    return out
+    util = "avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{dev}}}[5m])"
+    pairs = [
+        (f"count({util} >= {lo} < {hi}) or vector(0)", f"{lo}-{min(hi, 100)}%")
+        for lo, hi in BUCKETS
+    ]
+    return targets(*pairs, instant=True)
 
 
 def fleet() -> Json:
