@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import gzip
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
-from exporter.model import DeviceReading, NodeSnapshot, PodUsage
+from exporter.model import DeviceReading, NodeSnapshot, PodRef, PodUsage
 from gpu_contract import (
     DEVICE_METRICS,
-    MIG_LABELS,
     POD_METRICS,
-    POD_MIG_LABELS,
     SELF_METRICS,
     MetricSpec,
 )
@@ -38,6 +37,7 @@ _POD_VALUES: dict[str, Callable[[PodUsage], float]] = {
     "gpu_pod_processes": lambda p: p.processes,
 }
 _SELF = {m.name: m for m in SELF_METRICS}
+_Row = TypeVar("_Row", DeviceReading, PodUsage)
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,6 @@ def format_value(value: float) -> str:
     return repr(value)
 
 
-def _labels(names: Iterable[str], values: dict[str, str]) -> str:
-    return ",".join(f'{n}="{escape_label_value(values[n])}"' for n in names)
-
-
 def device_label_values(device: DeviceReading, hostname: str) -> dict[str, str]:
     values = {
         "gpu": str(device.index),
@@ -91,16 +87,16 @@ def device_label_values(device: DeviceReading, hostname: str) -> dict[str, str]:
     return values
 
 
-def _device_labels(device: DeviceReading, hostname: str, spec: MetricSpec) -> str:
-    names = spec.labels + (MIG_LABELS if device.mig is not None else ())
-    return _labels(names, device_label_values(device, hostname))
-
-
-def _pod_labels(pod: PodUsage, hostname: str, spec: MetricSpec) -> str:
-    values = device_label_values(pod.device, hostname)
-    values.update(namespace=pod.ref.namespace, pod=pod.ref.pod, container=pod.ref.container)
-    names = spec.labels + (POD_MIG_LABELS if pod.device.mig is not None else ())
-    return _labels(names, values)
+def series_labels(
+    spec: MetricSpec, device: DeviceReading, hostname: str, pod: PodRef | None = None
+) -> str:
+    """The escaped label set of one series of `spec`: the device's labels (and the pod's, for a
+    per-pod family), plus the family's MIG labels on a MIG instance. Also used by the backfill."""
+    values = device_label_values(device, hostname)
+    if pod is not None:
+        values.update(namespace=pod.namespace, pod=pod.pod, container=pod.container)
+    names = spec.labels + (spec.mig_labels if device.mig is not None else ())
+    return ",".join(f'{n}="{escape_label_value(values[n])}"' for n in names)
 
 
 def _family(out: list[str], spec: MetricSpec, samples: list[str]) -> None:
@@ -109,40 +105,33 @@ def _family(out: list[str], spec: MetricSpec, samples: list[str]) -> None:
         out.extend(samples)
 
 
-def _device_families(out: list[str], snapshot: NodeSnapshot) -> None:
-    if not snapshot.devices:
-        return
-    first = DEVICE_METRICS[0]
-    labels = [_device_labels(d, snapshot.hostname, first) for d in snapshot.devices]
-    for spec in DEVICE_METRICS:
-        if spec.labels != first.labels:  # the contract gives all DCGM families one label set
-            labels = [_device_labels(d, snapshot.hostname, spec) for d in snapshot.devices]
+def _families(
+    out: list[str],
+    specs: Iterable[MetricSpec],
+    rows: Sequence[_Row],
+    labels_of: Callable[[_Row, MetricSpec], str],
+    value_of: Callable[[_Row, str], float | None],
+) -> None:
+    """One family per spec, one sample per row whose value is not None. Each row's label set is
+    built once per distinct (labels, MIG labels) of the specs (the contract has one per group)."""
+    by_label_set: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
+    for spec in specs:
+        key = (spec.labels, spec.mig_labels)
+        labels = by_label_set.get(key)
+        if labels is None:
+            labels = by_label_set[key] = [labels_of(row, spec) for row in rows]
         name = spec.name
-        samples = [
-            f"{name}{{{lab}}} {format_value(d.values[name])}\n"
-            for d, lab in zip(snapshot.devices, labels, strict=True)
-            if name in d.values
-        ]
+        samples = []
+        for row, lab in zip(rows, labels, strict=True):
+            value = value_of(row, name)
+            if value is not None:
+                samples.append(f"{name}{{{lab}}} {format_value(value)}\n")
         _family(out, spec, samples)
 
 
-def _pod_families(out: list[str], snapshot: NodeSnapshot) -> None:
-    if not snapshot.pods:
-        return
-    first = POD_METRICS[0]
-    labels = [_pod_labels(p, snapshot.hostname, first) for p in snapshot.pods]
-    for spec in POD_METRICS:
-        if spec.labels != first.labels:
-            labels = [_pod_labels(p, snapshot.hostname, spec) for p in snapshot.pods]
-        value = _POD_VALUES[spec.name]
-        name = spec.name
-        values = [value(p) for p in snapshot.pods]
-        samples = [
-            f"{name}{{{lab}}} {format_value(v)}\n"
-            for v, lab in zip(values, labels, strict=True)
-            if not math.isnan(v)
-        ]
-        _family(out, spec, samples)
+def _pod_value(pod: PodUsage, name: str) -> float | None:
+    value = _POD_VALUES[name](pod)
+    return None if math.isnan(value) else value
 
 
 def _self_families(out: list[str], snapshot: NodeSnapshot) -> None:
@@ -173,8 +162,21 @@ def _self_families(out: list[str], snapshot: NodeSnapshot) -> None:
 def render_text(snapshot: NodeSnapshot) -> str:
     """Pure: the exposition text of a snapshot."""
     out: list[str] = []
-    _device_families(out, snapshot)
-    _pod_families(out, snapshot)
+    host = snapshot.hostname
+    _families(
+        out,
+        DEVICE_METRICS,
+        snapshot.devices,
+        lambda d, spec: series_labels(spec, d, host),
+        lambda d, name: d.values.get(name),
+    )
+    _families(
+        out,
+        POD_METRICS,
+        snapshot.pods,
+        lambda p, spec: series_labels(spec, p.device, host, p.ref),
+        _pod_value,
+    )
     _self_families(out, snapshot)
     return "".join(out)
 
