@@ -21,28 +21,20 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from exporter.model import DeviceReading
+from exporter.model import DeviceReading, PodRef
 from exporter.nvml import NvmlSource
 from exporter.nvml_readings import FB_FREE, FB_USED, GPU_UTIL
-from exporter.render import device_label_values, escape_help, escape_label_value, format_value
+from exporter.render import escape_help, format_value, series_labels
 from exporter.sim import SimNode, make_pods, sim_gpus, sim_specs
 from gpu_contract import (
     BY_NAME,
-    DEVICE_LABELS,
-    MIG_LABELS,
     POD_ALLOCATED,
-    POD_LABELS,
     POD_MEMORY,
-    POD_MIG_LABELS,
     POD_UTILIZATION,
 )
 
 MIB = 1 << 20
 SUBSAMPLES = 6
-
-
-def _labels(names: Sequence[str], values: dict[str, str]) -> str:
-    return ",".join(f'{n}="{escape_label_value(values[n])}"' for n in names)
 
 
 def _device_readings(node: SimNode) -> list[DeviceReading]:
@@ -84,8 +76,7 @@ def _device_series(
             members = [i for i, p in enumerate(node.placed) if p.gpu == dev.index]
             gpu = node.gpus[dev.index]
             total, reserved = gpu.memory_total, gpu.memory_reserved
-        values = device_label_values(dev, hostname)
-        labels = _labels(DEVICE_LABELS + (MIG_LABELS if dev.mig else ()), values)
+        labels = series_labels(BY_NAME[FB_USED], dev, hostname)
         used = [min(sum(m[i] for i in members), total - reserved) // MIB for m in history.memory]
         yield FB_USED, labels, [float(u) for u in used]
         yield FB_FREE, labels, [float((total - reserved) // MIB - u) for u in used]
@@ -102,9 +93,8 @@ def _pod_series(
         spec = node.pods[p.pod].spec
         mig_uuid = p.device_id if p.mig_slot is not None else None
         dev = next(d for d in readings if (d.index, d.mig_uuid) == (p.gpu, mig_uuid))
-        values = device_label_values(dev, hostname)
-        values |= {"namespace": spec.namespace, "pod": spec.pod, "container": spec.container}
-        labels = _labels(POD_LABELS + (POD_MIG_LABELS if dev.mig else ()), values)
+        ref = PodRef(spec.namespace, spec.pod, spec.container)
+        labels = series_labels(BY_NAME[POD_UTILIZATION], dev, hostname, ref)
         yield POD_UTILIZATION, labels, [u[i] for u in history.util]
         yield POD_ALLOCATED, labels, [1.0] * len(history.times)
         yield POD_MEMORY, labels, [float(m[i]) for m in history.memory]
