@@ -62,13 +62,19 @@ class PodSource(Protocol):
 
 def parse_pod_list(data: Mapping[str, Any]) -> PodIndex:
     """Pure: the index of one Kubernetes `PodList` (as decoded JSON)."""
+    return parse_pod_pages((data,))
+
+
+def parse_pod_pages(pages: Iterable[Mapping[str, Any]]) -> PodIndex:
+    """The index of a paged `PodList`, taking each page as it comes (memory stays at one page)."""
     by_uid: dict[str, PodIdentity] = {}
     containers: dict[str, str] = {}
-    add_pod_list(data, by_uid, containers)
+    for page in pages:
+        _add_pod_list(page, by_uid, containers)
     return PodIndex(MappingProxyType(by_uid), MappingProxyType(containers))
 
 
-def add_pod_list(
+def _add_pod_list(
     data: Mapping[str, Any], by_uid: dict[str, PodIdentity], containers: dict[str, str]
 ) -> None:
     """Add one `PodList` page's pods to the index being built; reads only the fields it needs.
@@ -206,14 +212,10 @@ class KubernetesPods:
             raise ApiServerError(
                 "no API server: KUBERNETES_SERVICE_HOST/PORT unset and no --kubernetes.api-url"
             )
-        by_uid: dict[str, PodIdentity] = {}
-        containers: dict[str, str] = {}
         pages = list_pod_pages(
             self._endpoint, self._node, timeout=self._timeout, page_limit=self._page_limit
         )
-        for page in pages:
-            add_pod_list(page, by_uid, containers)
-        return PodIndex(MappingProxyType(by_uid), MappingProxyType(containers))
+        return parse_pod_pages(pages)
 
     def _run(self) -> None:
         while not self._stop.is_set():
