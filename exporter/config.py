@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from exporter.podresources import DEFAULT_SOCKET
+
 T = TypeVar("T")
 
 
@@ -47,7 +49,7 @@ class ExporterConfig:
     replay_file: Path | None = None
     replay_speed: float = 1.0
     procfs: Path = Path("/proc")
-    pod_resources_socket: Path = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
+    pod_resources_socket: Path = DEFAULT_SOCKET
     collector_pods: bool = True  # per-pod attribution (PodResources + /proc)
     collector_kubernetes: bool = True  # pod UID -> name from the API server
     kubernetes_api_url: str | None = None  # None: in-cluster (service env + service account)
