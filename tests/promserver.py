@@ -35,6 +35,7 @@ class PromServer:
     url: str
     data_dir: Path
     port: int
+    process: subprocess.Popen[bytes]
 
 
 def require_prometheus() -> None:
@@ -79,6 +80,16 @@ def backfill(text: str, data_dir: Path) -> None:
     )
 
 
+def stop_process(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL if it has not exited after `grace` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -102,18 +113,23 @@ def start_prometheus(
     scrape_targets: Sequence[str] = (),
     scrape_interval: str = "1s",
     rule_files: Sequence[Path] = (),
+    target_labels: Mapping[str, str] | None = None,
 ) -> Iterator[PromServer]:
-    """Run Prometheus until the block exits; `history` is OpenMetrics text to backfill first."""
+    """Run Prometheus until the block exits; `history` is OpenMetrics text to backfill first.
+
+    `target_labels` are added to every scraped series (a static_configs `labels` block).
+    """
     require_prometheus()
     data_dir = workdir / "tsdb"
     if history is not None:
         backfill(history, data_dir)
+    static: dict[str, object] = {"targets": list(scrape_targets)}
+    if target_labels:
+        static["labels"] = dict(target_labels)
     config = {
         "global": {"scrape_interval": scrape_interval, "evaluation_interval": scrape_interval},
         "rule_files": [str(p) for p in rule_files],
-        "scrape_configs": [
-            {"job_name": "gpu-exporter", "static_configs": [{"targets": list(scrape_targets)}]}
-        ]
+        "scrape_configs": [{"job_name": "gpu-exporter", "static_configs": [static]}]
         if scrape_targets
         else [],
     }
@@ -136,12 +152,7 @@ def start_prometheus(
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(url, proc)
-        yield PromServer(url, data_dir, port)
+        yield PromServer(url, data_dir, port, proc)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         log.close()

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from promserver import free_port
+from promserver import free_port, stop_process
 
 REPO = Path(__file__).resolve().parent.parent
 SIM_WORKLOADS = REPO / "deploy" / "examples" / "sim"
@@ -57,9 +57,4 @@ def sim_exporter(workdir: Path, node: str, gpus: int, timeout: float = 60.0) -> 
                 time.sleep(0.3)
             yield f"127.0.0.1:{port}"
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)

@@ -1,11 +1,12 @@
 """A live simulated fleet for the ops tests: sim exporters, backfilled history, a real Prometheus.
 
 `sim_fleet()` starts one `gpu-exporter --backend sim` per example node (pods named after
-deploy/examples through the `sim/*.workloads.yaml` files), backfills what no exporter produces
-(the reclaimer's own metrics and kube-state-metrics' pod labels/annotations that give the Volcano
-queue) with `promtool tsdb create-blocks-from openmetrics`, then runs /usr/bin/prometheus
-scraping the exporters every second with rules/ loaded (group intervals dropped so recording rules
-run every second too), and waits until recorded series exist. Every process is stopped on exit.
+deploy/examples through the `sim/*.workloads.yaml` files), then Prometheus through
+tests/promserver.py: it backfills what no exporter produces (the reclaimer's own metrics and
+kube-state-metrics' pod labels/annotations that give the Volcano queue) with `promtool tsdb
+create-blocks-from openmetrics`, then runs /usr/bin/prometheus scraping the exporters every second
+with rules/ loaded (group intervals dropped so recording rules run every second too). It waits
+until recorded series exist. Every process is stopped on exit.
 """
 
 from __future__ import annotations
@@ -22,15 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from promserver import PROMETHEUS, backfill, free_port, openmetrics, require_prometheus
-from simexporter import sim_exporter
+from promserver import SeriesSpec, openmetrics, require_prometheus, start_prometheus
+from simexporter import EXAMPLE_NODES, sim_exporter
 
 REPO = Path(__file__).resolve().parents[2]
 SIM = REPO / "deploy" / "examples" / "sim"
 RULES = REPO / "rules" / "gpu-reclaim.rules.yml"
 CLUSTER = "sim"
-# node name -> physical GPUs, as deploy/examples/sim/cluster-state.yaml declares them
-NODES = {"gpu-node-1": 4, "gpu-node-2": 1}
 
 
 @dataclass(frozen=True)
@@ -50,12 +49,14 @@ def query(url: str, expr: str) -> list[dict[str, Any]]:
     return result
 
 
-def _series(name: str, labels: dict[str, str], start: float, end: float, step: float, fn: Any):
+def _series(
+    name: str, labels: dict[str, str], start: float, end: float, step: float, fn: Any
+) -> SeriesSpec:
     n = int((end - start) // step)
     return (name, labels, [(start + i * step, float(fn(i))) for i in range(n + 1)])
 
 
-def reclaimer_history(start: float, end: float, step: float = 30.0) -> str:
+def reclaimer_series(start: float, end: float, step: float = 30.0) -> list[SeriesSpec]:
     """Two reclaimer replicas (one leader) in dry-run, planning and counting as they would."""
     base = {"cluster": CLUSTER, "job": "gpu-reclaimer"}
     a, b = dict(base, instance="reclaimer-a:9401"), dict(base, instance="reclaimer-b:9401")
@@ -131,14 +132,13 @@ def reclaimer_history(start: float, end: float, step: float = 30.0) -> str:
             "gpu_reclaimer_reclaimed_gpu_seconds_total", a, start, end, step, lambda i: i * 2 * step
         ),
     ]
-    counters = {n for n, _, _ in s if n.endswith("_total")}
-    return openmetrics(s, {n: "counter" for n in counters})
+    return s
 
 
-def ksm_history(start: float, end: float, step: float = 30.0) -> str:
+def ksm_series(start: float, end: float, step: float = 30.0) -> list[SeriesSpec]:
     """kube-state-metrics series naming each example pod's Volcano queue."""
     base = {"cluster": CLUSTER, "job": "kube-state-metrics"}
-    s = []
+    s: list[SeriesSpec] = []
     for path in sorted(SIM.glob("*.workloads.yaml")):
         for w in yaml.safe_load(path.read_text("utf-8")):
             pod = dict(base, namespace=w["namespace"], pod=w["pod"])
@@ -148,7 +148,14 @@ def ksm_history(start: float, end: float, step: float = 30.0) -> str:
             else:  # Volcano-scheduled bare pods in this example carry the label
                 lab = dict(pod, label_volcano_sh_queue_name="interactive")
                 s.append(_series("kube_pod_labels", lab, start, end, step, lambda i: 1))
-    return openmetrics(s)
+    return s
+
+
+def history(start: float, end: float) -> str:
+    """OpenMetrics text of the reclaimer's and kube-state-metrics' series, for backfilling."""
+    series = reclaimer_series(start, end) + ksm_series(start, end)
+    counters = {n for n, _, _ in series if n.endswith("_total")}
+    return openmetrics(series, {n: "counter" for n in counters})
 
 
 def _fast_rules(workdir: Path) -> Path:
@@ -160,7 +167,9 @@ def _fast_rules(workdir: Path) -> Path:
     return out
 
 
-def _wait(what: str, check: Any, timeout: float, proc: subprocess.Popen[bytes] | None = None):
+def _wait(
+    what: str, check: Any, timeout: float, proc: subprocess.Popen[bytes] | None = None
+) -> None:
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while time.monotonic() < deadline:
@@ -176,60 +185,22 @@ def _wait(what: str, check: Any, timeout: float, proc: subprocess.Popen[bytes] |
 
 
 @contextmanager
-def _process(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    with log.open("wb") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
-        try:
-            yield proc
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-def _prometheus_config(workdir: Path, targets: list[str], rules: Path) -> Path:
-    config = {
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(rules)],
-        "scrape_configs": [
-            {
-                "job_name": "gpu-exporter",
-                "static_configs": [{"targets": targets, "labels": {"cluster": CLUSTER}}],
-            }
-        ],
-    }
-    path = workdir / "prometheus.yml"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    return path
-
-
-@contextmanager
 def sim_fleet(workdir: Path, history_hours: float = 2.0) -> Iterator[Fleet]:
-    require_prometheus()
+    require_prometheus()  # skip before starting the exporters
     with ExitStack() as stack:
-        targets = [stack.enter_context(sim_exporter(workdir, n, g)) for n, g in NODES.items()]
+        nodes = EXAMPLE_NODES.items()
+        targets = [stack.enter_context(sim_exporter(workdir, n, g)) for n, g in nodes]
         end = time.time() - 1
-        start = end - history_hours * 3600
-        data = workdir / "tsdb"
-        backfill(reclaimer_history(start, end), data)
-        (workdir / "backfill.om").rename(workdir / "reclaimer.om")
-        backfill(ksm_history(start, end), data)
-        cfg = _prometheus_config(workdir, targets, _fast_rules(workdir))
-        port = free_port()
-        args = [
-            PROMETHEUS,
-            f"--config.file={cfg}",
-            f"--storage.tsdb.path={data}",
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--storage.tsdb.retention.time=30d",
-            "--log.level=warn",
-        ]
-        proc = stack.enter_context(_process(args, workdir / "prometheus.log"))
-        url = f"http://127.0.0.1:{port}"
-        _wait("prometheus", lambda: bool(query(url, "vector(1)")), 30, proc)
+        server = stack.enter_context(
+            start_prometheus(
+                workdir,
+                history=history(end - history_hours * 3600, end),
+                scrape_targets=targets,
+                rule_files=[_fast_rules(workdir)],
+                target_labels={"cluster": CLUSTER},
+            )
+        )
+        url = server.url
         _wait(
             "scrapes and recording rules",
             lambda: (
@@ -239,6 +210,6 @@ def sim_fleet(workdir: Path, history_hours: float = 2.0) -> Iterator[Fleet]:
                 and bool(query(url, "queue:gpu_pod_allocated:sum"))
             ),
             60,
-            proc,
+            server.process,
         )
         yield Fleet(url, tuple(targets))

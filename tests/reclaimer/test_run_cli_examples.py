@@ -29,7 +29,7 @@ import pytest
 import yaml
 from fakeapi import FakeApiServer, FakeCluster, write_kubeconfig
 from promserver import PromServer, openmetrics, start_prometheus
-from simexporter import sim_exporter
+from simexporter import EXAMPLE_NODES, sim_exporter
 
 import gpu_contract as gc
 from reclaimer.cli import main
@@ -39,7 +39,6 @@ pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "deploy" / "examples"
 SIM = EXAMPLES / "sim"
-NODES = {"gpu-node-1": 4, "gpu-node-2": 1}  # as sim/cluster-state.yaml declares them
 IDLE_JOB, PENDING = "research/bert-finetune", "production/llm-pretrain"
 LEVEL = {"bert-finetune": 0.0, "resnet-train": 0.9}  # notebooks: bursts, see _level
 
@@ -66,7 +65,7 @@ def _level(pod: str, i: int) -> float:
 
 def backfilled_history(end: float, hours: float = 4.0, step: float = 30.0) -> str:
     series = []
-    for node in NODES:
+    for node in EXAMPLE_NODES:
         for w in yaml.safe_load((SIM / f"{node}.workloads.yaml").read_text(encoding="utf-8")):
             lab = {
                 "namespace": w["namespace"],
@@ -111,7 +110,7 @@ def _scraped(url: str) -> bool:
 def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
     work = tmp_path_factory.mktemp("examples")
     with ExitStack() as stack:
-        targets = [stack.enter_context(sim_exporter(work, n, g)) for n, g in NODES.items()]
+        targets = [stack.enter_context(sim_exporter(work, n, g)) for n, g in EXAMPLE_NODES.items()]
         server = stack.enter_context(
             start_prometheus(
                 work,
