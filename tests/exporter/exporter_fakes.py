@@ -1,4 +1,4 @@
-"""Small builders and a scripted `DeviceSource` for the exporter's serving-side tests."""
+"""Small builders, a settable clock and a scripted `DeviceSource` for the exporter's tests."""
 
 from __future__ import annotations
 
@@ -71,6 +71,16 @@ def write_proc(proc_root: Path, pid: int, pod_uid: str, container_id: str = "ab"
         f"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{slice_uid}.slice/"
         f"cri-containerd-{container_id}.scope\n"
     )
+
+
+class Clock:
+    """An injectable clock that stands still until a test moves `now`."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
 
 
 class ScriptedDevices:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from exporter_fakes import promtool_problems
+from exporter_fakes import Clock, promtool_problems
 
 from exporter.collector import AttributionSources, Collector
 from exporter.nvml import build_nvml_backend
@@ -19,14 +19,6 @@ from exporter.sources import BackendParts
 T0 = 1_700_000_000.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def fixture_collector(parts: BackendParts, clock: Clock) -> Collector:
     assert parts.podresources_file is not None and parts.pods_file is not None
     sources = AttributionSources(
@@ -37,7 +29,7 @@ def fixture_collector(parts: BackendParts, clock: Clock) -> Collector:
 
 @pytest.fixture
 def sim(tmp_path: Path) -> tuple[Collector, SimNode, Clock]:
-    clock = Clock()
+    clock = Clock(T0)
     parts, node = build_sim_backend(
         gpus=4,
         mig=1,
@@ -112,7 +104,7 @@ def test_promtool_on_the_sim_backend(sim: tuple[Collector, SimNode, Clock]) -> N
 def test_promtool_on_the_nvml_backend_through_the_emulator_without_a_kubelet(
     tmp_path: Path,
 ) -> None:
-    clock = Clock()
+    clock = Clock(T0)
     parts = build_nvml_backend(proc_root=tmp_path, lib=SimNvml(sim_gpus(3, 1, 1), clock=clock))
     sources = AttributionSources(PodResourcesClient(tmp_path / "kubelet.sock"), None, tmp_path)
     collector = Collector(parts.devices, sources, hostname="gpu-node", clock=clock)
@@ -127,7 +119,7 @@ def test_promtool_on_the_nvml_backend_through_the_emulator_without_a_kubelet(
 
 @pytest.mark.prometheus
 def test_promtool_on_the_replay_backend(shared_data: Path, tmp_path: Path) -> None:
-    clock = Clock()
+    clock = Clock(T0)
     parts, _ = build_replay_backend(
         file=shared_data / "alibaba-gentd26" / "pod_gpu_duty_cycle.csv.gz",
         speed=60.0,

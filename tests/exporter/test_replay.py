@@ -7,18 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from exporter_fakes import Clock
 
 from exporter.replay import TraceSeries, build_replay_backend, choose_pods, load_trace
 
 T0 = 1_800_000_000.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +39,7 @@ def test_series_holds_values_between_samples(tau: float, expected: float | None)
 
 
 def test_replayed_pods_follow_their_trace(duty_cycle: Path, tmp_path: Path) -> None:
-    clock = Clock()
+    clock = Clock(T0)
     parts, node = build_replay_backend(
         file=duty_cycle,
         speed=57.0,

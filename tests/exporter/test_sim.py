@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from exporter_fakes import Clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,18 +19,10 @@ from exporter.workloads import Shape, WorkloadError, load_workloads, shape_state
 T0 = 1_700_000_000.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def _build(
     tmp: Path, seed: int = 3, gpus: int = 4, mig: int = 1, pods: int = 12
 ) -> tuple[BackendParts, SimNode, Clock]:
-    clock = Clock()
+    clock = Clock(T0)
     parts, node = build_sim_backend(
         gpus=gpus,
         mig=mig,
@@ -194,7 +187,7 @@ def test_workloads_file_names_the_pods(tmp_path: Path) -> None:
         "- {namespace: ml, pod: nb-0, shape: notebook, shared: true}\n"
         "- {namespace: ml, pod: eval-0, shape: evaluation, mig: true}\n"
     )
-    clock = Clock()
+    clock = Clock(T0)
     parts, node = build_sim_backend(
         gpus=4,
         mig=1,
