@@ -12,7 +12,6 @@ timeouts = failed). The loop turns results into metrics.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -130,12 +129,6 @@ class Actuator:
         budget = CycleBudget(self.policy, view, self.clock())
         return [self._one(action, view, budget) for action in actions]
 
-    async def apply_async(
-        self, plan: Plan | Sequence[Action], view: ClusterView
-    ) -> list[ActionResult]:
-        """`apply` in a worker thread, for the controller's event loop."""
-        return await asyncio.to_thread(self.apply, plan, view)
-
     def _one(self, action: Action, view: ClusterView, budget: CycleBudget) -> ActionResult:
         refusal = budget.refusal(action)
         if refusal is not None:
@@ -175,9 +168,7 @@ class Actuator:
             return involved, f"{detail} (after a conflict)"
 
     def _failure(self, action: Action, exc: Exception) -> ActionResult:
-        if isinstance(exc, ops.Precondition):
-            return ActionResult(action, Outcome.SKIPPED, str(exc))
-        if isinstance(exc, NotLeader):
+        if isinstance(exc, ops.Precondition | NotLeader):
             return ActionResult(action, Outcome.SKIPPED, str(exc))
         if isinstance(exc, KubeError):
             if exc.status == 404:
