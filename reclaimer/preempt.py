@@ -67,6 +67,15 @@ class Ledger:
     queues: Mapping[str, Queue]
     unserved: list[PendingDemand] = field(default_factory=list)
 
+    def over_capability(self, target: str, queue: str, gpus: int) -> Skip | None:
+        """The skip for `target` when `gpus` more slots would take `queue` past its capability."""
+        allocated = self.allocated.get(queue, 0.0)
+        q = self.queues.get(queue)
+        if q is None or q.capability_gpus is None or allocated + gpus <= q.capability_gpus:
+            return None
+        detail = f"{queue}: {allocated:g}+{gpus} > capability {q.capability_gpus:g}"
+        return Skip(target, Reason.QUEUE_AT_CAPABILITY, detail)
+
 
 def demand_order(demands: Iterable[PendingDemand], ledger: Ledger) -> list[PendingDemand]:
     """Most starved queue first, then queue priority, job priority, waiting longest, key."""
@@ -138,14 +147,7 @@ def _queue_refuses(d: PendingDemand, ledger: Ledger) -> Skip | None:
     deserved = ledger.deserved.get(d.queue, 0.0)
     if allocated >= deserved:
         return Skip(d.job, Reason.QUEUE_AT_SHARE, f"{d.queue} holds {allocated:g}/{deserved:g}")
-    q = ledger.queues.get(d.queue)
-    if q is not None and q.capability_gpus is not None and allocated + d.gpus > q.capability_gpus:
-        return Skip(
-            d.job,
-            Reason.QUEUE_AT_CAPABILITY,
-            f"{d.queue}: {allocated:g}+{d.gpus} > capability {q.capability_gpus:g}",
-        )
-    return None
+    return ledger.over_capability(d.job, d.queue, d.gpus)
 
 
 def _release(v: Victim, ledger: Ledger) -> None:

@@ -94,11 +94,9 @@ def _hold(
     if waiting:
         first = waiting[0]
         return Skip(job.key, Reason.DEMAND_WAITING, f"{len(waiting)} waiting, first {first}")
-    q = ledger.queues.get(job.queue)
-    allocated = ledger.allocated.get(job.queue, 0.0)
-    if q is not None and q.capability_gpus is not None and allocated + job.gpus > q.capability_gpus:
-        detail = f"{job.queue}: {allocated:g}+{job.gpus} > capability {q.capability_gpus:g}"
-        return Skip(job.key, Reason.QUEUE_AT_CAPABILITY, detail)
+    capped = ledger.over_capability(job.key, job.queue, job.gpus)
+    if capped is not None:
+        return capped
     pod_gpus, pods = _shape(job)
     if job.gpus <= 0 or ledger.free.fit_count(pod_gpus) < pods:
         return Skip(job.key, Reason.NO_FIT, f"{pods}x{pod_gpus} GPUs do not fit free slots")
