@@ -21,6 +21,7 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
+from reclaimer.kube import fields as f
 from reclaimer.kube import resources as r
 from reclaimer.kube import timeslicing
 from reclaimer.kube.client import KubeError
@@ -36,13 +37,13 @@ class Precondition(Exception):
 
 
 def _check_uid(obj: Obj, uid: str, what: str) -> None:
-    live = (obj.get("metadata") or {}).get("uid", "")
+    live = f.dig(obj, "metadata", "uid") or ""
     if uid and live and uid != live:
         raise Precondition(f"{what} was replaced since the snapshot (uid {live})")
 
 
 def _annotations(obj: Obj) -> dict[str, str]:
-    return dict((obj.get("metadata") or {}).get("annotations") or {})
+    return dict(f.dig(obj, "metadata", "annotations") or {})
 
 
 def _rv(obj: Obj) -> str:
@@ -93,7 +94,7 @@ def set_pytorchjob_suspend(
 ) -> Obj:
     obj = w.get_custom(r.PYTORCH_JOBS, job.namespace, job.name)
     _check_uid(obj, job.uid, job.key)
-    suspended = bool(((obj.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
+    suspended = bool(f.dig(obj, "spec", "runPolicy", "suspend"))
     if suspended == suspend:
         raise Precondition(f"{job.key} is already {'suspended' if suspend else 'running'}")
     if not suspend and r.SUSPENDED_BY not in _annotations(obj):
@@ -111,7 +112,7 @@ def volcano_command(
 ) -> Obj:
     obj = w.get_custom(r.VOLCANO_JOBS, job.namespace, job.name)
     _check_uid(obj, job.uid, job.key)
-    phase = (((obj.get("status") or {}).get("state")) or {}).get("phase", "")
+    phase = f.dig(obj, "status", "state", "phase") or ""
     if abort and phase in _ABORTED:
         raise Precondition(f"{job.key} is already {phase}")
     if not abort and r.SUSPENDED_BY not in _annotations(obj):
