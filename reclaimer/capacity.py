@@ -172,6 +172,3 @@ class FreeSlots:
 
 def total_slots(nodes: Iterable[Node]) -> int:
     return sum(node_slots(n) for n in nodes)
-
-
-NO_PLACEMENT = Placement()

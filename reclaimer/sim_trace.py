@@ -184,17 +184,3 @@ def read_nodes(path: Path, capacity_scale: float = 1.0) -> Nodes:
 
 def read_profiles(path: Path) -> Profiles:
     return parse_profiles(_read_csv(path, "utilization"))
-
-
-def slice_jobs(jobs: Jobs, start: float, end: float) -> Jobs:
-    """The jobs arriving in [start, end), for quick replays of part of a trace."""
-    keep = (jobs.arrival >= start) & (jobs.arrival < end)
-    idx = np.flatnonzero(keep)
-    return Jobs(
-        names=tuple(jobs.names[i] for i in idx),
-        queues=tuple(jobs.queues[i] for i in idx),
-        num_gpu=jobs.num_gpu[idx],
-        milli=jobs.milli[idx],
-        arrival=jobs.arrival[idx],
-        runtime=jobs.runtime[idx],
-    )

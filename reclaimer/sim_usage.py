@@ -46,8 +46,6 @@ class Usage:
     length: IntArray  # per job: its profile's length
     prefix_start: IntArray  # per job: its profile's first entry in `prefix`
     offset: IntArray  # per job: sample its progress 0 maps to
-    idle_window_samples: int
-    horizon_samples: int
 
     def position(self, job: IntArray, progress: FloatArray) -> IntArray:
         """Flat index into `values` of each job's sample at `progress` seconds of work."""
@@ -126,6 +124,4 @@ def assign_usage(
         length=lengths,
         prefix_start=prefix_starts[which],
         offset=offsets,
-        idle_window_samples=idle_k,
-        horizon_samples=horizon_k,
     )
