@@ -28,7 +28,6 @@ from reclaimer.policy_fields import (
     as_positive_ratio,
     as_ratio,
     as_replicas,
-    as_share,
     as_string,
     build_section,
     setting,
@@ -63,7 +62,7 @@ class WorkloadClass:
     """
 
     name: str = setting("", as_string, "name")
-    gpu_share: float = setting(1.0, as_share, "gpuShare")
+    gpu_share: float = setting(1.0, as_positive_ratio, "gpuShare")
     share_memory: bool = setting(True, as_bool, "shareMemory")
     overcommit: float = setting(1.0, as_positive_number, "overcommit")
     max_memory: float = setting(0.9, as_ratio, "maxMemory")

@@ -145,19 +145,12 @@ def as_replicas(value: object) -> int:
     return count
 
 
-def as_share(value: object) -> float:
-    """A fraction of a GPU in (0, 1]: 0.25 or "25%"."""
-    share = parse_ratio(value)
-    if share <= 0:
-        raise ValueError(f"must be > 0, got {value!r}")
-    return share
-
-
 def as_ratio(value: object) -> float:
     return parse_ratio(value)
 
 
 def as_positive_ratio(value: object) -> float:
+    """A ratio in (0, 1]: 0.25 or "25%" (a threshold, a fraction of a GPU)."""
     ratio = parse_ratio(value)
     if ratio <= 0:
         raise ValueError(f"must be > 0, got {value!r}")
