@@ -1,4 +1,5 @@
-"""Small builders, a settable clock and a scripted `DeviceSource` for the exporter's tests."""
+"""Small builders, a settable clock, a scripted `DeviceSource` and an emulated node read through
+the real `NvmlSource`, for the exporter's tests."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 from exporter.model import DeviceReading, MigInfo, ProcessUsage
+from exporter.nvml import NvmlSource
+from exporter.simnvml import SimNvml
+from exporter.simnvml_device import SimGpu
 from exporter.sources import Allocation, DeviceSweep
 
 DRIVER = "550.54.15"
@@ -81,6 +85,19 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+class EmulatedNode:
+    """Emulated GPUs read through the real `NvmlSource`, on a clock that moves only on `sweep`."""
+
+    def __init__(self, gpus: list[SimGpu]) -> None:
+        self.now = 10_000.0
+        self.lib = SimNvml(gpus, clock=lambda: self.now)
+        self.source = NvmlSource(self.lib, clock=lambda: self.now)
+
+    def sweep(self, seconds: float = 10.0) -> DeviceSweep:
+        self.now += seconds
+        return self.source.read()
 
 
 class ScriptedDevices:

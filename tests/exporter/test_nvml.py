@@ -6,9 +6,10 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from exporter_fakes import EmulatedNode
 
 from exporter import simnvml
-from exporter.nvml import NvmlSource, build_nvml_backend, nvml_available
+from exporter.nvml import build_nvml_backend, nvml_available
 from exporter.nvml_readings import Collector
 from exporter.simnvml_device import SimGpu, SimProcess, h100
 from gpu_contract import BY_NAME, DEVICE_METRICS
@@ -41,17 +42,6 @@ DEVICE_CALLS = [
 ]
 
 
-class Node:
-    def __init__(self, gpus: list[SimGpu]) -> None:
-        self.now = 10_000.0
-        self.lib = simnvml.SimNvml(gpus, clock=lambda: self.now)
-        self.source = NvmlSource(self.lib, clock=lambda: self.now)
-
-    def sweep(self, seconds: float = 10.0):  # type: ignore[no-untyped-def]
-        self.now += seconds
-        return self.source.read()
-
-
 def _busy_gpus(n: int = 2) -> list[SimGpu]:
     gpus = [h100(i) for i in range(n)]
     for g in gpus:
@@ -60,7 +50,7 @@ def _busy_gpus(n: int = 2) -> list[SimGpu]:
 
 
 def test_reads_every_dcgm_family_of_a_full_gpu() -> None:
-    node = Node(_busy_gpus(1))
+    node = EmulatedNode(_busy_gpus(1))
     node.sweep()
     sweep = node.sweep()
     (dev,) = sweep.devices
@@ -82,7 +72,7 @@ def test_reads_every_dcgm_family_of_a_full_gpu() -> None:
 def test_an_error_fails_that_collector_on_that_device_only(
     call: str, collector: str, family: str, error: str, code: int
 ) -> None:
-    node = Node(_busy_gpus(2))
+    node = EmulatedNode(_busy_gpus(2))
     node.sweep()
     node.lib.inject(call, code, index=1)
     sweep = node.sweep()
@@ -107,7 +97,7 @@ def test_an_error_fails_that_collector_on_that_device_only(
 def test_not_supported_disables_the_call_without_failing(
     call: str, collector: str, family: str, error: str, code: int
 ) -> None:
-    node = Node(_busy_gpus(2))
+    node = EmulatedNode(_busy_gpus(2))
     node.lib.inject(call, code, index=0)
     sweeps = [node.sweep() for _ in range(3)]
     assert all(all(s.collector_success.values()) and not s.errors for s in sweeps)
@@ -120,7 +110,7 @@ def test_not_supported_disables_the_call_without_failing(
 def test_memory_falls_back_to_v1_on_older_drivers() -> None:
     gpus = _busy_gpus(1)
     gpus[0].memory_info_v2_supported = False
-    node = Node(gpus)
+    node = EmulatedNode(gpus)
     sweeps = [node.sweep() for _ in range(3)]
     (dev,) = sweeps[-1].devices
     assert all(all(s.collector_success.values()) and not s.errors for s in sweeps)
@@ -130,7 +120,7 @@ def test_memory_falls_back_to_v1_on_older_drivers() -> None:
 
 
 def test_close_frees_gpm_samples_and_shuts_down() -> None:
-    node = Node(_busy_gpus(2))
+    node = EmulatedNode(_busy_gpus(2))
     node.sweep()
     node.sweep()
     node.source.close()
@@ -139,7 +129,7 @@ def test_close_frees_gpm_samples_and_shuts_down() -> None:
 
 
 def test_gpu_is_lost_on_one_gpu_keeps_the_others() -> None:
-    node = Node(_busy_gpus(3))
+    node = EmulatedNode(_busy_gpus(3))
     node.sweep()
     node.lib.inject("*", simnvml.NVML_ERROR_GPU_IS_LOST, index=1)
     sweep = node.sweep()
@@ -152,7 +142,7 @@ def test_gpu_is_lost_on_one_gpu_keeps_the_others() -> None:
 
 
 def test_init_failure_is_a_failed_sweep_and_is_retried() -> None:
-    node = Node(_busy_gpus(1))
+    node = EmulatedNode(_busy_gpus(1))
     node.lib.inject("nvmlInit", simnvml.NVML_ERROR_DRIVER_NOT_LOADED, times=1)
     first = node.sweep()
     assert first.devices == () and first.collector_success[Collector.IDENTITY] is False
@@ -164,7 +154,7 @@ def test_init_failure_is_a_failed_sweep_and_is_retried() -> None:
 def test_no_process_samples_means_idle_not_failure() -> None:
     gpus = [h100(0)]
     gpus[0].processes.append(SimProcess(5, sm=lambda t: 0.0, memory_bytes=lambda t: 2 * GIB))
-    node = Node(gpus)
+    node = EmulatedNode(gpus)
     sweep = node.sweep()
     (dev,) = sweep.devices
     (proc,) = dev.processes
@@ -180,7 +170,7 @@ def test_mig_instances_with_empty_slots() -> None:
     gpu.processes.append(
         SimProcess(77, sm=lambda t: 0.4, memory_bytes=lambda t: GIB, gpu_instance_id=gi)
     )
-    node = Node([gpu])
+    node = EmulatedNode([gpu])
     node.sweep()
     sweep = node.sweep()
     parent, *instances = sweep.devices
@@ -197,7 +187,7 @@ def test_mig_instances_with_empty_slots() -> None:
 
 
 def test_values_use_contract_families_only() -> None:
-    node = Node(_busy_gpus(1))
+    node = EmulatedNode(_busy_gpus(1))
     node.sweep()
     for dev in node.sweep().devices:
         assert set(dev.values) <= set(BY_NAME)

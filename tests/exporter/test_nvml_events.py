@@ -7,14 +7,14 @@ import ctypes
 from collections.abc import Callable
 
 import pytest
+from exporter_fakes import EmulatedNode
 
 from exporter import simnvml
 from exporter.model import DeviceReading, NodeSnapshot
-from exporter.nvml import NvmlSource
 from exporter.nvml_events import handle_key
 from exporter.nvml_readings import Collector
 from exporter.render import render_text
-from exporter.simnvml_device import SimGpu, h100
+from exporter.simnvml_device import h100
 from exporter.sources import DeviceSweep
 
 XID = "DCGM_FI_DEV_XID_ERRORS"
@@ -27,16 +27,7 @@ FAILURE_CODES = sorted(
 WAIT_FAILURE_CODES = [(n, c) for n, c in FAILURE_CODES if c != simnvml.NVML_ERROR_TIMEOUT]
 
 
-class Node:
-    def __init__(self, gpus: list[SimGpu]) -> None:
-        self.now = 10_000.0
-        self.lib = simnvml.SimNvml(gpus, clock=lambda: self.now)
-        self.source = NvmlSource(self.lib, clock=lambda: self.now)
-
-    def sweep(self) -> DeviceSweep:
-        self.now += 10.0
-        return self.source.read()
-
+class Node(EmulatedNode):
     def xids(self, sweep: DeviceSweep) -> dict[object, float | None]:
         return {_key(d): d.values.get(XID) for d in sweep.devices}
 
