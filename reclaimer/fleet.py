@@ -44,8 +44,8 @@ def summarize(
     view: ClusterView, pods: pd.DataFrame, now: float, window: float, threshold: float
 ) -> FleetSummary:
     recent = pods[pods["timestamp"] > now - window]
-    means = recent.groupby(["namespace", "pod"])["value"].mean().to_dict()
-    peaks = recent.groupby(["namespace", "pod"])["value"].max().to_dict()
+    stats = recent.groupby(["namespace", "pod"])["value"].agg(["mean", "max"])
+    means, peaks = stats["mean"].to_dict(), stats["max"].to_dict()
     allocated = measured = 0
     busy = 0.0
     idle: dict[str, int] = {}
