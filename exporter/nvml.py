@@ -190,8 +190,9 @@ class NvmlSource:
             Sample(int(s.pid), int(s.timeStamp), int(s.smUtil), int(s.memUtil))
             for s in (got.value if got.ok else ())
         ]
+        known = got.ok or got.idle  # idle: no sample since last time, every process at 0
         averages: dict[int, Average] = {}
-        if got.ok or got.idle:
+        if known:
             stamps = [s.time_stamp_us for s in samples]
             period_us = estimate_period_us(
                 stamps, self._period_us.get(index, self._default_period_us)
@@ -201,7 +202,6 @@ class NvmlSource:
             interval = now - self._last_read.get(index, self._started_us / 1e6)
             averages = average_by_pid(samples, max(interval, period_us / 1e6), period_us / 1e6)
         self._last_read[index] = now
-        known = got.ok or got.idle
         usages = []
         for pid in sorted(set(memory) | set(averages)):
             avg = averages.get(pid, Average(0.0, 0.0) if known else Average(NAN, NAN))
