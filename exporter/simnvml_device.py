@@ -154,8 +154,7 @@ class SimGpu:
             total_sm, total_mem = total_sm + sm, total_mem + mem
             acc = by_instance.setdefault(proc.gpu_instance_id, [0.0, 0.0])
             acc[0], acc[1] = acc[0] + sm, acc[1] + mem
-            emit = stamp_us is not None and (sm > 0 or mem > 0)
-            if emit and not self.mig_enabled and stamp_us is not None:
+            if stamp_us is not None and not self.mig_enabled and (sm > 0 or mem > 0):
                 self.samples.append(
                     ProcessSample(proc.pid, stamp_us, round(sm * 100), round(mem * 100))
                 )
