@@ -207,42 +207,9 @@ class NVMLError_Unknown(NVMLError):
     _code = NVML_ERROR_UNKNOWN
 
 
+# Every subclass above, by its code (a class added above is mapped without a second list).
 _BY_CODE: dict[int, type[NVMLError]] = {
-    c._code: c
-    for c in (
-        NVMLError_Uninitialized,
-        NVMLError_InvalidArgument,
-        NVMLError_NotSupported,
-        NVMLError_NoPermission,
-        NVMLError_AlreadyInitialized,
-        NVMLError_NotFound,
-        NVMLError_InsufficientSize,
-        NVMLError_InsufficientPower,
-        NVMLError_DriverNotLoaded,
-        NVMLError_Timeout,
-        NVMLError_IrqIssue,
-        NVMLError_LibraryNotFound,
-        NVMLError_FunctionNotFound,
-        NVMLError_CorruptedInforom,
-        NVMLError_GpuIsLost,
-        NVMLError_ResetRequired,
-        NVMLError_OperatingSystem,
-        NVMLError_LibRmVersionMismatch,
-        NVMLError_InUse,
-        NVMLError_Memory,
-        NVMLError_NoData,
-        NVMLError_VgpuEccNotSupported,
-        NVMLError_InsufficientResources,
-        NVMLError_FreqNotSupported,
-        NVMLError_ArgumentVersionMismatch,
-        NVMLError_Deprecated,
-        NVMLError_NotReady,
-        NVMLError_GpuNotFound,
-        NVMLError_InvalidState,
-        NVMLError_ResetTypeNotSupported,
-        NVMLError_Unknown,
-    )
-    if c._code is not None
+    c._code: c for c in NVMLError.__subclasses__() if c._code is not None
 }
 
 
