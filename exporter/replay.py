@@ -27,7 +27,8 @@ from exporter.workloads import GIB, PodState, Shape, WorkloadSpec
 
 NAMESPACE = "genai"
 MIN_SAMPLES = 100  # pods with fewer samples are too short to replay
-MAX_GAP_S = 2 * 57.0
+SAMPLE_PERIOD_S = 57.0  # GenTD26 samples every pod once per 57 s
+MAX_GAP_S = 2 * SAMPLE_PERIOD_S
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,8 @@ def load_trace(file: Path) -> Trace:
         _series(pd.read_csv(memory_file)) if memory_file != file and memory_file.exists() else {}
     )
     start = float(frame["timestamp_anon"].min())
-    span = float(frame["timestamp_anon"].max()) - start + 57.0
-    return Trace(start, max(span, 57.0), _series(frame), memory)
+    span = float(frame["timestamp_anon"].max()) - start + SAMPLE_PERIOD_S  # >= one period
+    return Trace(start, span, _series(frame), memory)
 
 
 def choose_pods(trace: Trace, pods: int, seed: int) -> list[str]:
