@@ -53,9 +53,9 @@ class GpmReader:
         else:
             got = calls.call(Collector.PROFILING, "nvmlGpmMigSampleGet", parent, gi, alloc.value)
         previous = self._previous.pop(calls.key, None)
-        if previous is not None and not got.ok:
-            calls.call(Collector.PROFILING, "nvmlGpmSampleFree", previous)
         if not got.ok:
+            if previous is not None:
+                calls.call(Collector.PROFILING, "nvmlGpmSampleFree", previous)
             calls.call(Collector.PROFILING, "nvmlGpmSampleFree", alloc.value)
             return {}
         self._previous[calls.key] = alloc.value
