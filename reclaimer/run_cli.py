@@ -73,12 +73,13 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         policy, config, interval = _settings(args)
+        wiring = wire(args, policy, config, time.time)
     except UsageError as err:
         print(f"gpu-reclaimer run: {err}", file=sys.stderr)
         return 2
     if args.once:
-        return asyncio.run(_once(args, policy, config))
-    return asyncio.run(_serve(args, policy, config, interval))
+        return asyncio.run(_once(args, policy, config, wiring))
+    return asyncio.run(_serve(args, policy, config, interval, wiring))
 
 
 def _settings(args: argparse.Namespace) -> tuple[Policy, ControllerConfig, float]:
@@ -137,12 +138,9 @@ def _controller(
     )
 
 
-async def _once(args: argparse.Namespace, policy: Policy, config: ControllerConfig) -> int:
-    try:
-        wiring = wire(args, policy, config, time.time)
-    except UsageError as err:
-        print(f"gpu-reclaimer run: {err}", file=sys.stderr)
-        return 2
+async def _once(
+    args: argparse.Namespace, policy: Policy, config: ControllerConfig, wiring: Wiring
+) -> int:
     metrics = ReclaimerMetrics()
     async with PromClient(args.prometheus_url) as prom:
         try:
@@ -175,13 +173,12 @@ def render_report(report: CycleReport, dry_run: bool) -> str:
 
 
 async def _serve(
-    args: argparse.Namespace, policy: Policy, config: ControllerConfig, interval: float
+    args: argparse.Namespace,
+    policy: Policy,
+    config: ControllerConfig,
+    interval: float,
+    wiring: Wiring,
 ) -> int:
-    try:
-        wiring = wire(args, policy, config, time.time)
-    except UsageError as err:
-        print(f"gpu-reclaimer run: {err}", file=sys.stderr)
-        return 2
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
