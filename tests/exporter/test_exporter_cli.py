@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from promserver import free_port
 
 from exporter.cli import main
 from exporter.config import Backend, ConfigError, ExporterConfig, load_config, parse_listen_address
@@ -95,12 +95,6 @@ def test_bad_input_exits_2_with_a_clear_message(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def fetch(url: str) -> tuple[int, bytes]:
