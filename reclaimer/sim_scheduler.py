@@ -113,6 +113,9 @@ class Queues:
         self.allocated: dict[str, float] = dict.fromkeys(deserved, 0.0)
         self.gpus = jobs.gpus
         self.queue_of = jobs.queues
+        self.shapes: list[tuple[int, int]] = list(
+            zip(jobs.num_gpu.tolist(), jobs.milli.tolist(), strict=True)
+        )
 
     def order(self) -> list[str]:
         """Queues by allocated/deserved, lowest first (zero-deserved queues last)."""
@@ -129,10 +132,10 @@ class Queues:
     def has_pending(self, queues: frozenset[str]) -> bool:
         return any(self.pending[q] for q in queues)
 
-    def pending_shapes(self, queues: frozenset[str], jobs: Jobs) -> set[tuple[int, int]]:
-        return {(int(jobs.num_gpu[j]), int(jobs.milli[j])) for q in queues for j in self.pending[q]}
+    def pending_shapes(self, queues: frozenset[str]) -> set[tuple[int, int]]:
+        return {self.shapes[j] for q in queues for j in self.pending[q]}
 
-    def schedule(self, cluster: Cluster, jobs: Jobs) -> list[tuple[int, Placement]]:
+    def schedule(self, cluster: Cluster) -> list[tuple[int, Placement]]:
         """Place whatever pending jobs fit now; returns the placements made, in order."""
         placed: list[tuple[int, Placement]] = []
         memo = ShapeMemo()
@@ -142,8 +145,11 @@ class Queues:
                 continue
             kept: list[int] = []
             for job in waiting:
-                num, milli = int(jobs.num_gpu[job]), int(jobs.milli[job])
-                spot = None if memo.known_to_fail(num, milli) else cluster.place(num, milli)
+                num, milli = self.shapes[job]
+                if memo.known_to_fail(num, milli):
+                    kept.append(job)
+                    continue
+                spot = cluster.place(num, milli)
                 if spot is None:
                     memo.failed(num, milli)
                     kept.append(job)

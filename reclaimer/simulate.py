@@ -211,7 +211,7 @@ class Replay:
         ]
         if not released:
             return False
-        shapes = self.queues.pending_shapes(self.guaranteed, self.jobs)
+        shapes = self.queues.pending_shapes(self.guaranteed)
         return self.cluster.could_fit(released, shapes)
 
     def view(self, now: float) -> TickView:
@@ -294,7 +294,7 @@ def _run_events(
                     replay.preempt(victim, now)
         if replay.dirty:
             replay.dirty = False
-            for placed, spot in replay.queues.schedule(replay.cluster, replay.jobs):
+            for placed, spot in replay.queues.schedule(replay.cluster):
                 replay.start(placed, spot, now)
         if tick_at is None and replay.wants_tick():
             tick_at = (now // interval + 1) * interval
