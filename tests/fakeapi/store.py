@@ -6,6 +6,7 @@ resourceVersion; a write carrying `metadata.resourceVersion` that is not current
 are applied as JSON merge patches: the reclaimer only patches maps (labels, annotations, data,
 spec fields), where the two agree. Evictions check PodDisruptionBudgets like the real server:
 429 when the budget allows no disruption, 500 when more than one budget selects the pod.
+Creates are checked first as the real server checks them (`fakeapi.validation`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from fakeapi.disruption import check_budget, selects
 from fakeapi.errors import ApiError
+from fakeapi.validation import check_create
 
 Obj = dict[str, Any]
 
@@ -179,6 +181,7 @@ class FakeCluster:
         return sum(1 for k in self.objects.get(res, {}) if ns is None or k[0] == ns)
 
     def create(self, res: tuple[str, str, str], ns: str, body: Obj, dry: bool) -> Obj:
+        check_create(res, KNOWN[res][0], ns if KNOWN[res][1] else "", body)
         obj = copy.deepcopy(body)
         meta = obj.setdefault("metadata", {})
         if not meta.get("name"):
