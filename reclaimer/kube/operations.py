@@ -8,7 +8,8 @@ re-runs the operation once. Order matters:
   together (atomic).
 - Volcano Job: annotate, then create the `bus.volcano.sh/v1alpha1` Command (AbortJob/ResumeJob);
   if the Command fails the annotation is rolled back, so the record never claims a suspension
-  that did not happen.
+  that did not happen. `kube.volcano` says when Volcano would act on the Command at all, and
+  refuses to abort a job whose resume would spend its last retry (and fail it).
 - Bare pod: a dry-run eviction first (a PDB answers 429 before anything is written), then the
   annotation, then the real eviction.
 - Reshape: write the new ConfigMap key, then relabel the node, then delete only reclaimer keys no
@@ -23,13 +24,12 @@ from typing import Any
 
 from reclaimer.kube import fields as f
 from reclaimer.kube import resources as r
-from reclaimer.kube import timeslicing
+from reclaimer.kube import timeslicing, volcano
 from reclaimer.kube.client import KubeError
 from reclaimer.kube.write import KubeWriter, rfc3339
 from reclaimer.model import Job
 
 Obj = dict[str, Any]
-_ABORTED = frozenset({"Aborting", "Aborted"})
 
 
 class Precondition(Exception):
@@ -48,16 +48,6 @@ def _annotations(obj: Obj) -> dict[str, str]:
 
 def _rv(obj: Obj) -> str:
     return str(obj["metadata"]["resourceVersion"])
-
-
-def _ref(obj: Obj, res: r.Resource) -> dict[str, Any]:
-    meta = obj["metadata"]
-    return {
-        "apiVersion": res.api_version,
-        "kind": res.kind,
-        "name": meta["name"],
-        "uid": meta.get("uid", ""),
-    }
 
 
 def involved(obj: Obj, res: r.Resource) -> dict[str, str]:
@@ -112,26 +102,16 @@ def volcano_command(
 ) -> Obj:
     obj = w.get_custom(r.VOLCANO_JOBS, job.namespace, job.name)
     _check_uid(obj, job.uid, job.key)
-    phase = f.dig(obj, "status", "state", "phase") or ""
-    if abort and phase in _ABORTED:
-        raise Precondition(f"{job.key} is already {phase}")
     if not abort and r.SUSPENDED_BY not in _annotations(obj):
         raise Precondition(f"{job.key} was not suspended by the reclaimer: leaving it")
-    action = "AbortJob" if abort else "ResumeJob"
-    owner = {**_ref(obj, r.VOLCANO_JOBS), "controller": True, "blockOwnerDeletion": True}
-    command = {
-        "apiVersion": r.VOLCANO_COMMANDS.api_version,
-        "kind": r.VOLCANO_COMMANDS.kind,
-        "metadata": {"generateName": f"{job.name}-{action.lower()}-", "ownerReferences": [owner]},
-        "action": action,
-        "target": owner,
-        "reason": "GpuReclaim",
-        "message": message[:1024],
-    }
+    action = volcano.CommandAction.ABORT if abort else volcano.CommandAction.RESUME
+    why = volcano.refusal(obj, action)
+    if why is not None:
+        raise Precondition(f"{job.key} {why}")
     patch = {"metadata": {"resourceVersion": _rv(obj), "annotations": dict(record)}}
     w.patch_custom(r.VOLCANO_JOBS, job.namespace, job.name, patch)
     try:
-        w.create_custom(r.VOLCANO_COMMANDS, job.namespace, command)
+        w.create_custom(r.VOLCANO_COMMANDS, job.namespace, volcano.command(obj, action, message))
     except KubeError:
         undo = {k: _annotations(obj).get(k) for k in record}
         # best effort: with the Command failed, a stale record would only cause a no-op resume

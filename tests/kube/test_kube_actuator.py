@@ -61,7 +61,9 @@ def test_preempt_volcano_job_creates_abort_command(api, cluster: FakeCluster) ->
         "name": "sim-sweep",
         "uid": "33333333-0000-0000-0000-000000000001",
     }
-    assert cmd["metadata"]["ownerReferences"][0]["controller"] is True
+    assert cmd["metadata"]["ownerReferences"] == [cmd["target"]]
+    assert cmd["target"]["controller"] is True
+    assert "blockOwnerDeletion" not in cmd["target"]  # would need update on jobs/finalizers
     job = cluster.get(*VCJ, "sim-sweep", "research")
     assert job["metadata"]["annotations"][r.SUSPENDED_BY] == "gpu-reclaimer"
     assert events_for(cluster, "sim-sweep")
@@ -103,6 +105,48 @@ def test_resume_volcano_job(api, cluster: FakeCluster) -> None:
     assert (
         r.SUSPENDED_BY not in cluster.get(*VCJ, "sim-sweep", "research")["metadata"]["annotations"]
     )
+
+
+def _volcano_state(cluster: FakeCluster, phase: str, retry: int, suspended: bool) -> None:
+    job = cluster.get(*VCJ, "sim-sweep", "research")
+    job["status"] = {"state": {"phase": phase}, "retryCount": retry}
+    if suspended:
+        job["metadata"]["annotations"] = {r.SUSPENDED_BY: "gpu-reclaimer"}
+
+
+@pytest.mark.parametrize(
+    ("action", "phase", "retry", "says"),
+    [
+        (preempt, "Restarting", 0, "is Restarting"),
+        (preempt, "Aborted", 0, "is Aborted"),
+        (preempt, "Running", 2, "has used 2 of maxRetry 3"),
+        (resume, "Running", 0, "is Running"),
+        (resume, "Aborted", 2, "has used 2 of maxRetry 3"),
+    ],
+    ids=[
+        "abort-restarting",
+        "abort-aborted",
+        "abort-last-retry",
+        "resume-not-aborted",
+        "resume-would-fail",
+    ],
+)
+def test_volcano_command_volcano_would_ignore_or_fail_on_is_skipped(
+    api, cluster: FakeCluster, action: Any, phase: str, retry: int, says: str
+) -> None:
+    _volcano_state(cluster, phase, retry, suspended=action is resume)
+    before = _state(cluster)
+    [res] = run(api, [action("research/sim-sweep")])
+    assert res.outcome is Outcome.SKIPPED and says in res.detail, res
+    assert not cluster.writes() and _state(cluster) == before
+
+
+def test_abort_allowed_with_a_raised_max_retry(api, cluster: FakeCluster) -> None:
+    _volcano_state(cluster, "Running", 2, suspended=False)
+    cluster.get(*VCJ, "sim-sweep", "research")["spec"]["maxRetry"] = 5
+    [res] = run(api, [preempt("research/sim-sweep")])
+    assert res.outcome is Outcome.APPLIED, res
+    assert [c["action"] for c in cluster.all(*CMD)] == ["AbortJob"]
 
 
 def test_bare_pod_blocked_by_pdb_is_skipped_untouched(api, cluster: FakeCluster) -> None:

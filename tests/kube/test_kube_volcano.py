@@ -1,0 +1,102 @@
+"""When a Volcano Command is safe to send, and its shape (reclaimer.kube.volcano). Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reclaimer.kube.volcano import CommandAction, command, refusal
+
+ABORT, RESUME = CommandAction.ABORT, CommandAction.RESUME
+
+
+def job(
+    phase: str | None, retry: int | None = None, max_retry: int | None = None
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "metadata": {"name": "sim-sweep", "namespace": "research", "uid": "u-1"},
+        "spec": {},
+        "status": {"state": {"phase": phase} if phase else {}},
+    }
+    if retry is not None:
+        obj["status"]["retryCount"] = retry
+    if max_retry is not None:
+        obj["spec"]["maxRetry"] = max_retry
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("obj", "action", "says"),
+    [
+        (job("Running"), ABORT, None),
+        (job("Pending"), ABORT, None),
+        (job(None), ABORT, None),
+        (job("Running", retry=1), ABORT, None),
+        (job("Running", retry=2), ABORT, "has used 2 of maxRetry 3"),
+        (job("Running", retry=2, max_retry=4), ABORT, None),
+        (job("Running", max_retry=1), ABORT, "has used 0 of maxRetry 1"),
+        (job("Running", retry=5, max_retry=3), ABORT, "has used 5 of maxRetry 3"),
+        (job("Restarting"), ABORT, "is Restarting"),
+        (job("Aborting"), ABORT, "is Aborting"),
+        (job("Aborted"), ABORT, "is Aborted"),
+        (job("Completing"), ABORT, "is Completing"),
+        (job("Terminating"), ABORT, "is Terminating"),
+        (job("Aborted"), RESUME, None),
+        (job("Aborting"), RESUME, None),
+        (job("Aborted", retry=1), RESUME, None),
+        (job("Aborted", retry=2), RESUME, "has used 2 of maxRetry 3"),
+        (job("Running"), RESUME, "is Running"),
+        (job("Restarting"), RESUME, "is Restarting"),
+        (job(None), RESUME, "is Pending"),
+    ],
+    ids=[
+        "abort-running",
+        "abort-pending",
+        "abort-no-phase-is-pending",
+        "abort-one-retry-spent",
+        "abort-last-retry-default-max",
+        "abort-raised-max",
+        "abort-max-retry-1",
+        "abort-over-budget",
+        "abort-restarting",
+        "abort-aborting",
+        "abort-aborted",
+        "abort-completing",
+        "abort-terminating",
+        "resume-aborted",
+        "resume-aborting",
+        "resume-one-retry-spent",
+        "resume-last-retry",
+        "resume-running",
+        "resume-restarting",
+        "resume-no-phase",
+    ],
+)
+def test_refusal(obj: dict[str, Any], action: CommandAction, says: str | None) -> None:
+    why = refusal(obj, action)
+    if says is None:
+        assert why is None
+    else:
+        assert why is not None and says in why
+
+
+@pytest.mark.parametrize("action", [ABORT, RESUME], ids=["abort", "resume"])
+def test_command_shape_follows_vcctl(action: CommandAction) -> None:
+    cmd = command(job("Running"), action, "x" * 5000)
+    ref = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "name": "sim-sweep",
+        "uid": "u-1",
+        "controller": True,
+    }
+    assert (cmd["apiVersion"], cmd["kind"]) == ("bus.volcano.sh/v1alpha1", "Command")
+    assert cmd["action"] == {ABORT: "AbortJob", RESUME: "ResumeJob"}[action]
+    assert cmd["target"] == ref
+    assert cmd["metadata"] == {
+        "generateName": f"sim-sweep-{cmd['action'].lower()}-",
+        "namespace": "research",
+        "ownerReferences": [ref],
+    }
+    assert cmd["reason"] == "GpuReclaim" and len(cmd["message"]) == 1024
