@@ -3,8 +3,7 @@
 Capacity is counted in schedulable GPU slots, the unit pods request: a node offers
 `gpus * replicas` slots (time-slicing multiplies what the scheduler sees). A pod occupies slots on
 its node from the moment it is bound (Running, or Pending with a node). A queue's allocation is
-the slots its jobs' bound pods hold; its deserved share is `Queue.deserved_gpus`, else the
-policy's `queueShares` fraction of cluster slots, else its weight's fraction of them.
+the slots its jobs' bound pods hold (what it deserves is `reclaimer.shares`).
 
 Fit is checked per node: a gang of `n` equal pods of `p` slots fits when the nodes' free slots,
 each rounded down to whole pods (`free // p`), add up to at least `n`. That is exact for equal-size
@@ -17,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from reclaimer.model import Job, Node, PodPhase, Queue, Snapshot
+from reclaimer.model import Job, Node, PodPhase, Snapshot
 from reclaimer.policy import VOLCANO_PREEMPTABLE, Policy
 
 _BOUND = frozenset({PodPhase.RUNNING, PodPhase.PENDING})
@@ -92,23 +91,6 @@ def queue_allocation(jobs: Iterable[Job], where: Mapping[str, Placement]) -> dic
         placed = where.get(job.key)
         if placed is not None and not job.suspended:
             out[job.queue] = out.get(job.queue, 0.0) + placed.gpus
-    return out
-
-
-def deserved_shares(
-    queues: Iterable[Queue], total_slots: float, policy: Policy
-) -> dict[str, float]:
-    """Queue name -> deserved slots (explicit, else policy share, else weight share)."""
-    queues = list(queues)
-    weights = sum(max(q.weight, 0) for q in queues) or 1
-    out: dict[str, float] = {}
-    for q in queues:
-        if q.deserved_gpus is not None:
-            out[q.name] = q.deserved_gpus
-        elif q.name in policy.queue_shares:
-            out[q.name] = policy.queue_shares[q.name] * total_slots
-        else:
-            out[q.name] = total_slots * max(q.weight, 0) / weights
     return out
 
 

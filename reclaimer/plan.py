@@ -21,7 +21,6 @@ from typing import TypeVar
 from reclaimer.capacity import (
     FreeSlots,
     Placement,
-    deserved_shares,
     free_slots,
     placements,
     queue_allocation,
@@ -42,6 +41,7 @@ from reclaimer.preempt import Ledger, plan_preemptions
 from reclaimer.quantities import format_duration
 from reclaimer.reshape import plan_reshapes
 from reclaimer.resume import plan_resumes
+from reclaimer.shares import deserved_shares
 from reclaimer.victims import Victim, candidates
 
 T = TypeVar("T")
@@ -61,7 +61,8 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         return Plan(created_at=now, actions=(), skipped=(gate,))
     snap = canonical(snapshot)
     where = placements(snap, policy)
-    ledger = _ledger(snap, where, policy)
+    demands = _demands(snap)
+    ledger = _ledger(snap, where, demands, policy)
     actions: list[Action] = []
     skips: list[Skip] = []
     victims: list[Victim] = []
@@ -70,7 +71,14 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         skips += screened
     else:
         skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.preempt is false"))
-    acts, more = plan_preemptions(_demands(snap), victims, ledger, policy.limits)
+    acts, more = plan_preemptions(
+        demands,
+        victims,
+        ledger,
+        policy.limits,
+        now=now,
+        busy_after=policy.reclaim_busy_after_seconds,
+    )
     actions += acts
     skips += more
     if policy.actions.resume:
@@ -93,13 +101,18 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
     return Plan(created_at=now, actions=tuple(actions), skipped=tuple(skips))
 
 
-def _ledger(snap: Snapshot, where: Mapping[str, Placement], policy: Policy) -> Ledger:
+def _ledger(
+    snap: Snapshot, where: Mapping[str, Placement], demands: list[PendingDemand], policy: Policy
+) -> Ledger:
     allocated = queue_allocation(snap.jobs, where)
+    requests = dict(allocated)
+    for d in demands:
+        requests[d.queue] = requests.get(d.queue, 0.0) + d.gpus
     return Ledger(
         free=FreeSlots(free_slots(snap)),
         allocated=dict(allocated),
         running=dict(allocated),
-        deserved=deserved_shares(snap.queues, total_slots(snap.nodes), policy),
+        deserved=deserved_shares(snap.queues, total_slots(snap.nodes), policy, requests),
         queues={q.name: q for q in snap.queues},
     )
 
