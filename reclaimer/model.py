@@ -184,6 +184,7 @@ class Reason(StrEnum):
 
     # actions
     IDLE_FOR_STARVED_QUEUE = "IdleJobForStarvedQueue"
+    BUSY_FOR_LONG_STARVED = "BusyJobForLongStarvedQueue"  # after reclaimBusyAfter, none idle fit
     QUEUE_HAS_ROOM = "QueueHasRoomAgain"
     NODE_UNDERUSED = "NodeUnderused"
     NODE_SATURATED = "NodeSaturated"

@@ -46,13 +46,13 @@ class _Memo:
     their slots were never in its pool, so everything known about that queue is forgotten.
     """
 
-    no_room: dict[tuple[str, int, int], Skip] = field(default_factory=dict)
-    pools: dict[str, list[Victim]] = field(default_factory=dict)
-    stale: set[str] = field(default_factory=set)
+    no_room: dict[tuple[str, int, int, bool], Skip] = field(default_factory=dict)
+    pools: dict[tuple[str, bool], list[Victim]] = field(default_factory=dict)
+    stale: set[tuple[str, bool]] = field(default_factory=set)
 
     def forget(self, queues: set[str]) -> None:
         self.no_room = {k: v for k, v in self.no_room.items() if k[0] not in queues}
-        self.pools = {q: p for q, p in self.pools.items() if q not in queues}
+        self.pools = {k: p for k, p in self.pools.items() if k[0] not in queues}
         self.stale = set(self.pools)
 
 
@@ -94,14 +94,18 @@ def plan_preemptions(
     victims: Sequence[Victim],
     ledger: Ledger,
     limits: Limits,
+    *,
+    now: float = 0.0,
+    busy_after: float | None = None,
 ) -> tuple[list[Action], list[Skip]]:
-    """Serve `demands` in order, preempting from `victims` (ranked); mutates `ledger`."""
-    budget = Budget(limits)
+    """Serve `demands` in order, preempting from `victims` (ranked); mutates `ledger`.
+
+    Busy victims are offered only to a pending job that has waited `busy_after` seconds by
+    `now`, and only once the idle victims alone cannot make room for it.
+    """
+    search = _Search(ledger, Budget(limits))
     actions: list[Action] = []
     skips: list[Skip] = []
-    chosen: set[str] = set()
-    held_back: dict[str, Skip] = {}
-    memo = _Memo()
     for d in demand_order(demands, ledger):
         why_not = _queue_refuses(d, ledger)
         if why_not is not None:
@@ -112,34 +116,67 @@ def plan_preemptions(
             _grant(d, pod_gpus, pods, ledger)
             skips.append(Skip(d.job, Reason.FITS_FREE, f"{pods}x{pod_gpus} GPUs fit free slots"))
             continue
-        shape = (d.queue, pod_gpus, pods)
-        if shape in memo.no_room:
-            ledger.unserved.append(d)
-            skips.append(replace(memo.no_room[shape], target=d.job))
-            continue
-        known = memo.pools.get(d.queue)
-        if known is None or d.queue in memo.stale:
-            candidates = victims if known is None else known
-            known = _pool(d, candidates, chosen, ledger, budget=budget, held_back=held_back)
-            memo.pools[d.queue] = known
-            memo.stale.discard(d.queue)
-        picked = _pick(known, ledger.free, pod_gpus, pods, budget)
+        waited_out = busy_after is not None and now - d.since >= busy_after
+        picked, skip = search.find(d, [v for v in victims if v.idle], False)
+        if picked is None and waited_out:
+            picked, skip = search.find(d, victims, True)
         if picked is None:
             ledger.unserved.append(d)
-            memo.no_room[shape] = _unserved_skip(d, known, budget)
-            skips.append(memo.no_room[shape])
+            skips.append(skip)
             continue
-        memo.forget({v.job.queue for v in picked})
+        search.memo.forget({v.job.queue for v in picked})
         for v in picked:
-            budget.take(v)
-            chosen.add(v.key)
-            actions.append(_preempt_action(v, d, ledger))
+            search.budget.take(v)
+            search.chosen.add(v.key)
+            actions.append(_preempt_action(v, d, ledger, now - d.since))
             _release(v, ledger)
         _grant(d, pod_gpus, pods, ledger)
-    for v in victims:
-        if v.key not in chosen:
-            skips.append(held_back.get(v.key) or Skip(v.key, Reason.NO_DEMAND, _idle_note(v)))
+    skips += [search.left_standing(v) for v in victims if v.key not in search.chosen]
     return actions, skips
+
+
+@dataclass
+class _Search:
+    """Victim searches of one cycle: the budget, who is chosen, and what is memoised."""
+
+    ledger: Ledger
+    budget: Budget
+    chosen: set[str] = field(default_factory=set)
+    held_back: dict[str, Skip] = field(default_factory=dict)
+    memo: _Memo = field(default_factory=_Memo)
+
+    def find(
+        self, d: PendingDemand, victims: Sequence[Victim], busy: bool
+    ) -> tuple[list[Victim] | None, Skip]:
+        """Victims to preempt for `d` (None if none do), and the skip when none do."""
+        pod_gpus, pods = pod_shape(d.gpus, d.min_member)
+        shape = (d.queue, pod_gpus, pods, busy)
+        if shape in self.memo.no_room:
+            return None, replace(self.memo.no_room[shape], target=d.job)
+        key = (d.queue, busy)
+        known = self.memo.pools.get(key)
+        if known is None or key in self.memo.stale:
+            candidates = victims if known is None else known
+            known = _pool(
+                d,
+                candidates,
+                self.chosen,
+                self.ledger,
+                budget=self.budget,
+                held_back=self.held_back,
+            )
+            self.memo.pools[key] = known
+            self.memo.stale.discard(key)
+        picked = _pick(known, self.ledger.free, pod_gpus, pods, self.budget)
+        if picked is None:
+            self.memo.no_room[shape] = _unserved_skip(d, known, self.budget, busy)
+            return None, self.memo.no_room[shape]
+        return picked, Skip(d.job, Reason.FITS_FREE, "")
+
+    def left_standing(self, v: Victim) -> Skip:
+        if not v.idle:
+            return Skip(v.key, Reason.NOT_IDLE, v.busy_note)
+        return self.held_back.get(v.key) or Skip(v.key, Reason.NO_DEMAND, _idle_note(v))
 
 
 def _queue_refuses(d: PendingDemand, ledger: Ledger) -> Skip | None:
@@ -250,30 +287,34 @@ def _prune(picked: list[Victim], free: FreeSlots, pod_gpus: int, pods: int) -> l
     return kept
 
 
-def _unserved_skip(d: PendingDemand, pool: Sequence[Victim], budget: Budget) -> Skip:
+def _unserved_skip(d: PendingDemand, pool: Sequence[Victim], budget: Budget, busy: bool) -> Skip:
     if budget.exhausted():
         return Skip(d.job, Reason.LIMIT_REACHED, "cycle's preemption budget is spent")
     pod_gpus, pods = pod_shape(d.gpus, d.min_member)
+    usable = "usable job(s), idle or busy" if busy else "usable idle job(s)"
     return Skip(
         d.job,
         Reason.NO_FIT,
-        f"{pods}x{pod_gpus} GPUs do not fit free slots plus {len(pool)} usable idle job(s)",
+        f"{pods}x{pod_gpus} GPUs do not fit free slots plus {len(pool)} {usable}",
     )
 
 
-def _preempt_action(v: Victim, d: PendingDemand, ledger: Ledger) -> Action:
+def _preempt_action(v: Victim, d: PendingDemand, ledger: Ledger, waited: float) -> Action:
     allocated = ledger.allocated.get(d.queue, 0.0)
     deserved = ledger.deserved.get(d.queue, 0.0)
     on = ", ".join(f"{n}:{g}" for n, g in v.placement.gpus_by_node.items())
+    why = _idle_note(v)
+    if not v.idle:
+        why = f"{v.busy_note}, taken because {d.job} has waited {format_duration(waited)}"
     detail = (
-        f"{_idle_note(v)}; frees {v.gpus} GPUs ({on}) for {d.job} "
+        f"{why}; frees {v.gpus} GPUs ({on}) for {d.job} "
         f"({d.gpus} GPUs, {d.min_member} pods) in {d.queue} at {allocated:g}/{deserved:g}; "
         f"loses {format_duration(v.work_lost_seconds)} of work"
     )
     return Action(
         kind=ActionKind.PREEMPT,
         target=v.key,
-        reason=Reason.IDLE_FOR_STARVED_QUEUE,
+        reason=Reason.IDLE_FOR_STARVED_QUEUE if v.idle else Reason.BUSY_FOR_LONG_STARVED,
         evidence=Evidence(v.forecast, d.job, d.queue, v.gpus, detail),
         job_kind=v.job.kind,
     )

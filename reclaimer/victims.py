@@ -4,10 +4,13 @@ A job is a candidate victim only as a whole gang, and only when every safety rul
 cheapest first: its queue is known and reclaimable, it is not opted out (Volcano's
 `volcano.sh/preemptable: "false"` or the policy's own annotation, on the job or any of its pods),
 it has run for its minimum runtime (`volcano.sh/cooldown-time`, else the policy's), the reclaimer
-has not acted on it within the job cool-down, and its forecast says idle with enough confidence
-for at least the policy's horizon and at no looser threshold. Each failing job becomes a `Skip`
-naming the first rule it failed. Candidates are ranked by confidence, then by the least work a
-preemption would lose, then by lowest priority, then by key.
+has not acted on it within the job cool-down, and it has a forecast for at least the policy's
+horizon at no looser threshold. Each failing job becomes a `Skip` naming the first rule it
+failed. A job whose forecast does not say idle with enough confidence is a `Skip` too, unless the
+policy sets `reclaimBusyAfter`: then it is a *busy* candidate (its `busy_note` says why), which
+the preemption planner offers only to pending jobs that have waited that long, and only when the
+idle candidates cannot make room. Candidates are ranked idle first, then by confidence, then by
+the least work a preemption would lose, then by lowest priority, then by key.
 
 Confidence can be ranked in bands (`confidenceTieBand`, counted down from 1: with 0.05 the bands
 are (0.95, 1], (0.90, 0.95], ...), so that near-equal confidences tie and the work lost decides.
@@ -41,6 +44,11 @@ class Victim:
     placement: Placement
     work_lost_seconds: float
     tie_band: float = 0.0  # the policy's confidenceTieBand
+    busy_note: str = ""  # why it is not forecast idle; empty for an idle victim
+
+    @property
+    def idle(self) -> bool:
+        return not self.busy_note
 
     @cached_property
     def key(self) -> str:
@@ -51,10 +59,10 @@ class Victim:
         return self.placement.gpus
 
     @cached_property
-    def rank(self) -> tuple[float, float, int, str]:
-        """Sort key: most confident band, least work lost, lowest priority, then key."""
+    def rank(self) -> tuple[bool, float, float, int, str]:
+        """Sort key: idle first, most confident band, least work lost, lowest priority, key."""
         band = confidence_band(self.forecast.confidence, self.tie_band)
-        return (band, self.work_lost_seconds, self.job.priority, self.job.key)
+        return (not self.idle, band, self.work_lost_seconds, self.job.priority, self.job.key)
 
 
 def confidence_band(confidence: float, width: float) -> float:
@@ -114,14 +122,23 @@ def screen(
     if problem:
         return Skip(job.key, Reason.NOT_IDLE, problem)
     lost = work_lost_seconds(job, policy, now)
-    return Victim(job, forecast, placement, lost, policy.confidence_tie_band)
+    busy = _busy_note(forecast, policy)
+    if busy and policy.reclaim_busy_after_seconds is None:
+        return Skip(job.key, Reason.NOT_IDLE, busy)
+    return Victim(job, forecast, placement, lost, policy.confidence_tie_band, busy)
 
 
-def _forecast_problem(f: Forecast, policy: Policy) -> str:
+def _busy_note(f: Forecast, policy: Policy) -> str:
+    """Why a usable forecast does not call the job idle; empty when it does."""
     if not f.idle:
         return f"forecast busy (p_idle={f.confidence:.2f}, {f.method})"
     if f.confidence < policy.min_confidence:
         return f"p_idle={f.confidence:.2f} below minConfidence {policy.min_confidence:.2f}"
+    return ""
+
+
+def _forecast_problem(f: Forecast, policy: Policy) -> str:
+    """Why a forecast cannot be used under this policy at all; empty when it can."""
     if f.horizon_seconds < policy.horizon_seconds:
         return f"forecast horizon {format_duration(f.horizon_seconds)} shorter than policy's"
     if f.threshold > policy.threshold:

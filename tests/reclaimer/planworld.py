@@ -140,6 +140,8 @@ class World:
         return self
 
     def pend(self, key: str, queue: str, gpus: int, pods: int = 1, **kw: Any) -> World:
+        """A pending job; it arrived just now unless `since` says otherwise."""
+        kw.setdefault("since", self.now)
         self.pending.append(PendingDemand(queue=queue, job=key, gpus=gpus, min_member=pods, **kw))
         return self
 

@@ -12,6 +12,7 @@ from planworld import NOW, forecast
 
 from reclaimer.capacity import is_opted_out
 from reclaimer.model import (
+    Action,
     ActionKind,
     DataQuality,
     Forecast,
@@ -24,6 +25,7 @@ from reclaimer.model import (
     Pod,
     PodPhase,
     Queue,
+    Reason,
     Snapshot,
 )
 from reclaimer.plan import plan
@@ -195,7 +197,11 @@ def worlds(
     return (
         snapshot,
         forecasts,
-        Policy(limits=limits, min_confidence=draw(st.sampled_from([0.5, 0.9]))),
+        Policy(
+            limits=limits,
+            min_confidence=draw(st.sampled_from([0.5, 0.9])),
+            reclaim_busy_after_seconds=draw(st.sampled_from([None, 600.0, 1800.0])),
+        ),
     )
 
 
@@ -246,11 +252,12 @@ def test_preemptions_are_safe_and_within_limits(
     queues = {q.name: q for q in snapshot.queues}
     victims = _preempted(p, snapshot)
     lim = policy.limits
+    for action in p.actions:
+        if action.kind is ActionKind.PREEMPT:
+            _assert_idle_or_waited_out(action, snapshot, forecasts[action.target], policy)
     for job in victims:
         q = queues.get(job.queue)
         assert q is not None and q.reclaimable, "never touch a non-reclaimable queue"
-        f = forecasts.get(job.key)
-        assert f is not None and f.idle and f.confidence >= policy.min_confidence
         assert not job.suspended
         assert not is_opted_out(job.annotations, policy)
         assert NOW - job.start_time >= min_runtime_seconds(job, policy)
@@ -312,3 +319,17 @@ def test_no_action_on_stale_or_incomplete_data(
     assert plan(replace(snapshot, quality=quality), forecasts, policy, NOW).actions == ()
     fresh_but_partial = DataQuality(metrics_at=NOW, complete=False)
     assert plan(replace(snapshot, quality=fresh_but_partial), forecasts, policy, NOW).actions == ()
+
+
+def _assert_idle_or_waited_out(
+    action: Action, snapshot: Snapshot, f: Forecast, policy: Policy
+) -> None:
+    """An idle victim, or a busy one taken for a job that has waited `reclaimBusyAfter`."""
+    if f.idle and f.confidence >= policy.min_confidence:
+        assert action.reason is Reason.IDLE_FOR_STARVED_QUEUE
+        return
+    assert action.reason is Reason.BUSY_FOR_LONG_STARVED
+    after = policy.reclaim_busy_after_seconds
+    assert after is not None, "busy jobs are taken only when the policy allows it"
+    since = {d.job: d.since for d in snapshot.pending}[action.evidence.for_pending or ""]
+    assert NOW - since >= after, "a busy job is taken only for a job that has waited long"
