@@ -3,7 +3,8 @@
 GPU-hours are counted per run segment (from a job's start to its completion, preemption or the
 end of the replay): allocated is GPUs x time, busy is GPUs x utilization x time (the job's
 profile integrated over the segment's progress). A job's wait is the total time it spent pending,
-over all its (re)queueings, censored at the end of the replay; percentiles are per queue.
+over all its (re)queueings, censored at the end of the replay; percentiles are per queue, and
+`guaranteed_wait_p95_s` pools every job of every guaranteed (non-reclaimable) queue.
 
 A preemption is wrongful when the victim would have reached the idle threshold again within the
 forecast horizon after the preemption point (read from its own profile); it is guaranteed when
@@ -26,6 +27,7 @@ JSON_KEYS = (
     "allocation_rate",
     "wait_p50_s",
     "wait_p95_s",
+    "guaranteed_wait_p95_s",
     "preemptions",
     "wrongful_preemptions",
     "guaranteed_preemptions",
@@ -70,6 +72,7 @@ class SimResult:
     allocation_rate: float
     wait_p50_s: dict[str, float]
     wait_p95_s: dict[str, float]
+    guaranteed_wait_p95_s: float  # every job of every guaranteed queue, pooled
     preemptions: int
     wrongful_preemptions: int
     guaranteed_preemptions: int
@@ -88,7 +91,18 @@ def _percentiles(waits: dict[str, list[float]], q: float) -> dict[str, float]:
     }
 
 
-def summarize(policy: str, tally: Tally, capacity_gpus: float, span_seconds: float) -> SimResult:
+def _pooled_p95(waits: dict[str, list[float]], queues: frozenset[str]) -> float:
+    pooled = [w for queue in sorted(queues & waits.keys()) for w in waits[queue]]
+    return round(float(np.percentile(pooled, 95)), 1) if pooled else 0.0
+
+
+def summarize(
+    policy: str,
+    tally: Tally,
+    capacity_gpus: float,
+    span_seconds: float,
+    guaranteed: frozenset[str],
+) -> SimResult:
     capacity = capacity_gpus * span_seconds / 3600.0
     allocated = tally.allocated_gpu_s / 3600.0
     busy = tally.busy_gpu_s / 3600.0
@@ -101,6 +115,7 @@ def summarize(policy: str, tally: Tally, capacity_gpus: float, span_seconds: flo
         allocation_rate=round(allocated / capacity, 4) if capacity else 0.0,
         wait_p50_s=_percentiles(tally.waits, 50),
         wait_p95_s=_percentiles(tally.waits, 95),
+        guaranteed_wait_p95_s=_pooled_p95(tally.waits, guaranteed),
         preemptions=tally.preemptions,
         wrongful_preemptions=tally.wrongful,
         guaranteed_preemptions=tally.guaranteed,

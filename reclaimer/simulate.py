@@ -270,7 +270,7 @@ def simulate(
     _run_events(replay, end, on_progress, begin)
     _close(replay, end)
     gpus = float(nodes.gpus.sum())
-    return summarize(settings.policy.value, replay.tally, gpus, end - begin)
+    return summarize(settings.policy.value, replay.tally, gpus, end - begin, replay.guaranteed)
 
 
 def _run_events(
