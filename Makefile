@@ -4,6 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 APT_STAMP := .apt-installed
+GENTD26 ?= ../shared/data/alibaba-gentd26/pod_gpu_duty_cycle.csv.gz
 
 .PHONY: deps test lint typecheck imports unit demo bench clean
 
@@ -47,6 +48,7 @@ BENCH_SECONDS ?= 600
 bench: deps
 	$(BIN)/python bench/exporter_bench.py --duration $(BENCH_SECONDS)
 	$(BIN)/python bench/forecast_bench.py
+	$(BIN)/python bench/forecast_cv.py --utilization $(GENTD26)
 	$(BIN)/python bench/plan_bench.py
 	$(BIN)/python bench/kube_read_bench.py
 	$(BIN)/python bench/reclaimer_prom_read.py
