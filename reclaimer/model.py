@@ -74,6 +74,7 @@ class Job:
     suspended_by_reclaimer: bool = False  # carries the gpu-reclaim.io/ annotation
     uid: str = ""
     workload_class: str | None = None
+    retries_left: int | None = None  # Volcano Job: maxRetry - retryCount; None: not counted
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,7 @@ class Reason(StrEnum):
     NO_FIT = "FreedCapacityDoesNotFit"
     LIMIT_REACHED = "LimitReached"
     NO_DEMAND = "NoStarvedDemand"
+    LAST_RETRY = "NoRetryToSpare"  # a Volcano Job's resume would reach maxRetry and fail it
     # added with the planner
     CLASS_LIMIT = "WorkloadClassLimit"  # action: replicas above what the node's classes allow
     QUEUE_AT_SHARE = "QueueAtDeservedShare"  # pending job's queue is not below its share

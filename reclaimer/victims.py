@@ -3,7 +3,8 @@
 A job is a candidate victim only as a whole gang, and only when every safety rule passes, checked
 cheapest first: its queue is known and reclaimable, it is not opted out (Volcano's
 `volcano.sh/preemptable: "false"` or the policy's own annotation, on the job or any of its pods),
-it has run for its minimum runtime (`volcano.sh/cooldown-time`, else the policy's), the reclaimer
+it is not a Volcano Job with one retry or fewer left (Volcano counts a resume as a retry), it has
+run for its minimum runtime (`volcano.sh/cooldown-time`, else the policy's), the reclaimer
 has not acted on it within the job cool-down, and it has a forecast for at least the policy's
 horizon at no looser threshold. Each failing job becomes a `Skip` naming the first rule it
 failed. A job whose forecast does not say idle with enough confidence is a `Skip` too, unless the
@@ -106,6 +107,9 @@ def screen(
         return Skip(job.key, Reason.NOT_RECLAIMABLE, why)
     if is_opted_out(job.annotations, policy) or placement.opted_out:
         return Skip(job.key, Reason.OPTED_OUT, 'preemptable annotation is "false"')
+    if job.retries_left is not None and job.retries_left <= 1:
+        why = f"{job.retries_left} retry left: resuming it would reach maxRetry and fail it"
+        return Skip(job.key, Reason.LAST_RETRY, why)
     ran, floor = now - job.start_time, min_runtime_seconds(job, policy)
     if ran < floor:
         return Skip(

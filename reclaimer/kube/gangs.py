@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from reclaimer.kube import fields as f
+from reclaimer.kube import volcano
 from reclaimer.kube.resources import (
     ACTION_TIME_KEYS,
     DEFAULT_QUEUE,
@@ -113,9 +114,11 @@ def volcano_job(obj: Obj, priorities: Mapping[str, int]) -> Job | None:
         for r, t in zip(replicas, tasks, strict=True)
     )
     spec = obj.get("spec") or {}
+    used, max_retry = volcano.retries(obj)
     return _job_from_meta(
         obj,
         JobKind.VOLCANO_JOB,
+        retries_left=max_retry - used,
         queue=str(spec.get("queue") or DEFAULT_QUEUE),
         gpus=gpus,
         min_member=f.int_field(spec.get("minAvailable"), sum(replicas) or 1),

@@ -50,7 +50,7 @@ def phase(job: Obj) -> str:
     return str(f.dig(job, "status", "state", "phase") or "Pending")
 
 
-def retries(job: Obj) -> tuple[int, int]:
+def retries(job: f.Obj) -> tuple[int, int]:
     """(`status.retryCount`, `spec.maxRetry`) of a Job; an unset maxRetry is Volcano's default."""
     used = f.int_field(f.dig(job, "status", "retryCount"), 0)
     return used, f.int_field(f.dig(job, "spec", "maxRetry"), 0) or DEFAULT_MAX_RETRY

@@ -10,6 +10,7 @@ import yaml
 
 from reclaimer.clusterfile import parse_objects
 from reclaimer.kube.convert import ClusterObjects, to_cluster_view
+from reclaimer.kube.gangs import volcano_job
 from reclaimer.kube.quantity import QuantityError, parse_quantity
 from reclaimer.model import JobKind, PodPhase, QueueState
 
@@ -84,6 +85,28 @@ def test_job_details(view: Any) -> None:
     old = jobs["research/old-train"]
     assert old.suspended and old.suspended_by_reclaimer
     assert not jobs["research/bert-train"].suspended_by_reclaimer
+    assert jobs["research/sim-sweep"].retries_left == 3  # Volcano's default maxRetry, none used
+    assert jobs["research/bert-train"].retries_left is None  # PyTorchJobs have no retry count
+
+
+@pytest.mark.parametrize(
+    ("spec", "status", "left"),
+    [
+        pytest.param({}, {}, 3, id="defaults"),
+        pytest.param({"maxRetry": 5}, {"retryCount": 1}, 4, id="set"),
+        pytest.param({}, {"retryCount": 2}, 1, id="last-retry"),
+    ],
+)
+def test_volcano_job_retries_left(spec: dict[str, Any], status: dict[str, Any], left: int) -> None:
+    obj = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "ns", "uid": "u"},
+        "spec": {"queue": "q", "tasks": [], **spec},
+        "status": {"state": {"phase": "Running"}, **status},
+    }
+    job = volcano_job(obj, {})
+    assert job is not None and job.retries_left == left
 
 
 def test_pods_keep_gpu_pods_only_live(view: Any) -> None:

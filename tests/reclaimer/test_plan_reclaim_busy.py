@@ -95,6 +95,26 @@ CASES = [
         {"be/young": Reason.TOO_YOUNG},
         id="minimum-runtime-still-holds",
     ),
+    pytest.param(
+        lambda: (
+            _full()
+            .job("be/last", "be", {"n1": 8}, idle=0.99, retries_left=1)
+            .pend("ls/x", "ls", 8, since=NOW - 3600)
+        ),
+        Policy(),
+        set(),
+        {"be/last": Reason.LAST_RETRY},
+        id="volcano-job-on-its-last-retry-is-spared",
+    ),
+    pytest.param(
+        lambda: (
+            _full().job("be/two", "be", {"n1": 8}, idle=0.99, retries_left=2).pend("ls/x", "ls", 8)
+        ),
+        Policy(),
+        {"be/two"},
+        {},
+        id="volcano-job-with-two-retries-left-may-go",
+    ),
 ]
 
 
