@@ -146,16 +146,25 @@ def cross_validate(
     return results
 
 
-def hindsight_recall(confidence: np.ndarray, labels: np.ndarray, precision: float) -> float:
-    """Best recall over confidence cuts whose precision is >= `precision` (0 if none)."""
-    if not labels.any():
-        return 0.0
+def _cuts(confidence: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(true positives, predictions, usable) at every cut down the confidence order.
+
+    A cut is usable when it does not split a tie and keeps only positive confidences.
+    """
     order = np.argsort(-confidence, kind="stable")
     cut_conf = confidence[order]
     tp = np.cumsum(labels[order])
     n = np.arange(1, labels.size + 1)
-    last_of_tie = np.append(cut_conf[1:] != cut_conf[:-1], True)  # a cut cannot split a tie
-    ok = last_of_tie & (cut_conf > 0) & (tp >= precision * n)
+    last_of_tie = np.append(cut_conf[1:] != cut_conf[:-1], True)
+    return tp, n, last_of_tie & (cut_conf > 0)
+
+
+def hindsight_recall(confidence: np.ndarray, labels: np.ndarray, precision: float) -> float:
+    """Best recall over confidence cuts whose precision is >= `precision` (0 if none)."""
+    if not labels.any():
+        return 0.0
+    tp, n, usable = _cuts(confidence, labels)
+    ok = usable & (tp >= precision * n)
     return float(tp[ok].max() / labels.sum()) if ok.any() else 0.0
 
 
@@ -163,12 +172,8 @@ def hindsight_precision(confidence: np.ndarray, labels: np.ndarray, recall: floa
     """Best precision over confidence cuts whose recall is >= `recall` (0 if none)."""
     if not labels.any():
         return 0.0
-    order = np.argsort(-confidence, kind="stable")
-    cut_conf = confidence[order]
-    tp = np.cumsum(labels[order])
-    n = np.arange(1, labels.size + 1)
-    last_of_tie = np.append(cut_conf[1:] != cut_conf[:-1], True)
-    ok = last_of_tie & (cut_conf > 0) & (tp >= recall * labels.sum())
+    tp, n, usable = _cuts(confidence, labels)
+    ok = usable & (tp >= recall * labels.sum())
     return float((tp[ok] / n[ok]).max()) if ok.any() else 0.0
 
 
