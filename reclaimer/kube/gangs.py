@@ -236,9 +236,24 @@ def pending_from_podgroup(
         job=job.key if job else _podgroup_demand_key(pg),
         gpus=need,
         min_member=f.int_field(spec.get("minMember"), 1),
-        since=f.created_at(pg),
+        since=pending_since(pg),
         priority=_priority(spec.get("priorityClassName"), priorities),
     )
+
+
+def pending_since(pg: Obj) -> float:
+    """When a pending PodGroup started waiting, as late as its objects tell.
+
+    A PodGroup outlives restarts of its job (a Volcano Job keeps it), so its creation time can
+    overstate the wait: the newest `Scheduled` condition that is True marks a later run, and the
+    group cannot have waited since before it. Overstating would let `reclaimBusyAfter` fire early.
+    """
+    since = f.created_at(pg)
+    conditions = f.dig(pg, "status", "conditions")
+    for c in conditions if isinstance(conditions, list) else []:
+        if isinstance(c, dict) and c.get("type") == "Scheduled" and c.get("status") == "True":
+            since = max(since, f.timestamp(c.get("lastTransitionTime")) or 0.0)
+    return since
 
 
 def _podgroup_demand_key(pg: Obj) -> str:

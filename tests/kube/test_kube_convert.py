@@ -10,7 +10,7 @@ import yaml
 
 from reclaimer.clusterfile import parse_objects
 from reclaimer.kube.convert import ClusterObjects, to_cluster_view
-from reclaimer.kube.gangs import volcano_job
+from reclaimer.kube.gangs import pending_since, volcano_job
 from reclaimer.kube.quantity import QuantityError, parse_quantity
 from reclaimer.model import JobKind, PodPhase, QueueState
 
@@ -199,3 +199,65 @@ def test_missing_crd_problems_pass_through() -> None:
 def test_fixture_is_valid_yaml_documents() -> None:
     docs = [d for d in yaml.safe_load_all(FIXTURE.read_text()) if d]
     assert len(docs) > 20
+
+
+def _pg(conditions: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "pg", "namespace": "ns", "creationTimestamp": "2026-11-29T09:00:00Z"},
+        "status": {"phase": "Pending", "conditions": conditions},
+    }
+
+
+CREATED = 1_795_942_800.0  # 2026-11-29T09:00:00Z
+
+
+@pytest.mark.parametrize(
+    ("conditions", "since"),
+    [
+        pytest.param([], CREATED, id="never-ran-waits-since-creation"),
+        pytest.param(
+            [{"type": "Scheduled", "status": "True", "lastTransitionTime": "2026-11-29T10:00:00Z"}],
+            CREATED + 3600,
+            id="ran-then-pending-again-waits-since-the-run",
+        ),
+        pytest.param(
+            [
+                {
+                    "type": "Scheduled",
+                    "status": "True",
+                    "lastTransitionTime": "2026-11-29T10:00:00Z",
+                },
+                {
+                    "type": "Scheduled",
+                    "status": "True",
+                    "lastTransitionTime": "2026-11-29T11:00:00Z",
+                },
+            ],
+            CREATED + 7200,
+            id="newest-run-counts",
+        ),
+        pytest.param(
+            [
+                {
+                    "type": "Unschedulable",
+                    "status": "True",
+                    "lastTransitionTime": "2026-11-29T12:00:00Z",
+                },
+                {
+                    "type": "Scheduled",
+                    "status": "False",
+                    "lastTransitionTime": "2026-11-29T12:00:00Z",
+                },
+            ],
+            CREATED,
+            id="other-conditions-do-not-shorten-the-wait",
+        ),
+        pytest.param(
+            [{"type": "Scheduled", "status": "True", "lastTransitionTime": "2026-11-29T08:00:00Z"}],
+            CREATED,
+            id="never-before-creation",
+        ),
+    ],
+)
+def test_pending_since(conditions: list[dict[str, Any]], since: float) -> None:
+    assert pending_since(_pg(conditions)) == since
