@@ -194,7 +194,7 @@ async def _serve(
         await web.TCPSite(runner, host, port).start()
         log.info(
             "serving /metrics /plan /healthz /readyz on %s:%d (%s)",
-            host,
+            host or "*",
             port,
             "dry-run" if config.dry_run else "APPLY",
         )

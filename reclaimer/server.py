@@ -86,9 +86,9 @@ def make_app(controller: Controller, metrics: ReclaimerMetrics, dry_run: bool) -
     return app
 
 
-def parse_listen_address(address: str) -> tuple[str, int]:
-    """`:9401` -> ("0.0.0.0", 9401); `127.0.0.1:9401` -> ("127.0.0.1", 9401)."""
+def parse_listen_address(address: str) -> tuple[str | None, int]:
+    """`:9401` -> (None, 9401): every interface, IPv4 and IPv6; `[::1]:9401` -> ("::1", 9401)."""
     host, _, port = address.rpartition(":")
     if not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"--web.listen-address: bad port in {address!r}")
-    return (host.strip("[]") or "0.0.0.0"), int(port)
+    return (host.strip("[]") or None), int(port)

@@ -70,7 +70,8 @@ async def test_plan_lists_withheld_actions_as_skips() -> None:
 
 
 def test_listen_address_forms() -> None:
-    assert parse_listen_address(":9401") == ("0.0.0.0", 9401)
+    assert parse_listen_address(":9401") == (None, 9401)  # every interface, IPv6 too
+    assert parse_listen_address("0.0.0.0:9401") == ("0.0.0.0", 9401)
     assert parse_listen_address("127.0.0.1:0") == ("127.0.0.1", 0)
     assert parse_listen_address("[::1]:9401") == ("::1", 9401)
 
