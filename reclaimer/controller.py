@@ -31,7 +31,7 @@ from reclaimer import forecast_check
 from reclaimer.fleet import FleetSummary, summarize
 from reclaimer.forecast import INSUFFICIENT_HISTORY, SILENT
 from reclaimer.history import HistoryParams, MetricsSource
-from reclaimer.metrics_read import MetricsRead, MetricsUnavailable, read_metrics
+from reclaimer.metrics_read import MetricsRead, MetricsUnavailable, probe_recorded, read_metrics
 from reclaimer.model import (
     Action,
     ActionKind,
@@ -95,6 +95,7 @@ class ControllerConfig:
     source: MetricsSource = MetricsSource.GPU_RECLAIM
     history: HistoryParams = field(default_factory=HistoryParams)
     dry_run: bool = True
+    reprobe_seconds: float = 3600.0  # while the recording rules do not cover the window yet
 
 
 def build_snapshot(view: ClusterView, read: MetricsRead) -> Snapshot:
@@ -159,7 +160,8 @@ class Controller:
         self._clock = clock
         self._config = config
         self._is_leader = is_leader
-        self._recorded: bool | None = None  # recording-rule probe, once per process
+        self._recorded: bool | None = None  # recording rules cover the window (probed)
+        self._probed_at = float("-inf")
         self._checks: tuple[forecast_check.PendingCheck, ...] = ()
         self._pods: pd.DataFrame | None = None  # per-pod history kept between cycles
         self.last: CycleReport | None = None
@@ -182,12 +184,30 @@ class Controller:
         self.ready = self.ready or report.result is not CycleResult.ERROR
         return report
 
+    async def _probe_recorded(self, now: float) -> None:
+        """Probe the recording rules first, then hourly until they cover the whole window.
+
+        Once they do, the history switches to them for good, and the kept raw history is
+        dropped so that the next read fetches the whole window from one kind of series.
+        """
+        if self._recorded or now - self._probed_at < self._config.reprobe_seconds:
+            return
+        found = self._config.source is MetricsSource.GPU_RECLAIM and await probe_recorded(
+            self._prom, now, self._config.history
+        )
+        self._probed_at = now
+        if found and self._recorded is not None:
+            log.info("recording rules now cover the history window: reading them from now on")
+            self._pods = None
+        self._recorded = found
+
     async def _cycle(self, now: float) -> CycleReport:
         view = await asyncio.to_thread(self._read_cluster)
         for problem in view.problems:
             log.warning("cluster: %s", problem)
         before = self._prom.requests
         try:
+            await self._probe_recorded(now)
             read = await read_metrics(
                 self._prom,
                 view,

@@ -12,8 +12,9 @@ moves a few points per pod, not a day of them. Per source:
 - gpu-reclaim (our exporter): `gpu_pod_utilization_ratio`, joined with `gpu_pod_allocated` by
   `or on (namespace, pod) 0 * ...`, so a pod holding a GPU but running nothing reads 0 instead of
   vanishing. The recording rules `RECORDED_POD_UTILIZATION_5M` / `RECORDED_POD_ALLOCATED` are
-  used instead when Prometheus has them and has had them for the whole window (one probe per
-  process): rules deployed a minute ago have a minute of history, which no forecaster can use.
+  used instead when Prometheus has them and has had them for the whole window (the controller
+  probes at start, then hourly until they do): rules deployed a minute ago have a minute of
+  history, which no forecaster can use.
 - dcgm: dcgm-exporter's `DCGM_FI_DEV_GPU_UTIL` series that carry a `pod` label, percent / 100.
   `--kubernetes-virtual-gpus` copies the device value to every sharing pod under the same name,
   so series are combined with `max`, never `sum`.

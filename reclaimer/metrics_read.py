@@ -1,13 +1,14 @@
 """One cycle's read of Prometheus: a fixed handful of requests, whatever the fleet size.
 
-Requests per read: the recording-rule probe (first read only; the answer is cached by the
-caller), one freshness query (`max(timestamp(...))`, the newest raw sample), one `query_range` per
-time chunk of the history to fetch (one chunk up to 10,000 steps: the first read's whole window,
-then only the new tail), and three instant queries for
-node GPU stats; all but the probe run concurrently. A failed utilization or freshness query
-raises `MetricsUnavailable` (nothing to plan on); a failed stats query or Prometheus warnings
-clear `complete`; jobs missing series (left out of the history, so never forecast idle) and data
-older than `max_age` (the planner's `metrics_at` check) are reported in `problems`.
+Requests per read: the recording-rule probe (only when the caller has no answer yet; the
+controller probes at start, then hourly until the rules cover the window), one freshness query
+(`max(timestamp(...))`, the newest raw sample), one `query_range` per time chunk of the history
+to fetch (one chunk up to 10,000 steps: the first read's whole window, then only the new tail),
+and three instant queries for node GPU stats; all but the probe run concurrently. A failed
+utilization or freshness query raises `MetricsUnavailable` (nothing to plan on); a failed stats
+query or Prometheus warnings clear `complete`; jobs missing series (left out of the history, so
+never forecast idle) and data older than `max_age` (the planner's `metrics_at` check) are
+reported in `problems`.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import pytest
 from clusterviews import job_with_pods, view
 from fakeprom import Reply, fake_prometheus, matrix, vector
 
+import gpu_contract as gc
 from reclaimer.controller import Controller, ControllerConfig, CycleResult, gate
 from reclaimer.history import HistoryParams
 from reclaimer.model import (
@@ -251,3 +252,33 @@ async def test_later_cycles_fetch_only_the_new_tail_and_count_unforecast_jobs() 
     assert float(first[0]["start"]) == NOW - 3600.0  # the whole window first (NOW is on the grid)
     assert float(second[0]["start"]) == NOW - 5 * 60.0  # then the tail and 5 re-read steps
     assert sample(m, "gpu_reclaimer_forecasts", outcome="unknown") == 1  # no forecast at all
+
+
+async def test_recording_rules_are_probed_again_until_they_cover_the_window() -> None:
+    probes: list[float] = []
+    ranges: list[tuple[str, float]] = []
+    covered = {"now": False}
+    clock = {"t": NOW}
+
+    def route(path: str, form: dict[str, str]) -> Reply:
+        q = form["query"]
+        raw = prom_route(newest=clock["t"] - 30)
+        if q.startswith("count("):  # the recording-rule probe
+            probes.append(float(form["time"]))
+            return Reply(vector(({}, 1.0), at=NOW) if covered["now"] else vector(at=NOW))
+        if path.endswith("query_range"):
+            ranges.append((q, float(form["start"])))
+        return raw(path, form)
+
+    async with fake_prometheus(route=route) as fake:
+        c, _, prom = make(fake.url, RecordingActuator(), clock=lambda: clock["t"])
+        async with prom:
+            for step, rules_ready in [(0, False), (600, False), (3600, True), (3660, True)]:
+                clock["t"] = NOW + step
+                covered["now"] = rules_ready
+                await c.cycle()
+    assert probes == [NOW, NOW + 3600]  # at start, then an hour later; never once they cover
+    recorded = [gc.RECORDED_POD_UTILIZATION_5M in q for q, _ in ranges]
+    assert recorded[:2] == [False, False] and all(recorded[2:])
+    first_recorded_start = next(s for q, s in ranges if gc.RECORDED_POD_UTILIZATION_5M in q)
+    assert first_recorded_start <= NOW + 60  # the whole hour's window, read again from the rules
