@@ -6,8 +6,16 @@ the pods/eviction subresource against PodDisruptionBudgets); `FakeApiServer` ser
 aiohttp on 127.0.0.1 from a thread with its own event loop.
 """
 
-from fakeapi.kubeconfig import write_kubeconfig
+from fakeapi.kubeconfig import served_kubeconfig, write_kubeconfig
 from fakeapi.server import FakeApiServer
 from fakeapi.store import KNOWN, FakeCluster, Fault, Recorded
 
-__all__ = ["KNOWN", "FakeApiServer", "FakeCluster", "Fault", "Recorded", "write_kubeconfig"]
+__all__ = [
+    "KNOWN",
+    "FakeApiServer",
+    "FakeCluster",
+    "Fault",
+    "Recorded",
+    "served_kubeconfig",
+    "write_kubeconfig",
+]

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
+
+from fakeapi.server import FakeApiServer
+from fakeapi.store import FakeCluster
 
 
 def write_kubeconfig(path: Path, server_url: str, token: str = "t") -> Path:
@@ -18,3 +23,13 @@ def write_kubeconfig(path: Path, server_url: str, token: str = "t") -> Path:
     }
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+@contextmanager
+def served_kubeconfig(cluster: FakeCluster, path: Path) -> Iterator[Path]:
+    """Serve `cluster` on a fake API server for the block; yields a kubeconfig pointing at it."""
+    server = FakeApiServer(cluster).start()
+    try:
+        yield write_kubeconfig(path, server.url)
+    finally:
+        server.stop()

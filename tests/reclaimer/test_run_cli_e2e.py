@@ -10,7 +10,6 @@ a Volcano `Command` and leave a Kubernetes Event.
 from __future__ import annotations
 
 import copy
-import io
 import json
 import signal
 import subprocess
@@ -19,15 +18,13 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
 from e2e_world import BUSY_JOB, IDLE_JOB, PENDING_JOB, cluster_objects, history, wall_now
-from fakeapi import FakeApiServer, FakeCluster, write_kubeconfig
+from fakeapi import FakeCluster, served_kubeconfig
 from promserver import PromServer, free_port, start_prometheus
-
-from reclaimer.cli import main
+from runonce import run_once
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,29 +51,8 @@ def cluster(now: float) -> FakeCluster:
 
 @pytest.fixture
 def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
-    server = FakeApiServer(cluster).start()
-    try:
-        yield write_kubeconfig(tmp_path / "kubeconfig", server.url)
-    finally:
-        server.stop()
-
-
-def run_once(prom: PromServer, kubeconfig: Path, *extra: str) -> tuple[int, dict]:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        code = main(
-            [
-                "run",
-                "--once",
-                "--json",
-                "--prometheus-url",
-                prom.url,
-                "--kubeconfig",
-                str(kubeconfig),
-                *extra,
-            ]
-        )
-    return code, json.loads(out.getvalue())
+    with served_kubeconfig(cluster, tmp_path / "kubeconfig") as path:
+        yield path
 
 
 def commands(cluster: FakeCluster) -> list[dict]:

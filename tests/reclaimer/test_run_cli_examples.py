@@ -13,7 +13,6 @@ Dry-run must name the idle research job and change nothing; --apply must suspend
 from __future__ import annotations
 
 import copy
-import io
 import json
 import shutil
 import subprocess
@@ -21,18 +20,18 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from contextlib import ExitStack, redirect_stdout
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from fakeapi import FakeApiServer, FakeCluster, write_kubeconfig
+from fakeapi import FakeCluster, served_kubeconfig
 from promserver import PromServer, openmetrics, start_prometheus
+from runonce import run_once
 from simexporter import EXAMPLE_NODES, sim_exporter
 
 import gpu_contract as gc
-from reclaimer.cli import main
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
@@ -132,29 +131,8 @@ def cluster() -> FakeCluster:
 
 @pytest.fixture
 def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
-    server = FakeApiServer(cluster).start()
-    try:
-        yield write_kubeconfig(tmp_path / "kubeconfig", server.url)
-    finally:
-        server.stop()
-
-
-def run_once(prom: PromServer, kubeconfig: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        code = main(
-            [
-                "run",
-                "--once",
-                "--json",
-                "--prometheus-url",
-                prom.url,
-                "--kubeconfig",
-                str(kubeconfig),
-                *extra,
-            ]
-        )
-    return code, json.loads(out.getvalue())
+    with served_kubeconfig(cluster, tmp_path / "kubeconfig") as path:
+        yield path
 
 
 def bert(cluster: FakeCluster) -> dict[str, Any]:
