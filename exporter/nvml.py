@@ -94,6 +94,12 @@ class NvmlSource:
             self._lib = load_pynvml()
         return self._lib
 
+    @property
+    def unsupported(self) -> frozenset[tuple[object, str]]:
+        """(device key, call + tag) pairs NVML answered NotSupported/FunctionNotFound, which the
+        source no longer makes; the key is the GPU index, or (index, slot) for a MIG instance."""
+        return frozenset(self._disabled)
+
     def read(self) -> DeviceSweep:
         errors: dict[str, int] = {}
         devices: list[DeviceReading] = []
