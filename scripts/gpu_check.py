@@ -23,23 +23,30 @@ import argparse
 import json
 import math
 import os
-import re
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 import traceback
-import urllib.error
-import urllib.request
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from gpu_check_served import (  # noqa: E402
+    NODE,
+    Check,
+    check_scrapes,
+    check_smi,
+    expected_series,
+    free_port,
+    memory_total_mib,
+    serve_and_scrape,
+)
 
 from exporter.cli import attribution_sources, build_parser  # noqa: E402
 from exporter.collector import Collector  # noqa: E402
@@ -47,27 +54,9 @@ from exporter.config import ExporterConfig, load_config  # noqa: E402
 from exporter.model import DeviceReading, NodeSnapshot  # noqa: E402
 from exporter.nvml import NvmlSource, build_nvml_backend  # noqa: E402
 from exporter.nvml_calls import DeviceCalls  # noqa: E402
-from exporter.nvml_readings import FB_FREE, FB_RESERVED, FB_USED, GPU_UTIL  # noqa: E402
+from exporter.nvml_readings import FB_USED, GPU_UTIL  # noqa: E402
 from exporter.nvml_readings import Collector as NvmlCollector  # noqa: E402
 from exporter.sources import BackendParts  # noqa: E402
-from gpu_contract import BY_NAME  # noqa: E402
-
-NODE = "gpu-check"
-SMI_QUERY = "index,uuid,utilization.gpu,memory.used,memory.total"
-# promtool complaints dcgm-exporter compatibility forces on DCGM's own families (as in the tests)
-DCGM_ONLY = re.compile(
-    r'^DCGM_FI_\w+ (counter metrics should have "_total" suffix|label names should be written '
-    r"in 'snake_case' not 'camelCase'|metric name should not include type 'counter')$"
-)
-_SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(?:\{(.*)\})? \S+$")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool | None  # None: skipped (nothing to check against here)
-    detail: str
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -114,13 +103,6 @@ def _num(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else value
 
 
-def _total_mib(d: DeviceReading) -> float | None:
-    parts = [d.values.get(f) for f in (FB_FREE, FB_USED)]
-    if None in parts:
-        return None
-    return sum(p for p in parts if p is not None) + d.values.get(FB_RESERVED, 0.0)
-
-
 def identity(source: NvmlSource, devices: tuple[DeviceReading, ...]) -> dict[str, Any]:
     """What the source reported about the node, plus versions and MIG mode through its calls."""
     node = DeviceCalls(source.lib, None, set(), {})
@@ -141,7 +123,7 @@ def identity(source: NvmlSource, devices: tuple[DeviceReading, ...]) -> dict[str
             row["mig_mode"] = list(mode.value) if mode.ok else "not supported"
         else:
             row.update(mig_uuid=d.mig_uuid, profile=d.mig.profile, gpu_i_id=d.mig.gpu_instance_id)
-        row["memory_total_mib"] = _total_mib(d)
+        row["memory_total_mib"] = memory_total_mib(d)
         rows.append(row)
     unsupported = sorted(f"{key}: {call}" for key, call in source.unsupported)
     return {
@@ -236,134 +218,6 @@ def missing_readings(devices: tuple[DeviceReading, ...]) -> list[str]:
     return out
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def get(url: str) -> str | None:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return str(r.read().decode())
-    except (urllib.error.URLError, OSError):
-        return None
-
-
-def samples(text: str) -> list[tuple[str, dict[str, str]]]:
-    out = []
-    for line in text.splitlines():
-        m = _SAMPLE.match(line)
-        if m and not line.startswith("#"):
-            out.append((m[1], dict(_LABEL.findall(m[2] or ""))))
-    return out
-
-
-def expected_series(devices: tuple[DeviceReading, ...]) -> list[tuple[str, DeviceReading]]:
-    return [(f, d) for d in devices for f in sorted(d.values) if f in BY_NAME]
-
-
-def label_problems(text: str, devices: tuple[DeviceReading, ...]) -> list[str]:
-    """Each (family, device) the collector read must be served with the contract's labels."""
-    served = samples(text)
-    problems = []
-    for fam, d in expected_series(devices):
-        spec = BY_NAME[fam]
-        names = set(spec.labels) | (set(spec.mig_labels) if d.mig else set())
-        want = {
-            "gpu": str(d.index),
-            "UUID": d.uuid,
-            "device": f"nvidia{d.minor}",
-            "modelName": d.model_name,
-            "Hostname": NODE,
-        }
-        if d.mig is not None:
-            want["GPU_I_ID"] = str(d.mig.gpu_instance_id)
-        hits = [lab for n, lab in served if n == fam and want.items() <= lab.items()]
-        if len(hits) != 1 or set(hits[0]) != names:
-            problems.append(f"{fam} {d.uuid} {d.mig_uuid or ''}: {len(hits)} series {hits[:1]}")
-    return problems
-
-
-def serve_and_scrape(flags: list[str], port: int, out: Path, stack: ExitStack) -> list[str]:
-    cmd = [sys.executable, "-m", "exporter", *flags, "--collect-interval", "1"]
-    log = stack.enter_context((out / "exporter.log").open("w"))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
-    stack.callback(_stop, proc)
-    deadline = time.monotonic() + 30
-    while get(f"http://127.0.0.1:{port}/readyz") is None and time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return []
-        time.sleep(0.3)
-    time.sleep(2.5)  # a few cycles, so GPM and process samples have a previous sample
-    scrapes = []
-    for i in (1, 2):
-        body = get(f"http://127.0.0.1:{port}/metrics")
-        if body is not None:
-            (out / f"scrape-{i}.prom").write_text(body)
-            scrapes.append(body)
-        time.sleep(1.2)
-    return scrapes
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def check_scrapes(scrapes: list[str], devices: tuple[DeviceReading, ...]) -> list[Check]:
-    served = Check("exporter_served", len(scrapes) == 2, f"{len(scrapes)}/2 scrapes")
-    if not scrapes:
-        return [served, Check("scrape_labels", False, "nothing scraped")]
-    problems = label_problems(scrapes[-1], devices)
-    n = len(expected_series(devices))
-    labels = Check("scrape_labels", bool(n) and not problems, f"{n} series; problems: {problems}")
-    if shutil.which("promtool") is None:
-        return [served, labels, Check("promtool", None, "promtool not on PATH")]
-    run = subprocess.run(
-        ["promtool", "check", "metrics"],
-        input=scrapes[-1],
-        text=True,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    lines = [ln for ln in (run.stdout + run.stderr).splitlines() if not DCGM_ONLY.match(ln.strip())]
-    return [served, labels, Check("promtool", not lines, "; ".join(lines) or "clean")]
-
-
-def check_smi(smi: str | None, devices: tuple[DeviceReading, ...]) -> tuple[Check, list[str]]:
-    if not smi:
-        return Check("nvidia_smi", None, "nvidia-smi not found"), []
-    run = subprocess.run(
-        [smi, f"--query-gpu={SMI_QUERY}", "--format=csv,noheader,nounits"],
-        text=True,
-        capture_output=True,
-        timeout=30,
-        check=False,
-    )
-    rows = [ln for ln in run.stdout.splitlines() if ln.strip()]
-    if run.returncode != 0:
-        return Check("nvidia_smi", False, f"exit {run.returncode}: {run.stderr.strip()}"), rows
-    ours = {d.uuid: d for d in devices if d.mig is None}
-    theirs = {f[1]: f for f in (tuple(x.strip() for x in r.split(",")) for r in rows)}
-    problems = [] if set(ours) == set(theirs) else [f"UUIDs {sorted(ours)} != {sorted(theirs)}"]
-    for uuid in set(ours) & set(theirs):
-        total, used = float(theirs[uuid][4]), float(theirs[uuid][3])
-        mine = (_total_mib(ours[uuid]), ours[uuid].values.get(FB_USED))
-        for what, a, b in (("total", mine[0], total), ("used", mine[1], used)):
-            if a is None or abs(a - b) > 0.01 * total:
-                problems.append(f"{uuid} memory {what}: exporter {a} MiB, nvidia-smi {b} MiB")
-    return Check(
-        "nvidia_smi", not problems, "; ".join(problems) or f"{len(rows)} GPU(s) match"
-    ), rows
-
-
 def run_check(args: argparse.Namespace, report: dict[str, Any]) -> list[Check]:
     port = free_port()
     flags = exporter_flags(args.lib, port)
@@ -379,10 +233,13 @@ def run_check(args: argparse.Namespace, report: dict[str, Any]) -> list[Check]:
         report["identity"] = identity(parts.devices, snaps[-1].devices)
         report["cycles"] = [cycle_record(s) for s in snaps]
         checks = check_collection(snaps, report["identity"])
-        with ExitStack() as served:  # the exporter subprocess is stopped before we go on
-            scrapes = serve_and_scrape(flags, port, args.out, served)
-        checks += check_scrapes(scrapes, snaps[-1].devices)
+        # right after the last cycle, so that both read the same moment
         smi, report["nvidia_smi_rows"] = check_smi(args.nvidia_smi, snaps[-1].devices)
+        report["exporter_argv"] = flags
+        with ExitStack() as served:  # the exporter subprocess is stopped before we go on
+            families = {f for f, _ in expected_series(snaps[-1].devices)}
+            scrapes = serve_and_scrape(flags, port, args.out, served, families)
+        checks += check_scrapes(scrapes, snaps[-1].devices)
     return [*checks, smi]
 
 
@@ -395,13 +252,15 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # report what broke instead of a bare traceback on the device
         checks = [Check("run", False, f"{type(exc).__name__}: {exc}")]
         report["traceback"] = traceback.format_exc()
+    report["elapsed_s"] = round(time.time() - report["started_at"], 1)
     report["checks"] = [asdict(c) for c in checks]
     report["passed"] = all(c.ok is not False for c in checks)
     (args.out / "gpu_check.json").write_text(json.dumps(report, indent=1, default=str))
     for c in checks:
         status = {True: "PASS", False: "FAIL", None: "SKIP"}[c.ok]
         print(f"{status} {c.name}: {c.detail[:300]}")
-    print(("PASS" if report["passed"] else "FAIL") + f" -> {args.out / 'gpu_check.json'}")
+    verdict = "PASS" if report["passed"] else "FAIL"
+    print(f"{verdict} in {report['elapsed_s']} s -> {args.out / 'gpu_check.json'}")
     return 0 if report["passed"] else 1
 
 

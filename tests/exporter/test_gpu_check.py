@@ -1,9 +1,10 @@
 """scripts/gpu_check.py end to end on the emulator: the real exporter collector, CLI and promtool.
 
-The passing run must find the emulated GPUs and pass every check it can make here (nvidia-smi is
-hidden, so that one is skipped). The failing run breaks two things at once, an NVML call through
-the emulator's fault injection and a fake nvidia-smi that reports a UUID no GPU has, and exactly
-those two checks must fail, with exit status 1.
+The passing run must find the emulated GPUs and pass every check, nvidia-smi's included (a fake
+one that reads the same emulated node through NVML calls). The failing run breaks two things at
+once, an NVML call through the emulator's fault injection and the fake nvidia-smi reporting a
+UUID no GPU has, and exactly those two checks must fail, with exit status 1. The nvidia-smi
+comparison itself is table-tested on literal rows.
 """
 
 from __future__ import annotations
@@ -16,9 +17,13 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.slow
+from exporter.model import DeviceReading
+from exporter.nvml_readings import FB_FREE, FB_RESERVED, FB_USED
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+from gpu_check_served import smi_problems  # noqa: E402
+
 SCRIPT = REPO / "scripts" / "gpu_check.py"
 WRONG_UUID = "GPU-00000000-0000-0000-0000-000000000000"
 
@@ -32,22 +37,47 @@ def run_check(out: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
     return proc.returncode, report, proc.stdout + proc.stderr
 
 
-def fake_smi(tmp_path: Path) -> Path:
+# A fake nvidia-smi faithful to the emulated node: the gpu_check's default sim node (the
+# exporter's default flags), read through NVML calls as nvidia-smi reads the driver.
+SIM_SMI = """
+import sys, tempfile
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+from exporter.config import ExporterConfig
+from exporter.sim import build_sim_backend
+c = ExporterConfig(node_name="smi")
+_, node = build_sim_backend(gpus=c.sim_gpus, mig=c.sim_mig, pods=c.sim_pods, seed=c.sim_seed,
+    workloads_file=None, fixture_dir=Path(tempfile.mkdtemp()), node_name="smi")
+lib = node.lib
+lib.nvmlInit()
+for i in range(lib.nvmlDeviceGetCount()):
+    h = lib.nvmlDeviceGetHandleByIndex(i)
+    m = lib.nvmlDeviceGetMemoryInfo(h, lib.nvmlMemory_v2)
+    u = lib.nvmlDeviceGetUtilizationRates(h).gpu
+    uuid = {uuid}
+    print(f"{{i}}, {{uuid}}, {{u}}, {{m.used >> 20}}, {{m.total >> 20}}")
+"""
+
+
+def fake_smi(tmp_path: Path, uuid: str = "lib.nvmlDeviceGetUUID(h)") -> Path:
     smi = tmp_path / "nvidia-smi"
-    smi.write_text(f"#!{sys.executable}\nprint('0, {WRONG_UUID}, 0, 0, 81559')\n")
+    body = SIM_SMI.format(repo=str(REPO), uuid=uuid)
+    smi.write_text(f"#!{sys.executable}\n{body}")
     smi.chmod(0o755)
     return smi
 
 
+@pytest.mark.slow
 def test_sim_node_passes_every_check(tmp_path: Path) -> None:
-    rc, report, output = run_check(tmp_path / "out", "--nvidia-smi", "")
+    rc, report, output = run_check(tmp_path / "out", "--nvidia-smi", str(fake_smi(tmp_path)))
     checks = {c["name"]: c["ok"] for c in report["checks"]}
     assert rc == 0, output
     assert report["passed"] is True
     assert report["identity"]["device_count"] >= 1
     assert all(d["uuid"].startswith("GPU-") for d in report["identity"]["devices"])
-    assert checks.pop("nvidia_smi") is None  # skipped: no nvidia-smi given
-    assert checks and all(ok is True for ok in checks.values()), checks
+    assert set(checks) >= {"nvml_collectors", "scrape_labels", "promtool", "nvidia_smi"}
+    assert all(ok is True for ok in checks.values()), checks
+    assert len(report["nvidia_smi_rows"]) == report["identity"]["device_count"]
     assert len(report["cycles"]) == 2
     last = report["cycles"][-1]
     assert last["pods"], "the sim node's pods are attributed"
@@ -56,13 +86,14 @@ def test_sim_node_passes_every_check(tmp_path: Path) -> None:
     assert all(d["uuid"] in scrape for d in report["identity"]["devices"])
 
 
+@pytest.mark.slow
 def test_nvml_fault_and_wrong_uuid_fail_their_checks(tmp_path: Path) -> None:
     rc, report, output = run_check(
         tmp_path / "out",
         "--sim.inject",
         "nvmlDeviceGetPowerUsage=999",
         "--nvidia-smi",
-        str(fake_smi(tmp_path)),
+        str(fake_smi(tmp_path, uuid=repr(WRONG_UUID))),
     )
     failed = {c["name"]: c["detail"] for c in report["checks"] if c["ok"] is False}
     assert rc == 1, output
@@ -72,3 +103,52 @@ def test_nvml_fault_and_wrong_uuid_fail_their_checks(tmp_path: Path) -> None:
     assert "nvmlDeviceGetPowerUsage" in failed["nvml_collectors"]
     assert WRONG_UUID in failed["nvidia_smi"]
     assert "FAIL nvidia_smi" in output
+
+
+H200 = "GPU-11111111-2222-3333-4444-555555555555"
+
+
+def reading(free: float, used: float, reserved: float | None = 527.0) -> DeviceReading:
+    values = {FB_FREE: free, FB_USED: used}
+    if reserved is not None:
+        values[FB_RESERVED] = reserved
+    return DeviceReading(0, H200, "00000000:18:00.0", 0, "NVIDIA H200", "550.54.15", values=values)
+
+
+@pytest.mark.parametrize(
+    ("rows", "device", "problem"),
+    [
+        pytest.param([f"0, {H200}, 3, 1000, 143771"], reading(142244, 1000), None, id="match"),
+        pytest.param(
+            [f"0, {H200}, 3, 2400, 143771"], reading(142244, 1000), None, id="used-within-1pct"
+        ),
+        pytest.param(
+            [f"0, {H200}, 3, 2500, 143771"], reading(142244, 1000), "memory used", id="used-off"
+        ),
+        pytest.param(
+            [f"0, {H200}, 3, 1000, 140000"], reading(142244, 1000), "memory total", id="total-off"
+        ),
+        pytest.param(
+            [f"0, {H200}, 3, 1000, 143771"], reading(142771, 1000, None), None, id="v1-no-reserved"
+        ),
+        pytest.param(
+            ["0, GPU-other, 3, 1000, 143771"], reading(142244, 1000), "UUIDs", id="wrong-uuid"
+        ),
+        pytest.param(
+            [f"0, {H200}, 3, 1000, 143771", "1, GPU-b, 0, 0, 143771"],
+            reading(142244, 1000),
+            "UUIDs",
+            id="extra-gpu",
+        ),
+        pytest.param([f"0, {H200}, [N/A]"], reading(142244, 1000), "unreadable", id="short-row"),
+        pytest.param(
+            [f"0, {H200}, 3, [N/A], 143771"], reading(142244, 1000), "unreadable", id="na-memory"
+        ),
+    ],
+)
+def test_smi_comparison(rows: list[str], device: DeviceReading, problem: str | None) -> None:
+    problems = smi_problems(rows, {device.uuid: device})
+    if problem is None:
+        assert problems == []
+    else:
+        assert problems and any(problem in p for p in problems), problems

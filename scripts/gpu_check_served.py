@@ -1,0 +1,197 @@
+"""gpu_check's serving half: the exporter CLI scraped against the contract, and nvidia-smi.
+
+`serve_and_scrape` starts `python -m exporter` with the flags the in-process collector was built
+from, waits until it serves every family that collector read, and scrapes it twice.
+`label_problems` then requires, for every (family, device) the collector read, exactly one served
+series with the device's identity labels and exactly the label names `gpu_contract` gives the
+family. `check_smi` compares `nvidia-smi --query-gpu` with the collector's last readings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+from exporter.model import DeviceReading
+from exporter.nvml_readings import FB_FREE, FB_RESERVED, FB_USED
+from gpu_contract import BY_NAME
+
+REPO = Path(__file__).resolve().parent.parent
+NODE = "gpu-check"  # the Hostname label both exporters are given
+SMI_QUERY = "index,uuid,utilization.gpu,memory.used,memory.total"
+# promtool complaints dcgm-exporter compatibility forces on DCGM's own families (as in the tests)
+DCGM_ONLY = re.compile(
+    r'^DCGM_FI_\w+ (counter metrics should have "_total" suffix|label names should be written '
+    r"in 'snake_case' not 'camelCase'|metric name should not include type 'counter')$"
+)
+_SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(?:\{(.*)\})? \S+$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool | None  # None: skipped (nothing to check against here)
+    detail: str
+
+
+def memory_total_mib(d: DeviceReading) -> float | None:
+    parts = [d.values.get(f) for f in (FB_FREE, FB_USED)]
+    if None in parts:
+        return None
+    return sum(p for p in parts if p is not None) + d.values.get(FB_RESERVED, 0.0)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def get(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return str(r.read().decode())
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def samples(text: str) -> list[tuple[str, dict[str, str]]]:
+    out = []
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if m and not line.startswith("#"):
+            out.append((m[1], dict(_LABEL.findall(m[2] or ""))))
+    return out
+
+
+def expected_series(devices: tuple[DeviceReading, ...]) -> list[tuple[str, DeviceReading]]:
+    return [(f, d) for d in devices for f in sorted(d.values) if f in BY_NAME]
+
+
+def label_problems(text: str, devices: tuple[DeviceReading, ...]) -> list[str]:
+    """Each (family, device) the collector read must be served with the contract's labels."""
+    served = samples(text)
+    problems = []
+    for fam, d in expected_series(devices):
+        spec = BY_NAME[fam]
+        names = set(spec.labels) | (set(spec.mig_labels) if d.mig else set())
+        want = {
+            "gpu": str(d.index),
+            "UUID": d.uuid,
+            "device": f"nvidia{d.minor}",
+            "modelName": d.model_name,
+            "Hostname": NODE,
+        }
+        if d.mig is not None:
+            want["GPU_I_ID"] = str(d.mig.gpu_instance_id)
+        hits = [lab for n, lab in served if n == fam and want.items() <= lab.items()]
+        if len(hits) != 1 or set(hits[0]) != names:
+            problems.append(f"{fam} {d.uuid} {d.mig_uuid or ''}: {len(hits)} series {hits[:1]}")
+    return problems
+
+
+def serve_and_scrape(
+    flags: list[str], port: int, out: Path, stack: ExitStack, families: set[str]
+) -> list[str]:
+    """Run the exporter CLI (stopped by `stack`); once it serves every one of `families` (GPM
+    and process samples need a previous cycle), or after 30 s, scrape it twice a cycle apart."""
+    cmd = [sys.executable, "-m", "exporter", *flags, "--collect-interval", "1"]
+    log = stack.enter_context((out / "exporter.log").open("w"))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
+    stack.callback(_stop, proc)
+    url = f"http://127.0.0.1:{port}/metrics"
+    deadline = time.monotonic() + 30
+    body = None
+    while proc.poll() is None and time.monotonic() < deadline:
+        body = get(url)
+        if body is not None and families <= {name for name, _ in samples(body)}:
+            break
+        time.sleep(0.3)
+    scrapes = [] if body is None else [body]
+    time.sleep(1.1)
+    second = get(url)
+    scrapes += [] if second is None else [second]
+    for i, text in enumerate(scrapes, 1):
+        (out / f"scrape-{i}.prom").write_text(text)
+    return scrapes
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def check_scrapes(scrapes: list[str], devices: tuple[DeviceReading, ...]) -> list[Check]:
+    served = Check("exporter_served", len(scrapes) == 2, f"{len(scrapes)}/2 scrapes")
+    if not scrapes:
+        return [served, Check("scrape_labels", False, "nothing scraped")]
+    problems = label_problems(scrapes[-1], devices)
+    n = len(expected_series(devices))
+    labels = Check("scrape_labels", bool(n) and not problems, f"{n} series; problems: {problems}")
+    if shutil.which("promtool") is None:
+        return [served, labels, Check("promtool", None, "promtool not on PATH")]
+    run = subprocess.run(
+        ["promtool", "check", "metrics"],
+        input=scrapes[-1],
+        text=True,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    lines = [ln for ln in (run.stdout + run.stderr).splitlines() if not DCGM_ONLY.match(ln.strip())]
+    return [served, labels, Check("promtool", not lines, "; ".join(lines) or "clean")]
+
+
+def check_smi(smi: str | None, devices: tuple[DeviceReading, ...]) -> tuple[Check, list[str]]:
+    if not smi:
+        return Check("nvidia_smi", None, "nvidia-smi not found"), []
+    run = subprocess.run(
+        [smi, f"--query-gpu={SMI_QUERY}", "--format=csv,noheader,nounits"],
+        text=True,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    rows = [ln for ln in run.stdout.splitlines() if ln.strip()]
+    if run.returncode != 0:
+        return Check("nvidia_smi", False, f"exit {run.returncode}: {run.stderr.strip()}"), rows
+    problems = smi_problems(rows, {d.uuid: d for d in devices if d.mig is None})
+    return Check(
+        "nvidia_smi", not problems, "; ".join(problems) or f"{len(rows)} GPU(s) match"
+    ), rows
+
+
+def smi_problems(rows: list[str], ours: dict[str, DeviceReading]) -> list[str]:
+    """UUIDs must match exactly; memory total and used within 1% of nvidia-smi's total."""
+    fields = [[x.strip() for x in r.split(",")] for r in rows]
+    theirs = {f[1]: f for f in fields if len(f) == 5}
+    problems = [f"unreadable row {r!r}" for r, f in zip(rows, fields, strict=True) if len(f) != 5]
+    if set(ours) != set(theirs):
+        problems.append(f"UUIDs {sorted(ours)} != {sorted(theirs)}")
+    for uuid in sorted(set(ours) & set(theirs)):
+        try:
+            total, used = float(theirs[uuid][4]), float(theirs[uuid][3])
+        except ValueError:
+            problems.append(f"{uuid}: unreadable memory {theirs[uuid][3:]}")
+            continue
+        mine = (memory_total_mib(ours[uuid]), ours[uuid].values.get(FB_USED))
+        for what, a, b in (("total", mine[0], total), ("used", mine[1], used)):
+            if a is None or abs(a - b) > 0.01 * total:
+                problems.append(f"{uuid} memory {what}: exporter {a} MiB, nvidia-smi {b} MiB")
+    return problems
