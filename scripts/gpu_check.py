@@ -37,6 +37,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from gpu_check_load import check_load, start_load  # noqa: E402
 from gpu_check_served import (  # noqa: E402
     NODE,
     Check,
@@ -66,6 +67,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cycles", type=int, default=5, help="collect cycles in that time")
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "gpu-check-out"))
     p.add_argument("--nvidia-smi", default=shutil.which("nvidia-smi"), help="path; default PATH")
+    p.add_argument(
+        "--load",
+        choices=("auto", "torch", "none"),
+        default="auto",
+        help="keep the GPU busy with torch matmuls while checking (auto: pynvml and torch found)",
+    )
     p.add_argument("--sim.inject", dest="inject", action="append", default=[], metavar="CALL=CODE")
     return p.parse_args(argv)
 
@@ -228,11 +235,14 @@ def run_check(args: argparse.Namespace, report: dict[str, Any]) -> list[Check]:
         collector = Collector(
             parts.devices, attribution_sources(config, parts, stack), hostname=NODE, interval=1.0
         )
+        load_pid = report["load_pid"] = start_load(args.load, args.lib, args.seconds + 60, stack)
         snaps = collect(collector, args.cycles, args.seconds)
         assert isinstance(parts.devices, NvmlSource)  # both backends read through NvmlSource
         report["identity"] = identity(parts.devices, snaps[-1].devices)
         report["cycles"] = [cycle_record(s) for s in snaps]
         checks = check_collection(snaps, report["identity"])
+        if args.load == "torch" or load_pid is not None:
+            checks.append(check_load(load_pid, snaps))
         # right after the last cycle, so that both read the same moment
         smi, report["nvidia_smi_rows"] = check_smi(args.nvidia_smi, snaps[-1].devices)
         report["exporter_argv"] = flags

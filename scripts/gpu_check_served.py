@@ -21,6 +21,7 @@ import urllib.request
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from exporter.model import DeviceReading
 from exporter.nvml_readings import FB_FREE, FB_RESERVED, FB_USED
@@ -110,7 +111,7 @@ def serve_and_scrape(
     log = stack.enter_context((out / "exporter.log").open("w"))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
-    stack.callback(_stop, proc)
+    stack.callback(stop_process, proc)
     url = f"http://127.0.0.1:{port}/metrics"
     deadline = time.monotonic() + 30
     body = None
@@ -128,7 +129,7 @@ def serve_and_scrape(
     return scrapes
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_process(proc: subprocess.Popen[Any]) -> None:
     proc.terminate()
     try:
         proc.wait(timeout=10)

@@ -12,16 +12,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from exporter.model import DeviceReading
-from exporter.nvml_readings import FB_FREE, FB_RESERVED, FB_USED
+from exporter.model import DeviceReading, NodeSnapshot, ProcessUsage
+from exporter.nvml_readings import FB_FREE, FB_RESERVED, FB_USED, GPU_UTIL
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
+from gpu_check_load import load_problems  # noqa: E402
 from gpu_check_served import smi_problems  # noqa: E402
 
 SCRIPT = REPO / "scripts" / "gpu_check.py"
@@ -152,3 +154,40 @@ def test_smi_comparison(rows: list[str], device: DeviceReading, problem: str | N
         assert problems == []
     else:
         assert problems and any(problem in p for p in problems), problems
+
+
+def snapshot(util: float, *processes: ProcessUsage) -> NodeSnapshot:
+    gpu = reading(142244, 1000)
+    gpu = replace(gpu, values={**gpu.values, GPU_UTIL: util}, processes=processes)
+    return NodeSnapshot("n", 0.0, 0.0, (gpu,), (), {}, {})
+
+
+BUSY = ProcessUsage(4242, 0.9, 0.3, 600 << 20)
+IDLE = snapshot(0.0)
+
+
+@pytest.mark.parametrize(
+    ("snaps", "problems"),
+    [
+        pytest.param([IDLE, snapshot(97.0, BUSY)], [], id="busy"),
+        pytest.param([snapshot(97.0, BUSY), IDLE], ["GPU_UTIL", "no busy"], id="first-only"),
+        pytest.param([IDLE, snapshot(0.0, BUSY)], ["GPU_UTIL"], id="no-utilization"),
+        pytest.param(
+            [IDLE, snapshot(97.0, ProcessUsage(4242, 0.9, 0.3, None))],
+            ["no busy"],
+            id="no-process-memory",
+        ),
+        pytest.param(
+            [IDLE, snapshot(97.0, ProcessUsage(4242, 0.0, 0.0, 600 << 20))],
+            ["no busy"],
+            id="process-idle",
+        ),
+    ],
+)
+def test_load_needs_utilization_and_a_busy_process(
+    snaps: list[NodeSnapshot], problems: list[str]
+) -> None:
+    found = load_problems(snaps)
+    assert len(found) == len(problems), found
+    for want, got in zip(problems, found, strict=True):
+        assert want in got
