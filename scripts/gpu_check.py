@@ -73,13 +73,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="auto",
         help="keep the GPU busy with torch matmuls while checking (auto: pynvml and torch found)",
     )
+    p.add_argument("--sim.mig", dest="sim_mig", type=int, default=0, help="MIG-enabled sim GPUs")
     p.add_argument("--sim.inject", dest="inject", action="append", default=[], metavar="CALL=CODE")
     return p.parse_args(argv)
 
 
-def exporter_flags(lib: str, port: int) -> list[str]:
+def exporter_flags(lib: str, port: int, sim_mig: int = 0) -> list[str]:
     """The CLI flags both the in-process collector and the served exporter are built from."""
-    backend = ["--backend", "sim"] if lib == "sim" else ["--backend", "nvml"]
+    backend = (
+        ["--backend", "sim", "--sim.mig", str(sim_mig)] if lib == "sim" else ["--backend", "nvml"]
+    )
     no_api = [] if lib == "sim" else ["--no-collector.kubernetes"]  # no API server on a bare box
     addr = f"127.0.0.1:{port}"
     return [*backend, "--node-name", NODE, "--web.listen-address", addr, *no_api]
@@ -194,7 +197,8 @@ def collect(collector: Collector, cycles: int, seconds: float) -> list[NodeSnaps
 
 def check_collection(snaps: list[NodeSnapshot], ident: dict[str, Any]) -> list[Check]:
     last = snaps[-1].devices
-    found = Check("devices_found", bool(last), f"{ident['device_count']} device(s)")
+    migs = sum(d.mig is not None for d in last)
+    found = Check("devices_found", bool(last), f"{len(last) - migs} GPU(s), {migs} MIG instance(s)")
     bad_id = [r["gpu"] for r in ident["devices"] if not (r["uuid"] and r["name"])]
     driver = ident["versions"]["driver"]
     ids = Check("identity", bool(last and driver) and not bad_id, f"driver {driver!r}; {bad_id=}")
@@ -227,7 +231,7 @@ def missing_readings(devices: tuple[DeviceReading, ...]) -> list[str]:
 
 def run_check(args: argparse.Namespace, report: dict[str, Any]) -> list[Check]:
     port = free_port()
-    flags = exporter_flags(args.lib, port)
+    flags = exporter_flags(args.lib, port, args.sim_mig)
     config = load_config(vars(build_parser().parse_args(flags)), os.environ, socket.gethostname())
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
         parts = build_parts(config, args, Path(tmp))

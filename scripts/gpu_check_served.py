@@ -94,9 +94,12 @@ def label_problems(text: str, devices: tuple[DeviceReading, ...]) -> list[str]:
             "modelName": d.model_name,
             "Hostname": NODE,
         }
-        if d.mig is not None:
-            want["GPU_I_ID"] = str(d.mig.gpu_instance_id)
-        hits = [lab for n, lab in served if n == fam and want.items() <= lab.items()]
+        instance = None if d.mig is None else str(d.mig.gpu_instance_id)
+        hits = [
+            lab
+            for n, lab in served
+            if n == fam and want.items() <= lab.items() and lab.get("GPU_I_ID") == instance
+        ]
         if len(hits) != 1 or set(hits[0]) != names:
             problems.append(f"{fam} {d.uuid} {d.mig_uuid or ''}: {len(hits)} series {hits[:1]}")
     return problems

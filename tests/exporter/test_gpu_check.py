@@ -39,8 +39,8 @@ def run_check(out: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
     return proc.returncode, report, proc.stdout + proc.stderr
 
 
-# A fake nvidia-smi faithful to the emulated node: the gpu_check's default sim node (the
-# exporter's default flags), read through NVML calls as nvidia-smi reads the driver.
+# A fake nvidia-smi faithful to the emulated node: gpu_check's sim node (the exporter's default
+# flags, `mig` GPUs MIG-enabled), read through NVML calls as nvidia-smi reads the driver.
 SIM_SMI = """
 import sys, tempfile
 from pathlib import Path
@@ -48,38 +48,45 @@ sys.path.insert(0, {repo!r})
 from exporter.config import ExporterConfig
 from exporter.sim import build_sim_backend
 c = ExporterConfig(node_name="smi")
-_, node = build_sim_backend(gpus=c.sim_gpus, mig=c.sim_mig, pods=c.sim_pods, seed=c.sim_seed,
+_, node = build_sim_backend(gpus=c.sim_gpus, mig={mig}, pods=c.sim_pods, seed=c.sim_seed,
     workloads_file=None, fixture_dir=Path(tempfile.mkdtemp()), node_name="smi")
 lib = node.lib
 lib.nvmlInit()
 for i in range(lib.nvmlDeviceGetCount()):
     h = lib.nvmlDeviceGetHandleByIndex(i)
     m = lib.nvmlDeviceGetMemoryInfo(h, lib.nvmlMemory_v2)
-    u = lib.nvmlDeviceGetUtilizationRates(h).gpu
+    try:
+        u = lib.nvmlDeviceGetUtilizationRates(h).gpu
+    except lib.NVMLError_NotSupported:  # a MIG-enabled GPU
+        u = "[N/A]"
     uuid = {uuid}
     print(f"{{i}}, {{uuid}}, {{u}}, {{m.used >> 20}}, {{m.total >> 20}}")
 """
 
 
-def fake_smi(tmp_path: Path, uuid: str = "lib.nvmlDeviceGetUUID(h)") -> Path:
+def fake_smi(tmp_path: Path, uuid: str = "lib.nvmlDeviceGetUUID(h)", mig: int = 0) -> Path:
     smi = tmp_path / "nvidia-smi"
-    body = SIM_SMI.format(repo=str(REPO), uuid=uuid)
+    body = SIM_SMI.format(repo=str(REPO), uuid=uuid, mig=mig)
     smi.write_text(f"#!{sys.executable}\n{body}")
     smi.chmod(0o755)
     return smi
 
 
 @pytest.mark.slow
-def test_sim_node_passes_every_check(tmp_path: Path) -> None:
-    rc, report, output = run_check(tmp_path / "out", "--nvidia-smi", str(fake_smi(tmp_path)))
+@pytest.mark.parametrize("mig", [0, 2], ids=["whole-gpus", "two-mig-gpus"])
+def test_sim_node_passes_every_check(tmp_path: Path, mig: int) -> None:
+    smi = str(fake_smi(tmp_path, mig=mig))
+    rc, report, output = run_check(tmp_path / "out", "--nvidia-smi", smi, "--sim.mig", str(mig))
     checks = {c["name"]: c["ok"] for c in report["checks"]}
     assert rc == 0, output
     assert report["passed"] is True
-    assert report["identity"]["device_count"] >= 1
+    assert report["identity"]["device_count"] == len(report["identity"]["devices"])
     assert all(d["uuid"].startswith("GPU-") for d in report["identity"]["devices"])
     assert set(checks) >= {"nvml_collectors", "scrape_labels", "promtool", "nvidia_smi"}
     assert all(ok is True for ok in checks.values()), checks
-    assert len(report["nvidia_smi_rows"]) == report["identity"]["device_count"]
+    gpus = [d for d in report["identity"]["devices"] if "mig_uuid" not in d]
+    assert len(report["nvidia_smi_rows"]) == len(gpus) > 0
+    assert sum(d["mig_mode"][0] == 1 for d in gpus) == mig
     assert len(report["cycles"]) == 2
     last = report["cycles"][-1]
     assert last["pods"], "the sim node's pods are attributed"
