@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 APT_STAMP := .apt-installed
 GENTD26 ?= ../shared/data/alibaba-gentd26/pod_gpu_duty_cycle.csv.gz
 
-.PHONY: deps test lint typecheck imports unit demo bench clean
+.PHONY: deps test lint typecheck imports unit demo bench gpu-check clean
 
 $(APT_STAMP):
 	@if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then \
@@ -53,6 +53,11 @@ bench: deps
 	$(BIN)/python bench/kube_read_bench.py
 	$(BIN)/python bench/reclaimer_prom_read.py
 	$(BIN)/python bench/simulate_bench.py
+
+# Real-GPU check of the exporter's NVML path (on a GPU box without the venv: GPU_CHECK_PY=python3).
+GPU_CHECK_PY ?= $(BIN)/python
+gpu-check:
+	$(GPU_CHECK_PY) scripts/gpu_check.py --out "$${OUT:-gpu-check-out}"
 
 clean:
 	rm -rf $(VENV) $(APT_STAMP) build *.egg-info
