@@ -130,19 +130,9 @@ def _build_parts(config: ExporterConfig, backend: Backend, fixture_dir: Path) ->
 
         return build_nvml_backend(proc_root=config.procfs)
     if backend is Backend.SIM:
-        from exporter.sim import build_sim_backend  # noqa: PLC0415
+        from exporter.sim import sim_backend_for  # noqa: PLC0415
 
-        parts, _node = build_sim_backend(
-            gpus=config.sim_gpus,
-            mig=config.sim_mig,
-            pods=config.sim_pods,
-            seed=config.sim_seed,
-            workloads_file=config.sim_workloads,
-            fixture_dir=fixture_dir,
-            node_name=config.node_name,
-            clock=time.time,
-        )
-        return parts
+        return sim_backend_for(config, fixture_dir)[0]
     from exporter.replay import build_replay_backend  # noqa: PLC0415 (pandas: replay only)
 
     assert config.replay_file is not None  # load_config guarantees it

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
+from exporter.config import ExporterConfig
 from exporter.nvml import NvmlSource
 from exporter.sim_fixtures import PodProcess, write_fixtures
 from exporter.sim_layout import REPLICAS, Activity, Placed, SimPod, activities, identities, place
@@ -205,3 +206,19 @@ def build_sim_backend(
     specs = sim_specs(gpus, mig, pods, workloads_file)
     node = SimNode(devices, make_pods(specs, seed), seed=seed, clock=clock, node_name=node_name)
     return node.write_fixtures(fixture_dir), node
+
+
+def sim_backend_for(
+    config: ExporterConfig, fixture_dir: Path, clock: Callable[[], float] = time.time
+) -> tuple[BackendParts, SimNode]:
+    """The `sim` backend the CLI builds from `config`'s `--sim.*` flags."""
+    return build_sim_backend(
+        gpus=config.sim_gpus,
+        mig=config.sim_mig,
+        pods=config.sim_pods,
+        seed=config.sim_seed,
+        workloads_file=config.sim_workloads,
+        fixture_dir=fixture_dir,
+        node_name=config.node_name,
+        clock=clock,
+    )

@@ -92,17 +92,9 @@ def build_parts(config: ExporterConfig, args: argparse.Namespace, tmp: Path) -> 
     """The parts `exporter.cli` builds for this config; `--sim.inject` faults go in the emulator."""
     if args.lib == "pynvml":
         return build_nvml_backend(proc_root=config.procfs)
-    from exporter.sim import build_sim_backend  # noqa: PLC0415 (a real node never loads it)
+    from exporter.sim import sim_backend_for  # noqa: PLC0415 (a real node never loads it)
 
-    parts, node = build_sim_backend(
-        gpus=config.sim_gpus,
-        mig=config.sim_mig,
-        pods=config.sim_pods,
-        seed=config.sim_seed,
-        workloads_file=config.sim_workloads,
-        fixture_dir=tmp,
-        node_name=config.node_name,
-    )
+    parts, node = sim_backend_for(config, tmp)
     for fault in args.inject:
         call, _, code = fault.partition("=")
         node.lib.inject(call, int(code))
