@@ -117,12 +117,12 @@ def plan_preemptions(
             skips.append(Skip(d.job, Reason.FITS_FREE, f"{pods}x{pod_gpus} GPUs fit free slots"))
             continue
         waited_out = busy_after is not None and now - d.since >= busy_after
-        picked, skip = search.find(d, [v for v in victims if v.idle], False)
-        if picked is None and waited_out:
-            picked, skip = search.find(d, victims, True)
-        if picked is None:
+        picked = search.find(d, [v for v in victims if v.idle], False)
+        if isinstance(picked, Skip) and waited_out:
+            picked = search.find(d, victims, True)
+        if isinstance(picked, Skip):
             ledger.unserved.append(d)
-            skips.append(skip)
+            skips.append(picked)
             continue
         search.memo.forget({v.job.queue for v in picked})
         for v in picked:
@@ -145,14 +145,12 @@ class _Search:
     held_back: dict[str, Skip] = field(default_factory=dict)
     memo: _Memo = field(default_factory=_Memo)
 
-    def find(
-        self, d: PendingDemand, victims: Sequence[Victim], busy: bool
-    ) -> tuple[list[Victim] | None, Skip]:
-        """Victims to preempt for `d` (None if none do), and the skip when none do."""
+    def find(self, d: PendingDemand, victims: Sequence[Victim], busy: bool) -> list[Victim] | Skip:
+        """Victims to preempt for `d`, or the skip saying why none make room."""
         pod_gpus, pods = pod_shape(d.gpus, d.min_member)
         shape = (d.queue, pod_gpus, pods, busy)
         if shape in self.memo.no_room:
-            return None, replace(self.memo.no_room[shape], target=d.job)
+            return replace(self.memo.no_room[shape], target=d.job)
         key = (d.queue, busy)
         known = self.memo.pools.get(key)
         if known is None or key in self.memo.stale:
@@ -170,8 +168,8 @@ class _Search:
         picked = _pick(known, self.ledger.free, pod_gpus, pods, self.budget)
         if picked is None:
             self.memo.no_room[shape] = _unserved_skip(d, known, self.budget, busy)
-            return None, self.memo.no_room[shape]
-        return picked, Skip(d.job, Reason.FITS_FREE, "")
+            return self.memo.no_room[shape]
+        return picked
 
     def left_standing(self, v: Victim) -> Skip:
         if not v.idle:
