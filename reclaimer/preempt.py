@@ -104,6 +104,7 @@ def plan_preemptions(
     `now`, and only once the idle victims alone cannot make room for it.
     """
     search = _Search(ledger, Budget(limits))
+    idle = [v for v in victims if v.idle]
     actions: list[Action] = []
     skips: list[Skip] = []
     for d in demand_order(demands, ledger):
@@ -117,7 +118,7 @@ def plan_preemptions(
             skips.append(Skip(d.job, Reason.FITS_FREE, f"{pods}x{pod_gpus} GPUs fit free slots"))
             continue
         waited_out = busy_after is not None and now - d.since >= busy_after
-        picked = search.find(d, [v for v in victims if v.idle], False)
+        picked = search.find(d, idle, False)
         if isinstance(picked, Skip) and waited_out:
             picked = search.find(d, victims, True)
         if isinstance(picked, Skip):
