@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from reclaimer.capacity import Placement, is_opted_out
+from reclaimer.kube.volcano import spares_a_retry
 from reclaimer.model import Forecast, Job, Queue, Reason, Skip, Snapshot
 from reclaimer.policy import VOLCANO_COOLDOWN, Policy
 from reclaimer.quantities import format_duration, parse_duration
@@ -107,7 +108,7 @@ def screen(
         return Skip(job.key, Reason.NOT_RECLAIMABLE, why)
     if is_opted_out(job.annotations, policy) or placement.opted_out:
         return Skip(job.key, Reason.OPTED_OUT, 'preemptable annotation is "false"')
-    if job.retries_left is not None and job.retries_left <= 1:
+    if job.retries_left is not None and not spares_a_retry(job.retries_left):
         why = f"{job.retries_left} retry left: resuming it would reach maxRetry and fail it"
         return Skip(job.key, Reason.LAST_RETRY, why)
     ran, floor = now - job.start_time, min_runtime_seconds(job, policy)

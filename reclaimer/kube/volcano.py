@@ -56,6 +56,11 @@ def retries(job: f.Obj) -> tuple[int, int]:
     return used, f.int_field(f.dig(job, "spec", "maxRetry"), 0) or DEFAULT_MAX_RETRY
 
 
+def spares_a_retry(retries_left: int) -> bool:
+    """True when an abort/resume round (one retry) still leaves the Job a retry to fail on."""
+    return retries_left > 1
+
+
 def refusal(job: Obj, action: CommandAction) -> str | None:
     """Why sending `action` to this live Job would be wrong, or None when it is safe."""
     now = phase(job)
@@ -63,7 +68,7 @@ def refusal(job: Obj, action: CommandAction) -> str | None:
     if now not in wanted:
         return f"is {now}: Volcano acts on {action} only in {' or '.join(sorted(wanted))}"
     used, max_retry = retries(job)
-    if used + 1 >= max_retry:
+    if not spares_a_retry(max_retry - used):
         return (
             f"has used {used} of maxRetry {max_retry}: ResumeJob counts one more, and Volcano "
             "fails a restarting job at maxRetry"
