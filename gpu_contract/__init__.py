@@ -8,6 +8,8 @@ ratios 0-1). `tests/test_contract_doc.py` checks that the README's table matches
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -239,3 +241,29 @@ def markdown_table() -> str:
             labels += " (+ " + ", ".join(f"`{label}`" for label in m.mig_labels) + " on MIG)"
         rows.append(f"| `{m.name}` | {m.kind} | {m.unit or '-'} | {labels or '-'} | {m.source} |")
     return "\n".join(rows)
+
+
+# `promtool check metrics` complaints that dcgm-exporter compatibility forces on DCGM's own
+# families: its counters have no `_total` suffix (one is even named ..._COUNTER) and it labels
+# `modelName`. Anything else promtool says about a scrape is a real problem.
+DCGM_ONLY_COMPLAINTS = (
+    re.compile(r'^DCGM_FI_\w+ counter metrics should have "_total" suffix$'),
+    re.compile(r"^DCGM_FI_\w+ label names should be written in 'snake_case' not 'camelCase'$"),
+    re.compile(r"^DCGM_FI_DEV_PCIE_REPLAY_COUNTER metric name should not include type 'counter'$"),
+)
+_SAMPLE_LABELS = re.compile(r"^[^#{]+\{(.*)\} ", re.M)
+_LABEL_NAME = re.compile(r'(?:^|,)(\w+)="')
+
+
+def promtool_problems(findings: Iterable[str], exposition: str) -> list[str]:
+    """promtool's `findings` on `exposition`, less the DCGM-compatibility ones above.
+
+    The camelCase complaint does not name the label, so label names are checked here too:
+    `modelName` must be the only camelCase one.
+    """
+    problems = [
+        line for line in findings if not any(p.match(line.strip()) for p in DCGM_ONLY_COMPLAINTS)
+    ]
+    names = {n for m in _SAMPLE_LABELS.finditer(exposition) for n in _LABEL_NAME.findall(m[1])}
+    problems += [f"camelCase label {n}" for n in sorted(names) if re.search("[a-z][A-Z]", n)]
+    return [p for p in problems if p != "camelCase label modelName"]

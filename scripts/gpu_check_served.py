@@ -25,16 +25,11 @@ from typing import Any
 
 from exporter.model import DeviceReading
 from exporter.nvml_readings import FB_FREE, FB_RESERVED, FB_USED
-from gpu_contract import BY_NAME
+from gpu_contract import BY_NAME, promtool_problems
 
 REPO = Path(__file__).resolve().parent.parent
 NODE = "gpu-check"  # the Hostname label both exporters are given
 SMI_QUERY = "index,uuid,utilization.gpu,memory.used,memory.total"
-# promtool complaints dcgm-exporter compatibility forces on DCGM's own families (as in the tests)
-DCGM_ONLY = re.compile(
-    r'^DCGM_FI_\w+ (counter metrics should have "_total" suffix|label names should be written '
-    r"in 'snake_case' not 'camelCase'|metric name should not include type 'counter')$"
-)
 _SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(?:\{(.*)\})? \S+$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
@@ -158,7 +153,7 @@ def check_scrapes(scrapes: list[str], devices: tuple[DeviceReading, ...]) -> lis
         timeout=60,
         check=False,
     )
-    lines = [ln for ln in (run.stdout + run.stderr).splitlines() if not DCGM_ONLY.match(ln.strip())]
+    lines = promtool_problems((run.stdout + run.stderr).splitlines(), scrapes[-1])
     return [served, labels, Check("promtool", not lines, "; ".join(lines) or "clean")]
 
 

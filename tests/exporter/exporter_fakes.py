@@ -3,12 +3,12 @@ the real `NvmlSource`, for the exporter's tests."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
+import gpu_contract as gc
 from exporter.model import DeviceReading, MigInfo, ProcessUsage
 from exporter.nvml import NvmlSource
 from exporter.simnvml import SimNvml
@@ -116,24 +116,8 @@ class ScriptedDevices:
         self.closed = True
 
 
-# promtool's complaints that dcgm-exporter compatibility forces on DCGM's own families: its
-# counters have no `_total` suffix (one of them is even named ..._COUNTER) and it labels
-# `modelName`. Anything else is a real problem.
-DCGM_ONLY_COMPLAINTS = (
-    re.compile(r'^DCGM_FI_\w+ counter metrics should have "_total" suffix$'),
-    re.compile(r"^DCGM_FI_\w+ label names should be written in 'snake_case' not 'camelCase'$"),
-    re.compile(r"^DCGM_FI_DEV_PCIE_REPLAY_COUNTER metric name should not include type 'counter'$"),
-)
-_SAMPLE_LABELS = re.compile(r"^[^#{]+\{(.*)\} ", re.M)
-_LABEL_NAME = re.compile(r'(?:^|,)(\w+)="')
-
-
 def promtool_problems(exposition: str) -> list[str]:
-    """`promtool check metrics` findings, less the DCGM-compatibility ones listed above.
-
-    The camelCase complaint does not name the label, so the label names are checked here too:
-    `modelName` must be the only camelCase one.
-    """
+    """`promtool check metrics` findings, less the DCGM-compatibility ones (`gpu_contract`)."""
     result = subprocess.run(
         ["promtool", "check", "metrics"],
         input=exposition,
@@ -142,8 +126,4 @@ def promtool_problems(exposition: str) -> list[str]:
         timeout=60,
         check=False,
     )
-    lines = (result.stdout + result.stderr).splitlines()
-    problems = [ln for ln in lines if not any(p.match(ln.strip()) for p in DCGM_ONLY_COMPLAINTS)]
-    names = {n for m in _SAMPLE_LABELS.finditer(exposition) for n in _LABEL_NAME.findall(m[1])}
-    problems += [f"camelCase label {n}" for n in names if re.search("[a-z][A-Z]", n)]
-    return [p for p in problems if p != "camelCase label modelName"]
+    return gc.promtool_problems((result.stdout + result.stderr).splitlines(), exposition)
