@@ -63,6 +63,11 @@ def get(url: str) -> str | None:
 
 
 def samples(text: str) -> list[tuple[str, dict[str, str]]]:
+    """(name, labels) of every sample, names verbatim.
+
+    Not `prometheus_client.parser`: it renames the DCGM counters (no `_total`) it reads, which
+    would hide the very names this check compares with the contract.
+    """
     out = []
     for line in text.splitlines():
         m = _SAMPLE.match(line)
