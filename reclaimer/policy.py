@@ -4,7 +4,8 @@ Each section of the YAML file is a frozen dataclass below; each setting is a dat
 metadata names its YAML key (camelCase, Kubernetes style) and the parser that validates it, so the
 defaults, the file format and the validation rules live in one place. `load_policy` is pure: it
 walks the YAML, collects every problem with its YAML path (`limits.maxPreemptionsPerNode: must be
->= 0, got -1`), and raises one `PolicyError` listing them all, or returns the `Policy`.
+between 0 and 1000000, got -1`), keys written twice included, and raises one `PolicyError`
+listing them all, or returns the `Policy`.
 Workload classes accept the seed's `gpu-sharing-config` shape
 (`workloads: [{name, gpuShare, shareMemory, overcommit, maxMemory}]`).
 """
@@ -18,6 +19,7 @@ from types import MappingProxyType
 import yaml
 
 from reclaimer.policy_fields import (
+    CrossCheck,
     as_bool,
     as_count,
     as_duration,
@@ -30,6 +32,7 @@ from reclaimer.policy_fields import (
     as_replicas,
     as_string,
     build_section,
+    duplicate_keys,
     setting,
 )
 
@@ -88,18 +91,18 @@ class TimeSlicing:
     def workload(self, name: str) -> WorkloadClass | None:
         return next((w for w in self.workloads if w.name == name), None)
 
-    def problems(self) -> list[tuple[str, str]]:
-        out: list[tuple[str, str]] = []
+    def problems(self) -> list[CrossCheck]:
+        out: list[CrossCheck] = []
         if self.underused_below >= self.saturated_above:
-            out.append(
-                ("underusedBelow", f"must be below saturatedAbove ({self.saturated_above:g})")
-            )
+            why = f"must be below saturatedAbove ({self.saturated_above:g})"
+            out.append((("underusedBelow", "saturatedAbove"), why))
         seen: set[str] = set()
         for i, w in enumerate(self.workloads):
             if not w.name:
-                out.append((f"workloads[{i}].name", "required"))
+                out.append(((f"workloads[{i}].name", "workloads"), "required"))
             elif w.name in seen:
-                out.append((f"workloads[{i}].name", f"duplicate workload class {w.name!r}"))
+                why = f"duplicate workload class {w.name!r}"
+                out.append(((f"workloads[{i}].name", "workloads"), why))
             seen.add(w.name)
         return out
 
@@ -134,16 +137,26 @@ class Policy:
         None, as_optional_duration, "checkpointInterval"
     )
     # A pending job of a starved queue that has waited this long may also take reclaimable jobs
-    # that are not forecast idle (only when idle ones cannot make room); null: idle jobs only.
+    # that are not forecast idle (only when idle ones cannot make room). Opt-in: the default,
+    # null, takes idle jobs only, which is what an operator enabling an idle reclaimer expects.
     reclaim_busy_after_seconds: float | None = setting(
-        600.0, as_optional_duration, "reclaimBusyAfter"
+        None, as_optional_duration, "reclaimBusyAfter"
     )
+    # Room made for a pending job is in flight until the stopped job's pods are gone; one still
+    # in flight after this long is reported (Event, metric, plan warning), never doubled.
+    release_timeout_seconds: float = setting(600.0, as_positive_duration, "releaseTimeout")
     queue_shares: Mapping[str, float] = setting(
         MappingProxyType({}), None, "queueShares", values=as_ratio
     )
     limits: Limits = setting(Limits(), None, "limits", section=Limits)  # noqa: RUF009 (frozen)
     time_slicing: TimeSlicing = setting(TimeSlicing(), None, "timeSlicing", section=TimeSlicing)  # noqa: RUF009
     actions: Actions = setting(Actions(), None, "actions", section=Actions)  # noqa: RUF009
+
+    def problems(self) -> list[CrossCheck]:
+        total = sum(self.queue_shares.values())
+        if total > 1.0 + 1e-9:
+            return [(("queueShares",), f"shares add up to {total:.0%}, more than the cluster")]
+        return []
 
 
 class PolicyError(ValueError):
@@ -162,7 +175,7 @@ def load_policy(text: str) -> Policy:
         raise PolicyError([f"<document>: not valid YAML: {exc}"]) from exc
     if raw is None:
         raw = {}
-    errors: list[str] = []
+    errors = duplicate_keys(text)
     policy = build_section(Policy, raw, "", errors)
     if errors or policy is None:
         raise PolicyError(errors)

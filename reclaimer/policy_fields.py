@@ -4,9 +4,15 @@ A setting is a dataclass field made by `setting(default, parser, "yamlKey")`: th
 the dataclass, the YAML key and parser ride in the field metadata. `build_section` reads a YAML
 mapping into such a dataclass, recursing into sub-sections (`section=`), lists of items (`items=`)
 and string-keyed maps (`values=`), and appends every problem to `errors` as "yaml.path: message"
-instead of stopping at the first one. A section may define `problems() -> [(key, message)]`
-for rules that relate several of its fields; they run once its fields are valid. Parsers take
-the raw YAML value and raise `ValueError`.
+instead of stopping at the first one. A section may define `problems() -> [(keys, message)]` for
+rules that relate several of its fields (`keys`: the YAML keys involved, the first one names
+the error); such a rule runs whenever the fields it involves are valid, so it is reported
+together with the errors of the other fields. Parsers take the raw YAML value and raise
+`ValueError`; every number has a range (durations at most `MAX_DURATION_SECONDS`), so a value
+that would fail every cycle later (`horizon: 1e308`) is refused at load.
+
+`duplicate_keys` finds keys written twice in one mapping, at any depth: YAML loaders keep the
+last one silently, so `threshold: 5%` followed by `threshold: 100%` would make a busy job "idle".
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from dataclasses import Field, field, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import yaml
+
 from reclaimer.quantities import parse_duration, parse_ratio
 
 if TYPE_CHECKING:
@@ -25,6 +33,13 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 D = TypeVar("D", bound="DataclassInstance")
 Parser = Callable[[object], Any]
+
+MAX_DURATION_SECONDS = 7 * 86400.0
+"""No setting of the reclaimer means anything beyond a week (the longest history it reads)."""
+MAX_COUNT = 1_000_000
+MAX_REPLICAS = 128
+MAX_OVERCOMMIT = 100.0
+CrossCheck = tuple[tuple[str, ...], str]
 
 _LABEL_KEY = re.compile(
     r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
@@ -59,16 +74,51 @@ def build_section(cls: type[D], raw: object, path: str, errors: list[str]) -> D 
     for key in sorted(set(map(str, raw)) - set(by_key)):
         errors.append(f"{_join(path, key)}: unknown setting (known: {', '.join(sorted(by_key))})")
     kwargs: dict[str, Any] = {}
+    failed: set[str] = set()
     for key, f in by_key.items():
         if key in raw:
-            kwargs[f.name] = _build_value(f, raw[key], _join(path, key), errors)
-    if len(errors) > before:
-        return None
-    built = cls(**kwargs)
-    cross_checks: Callable[[], list[tuple[str, str]]] | None = getattr(built, "problems", None)
-    if cross_checks is not None:
-        errors.extend(f"{_join(path, key)}: {message}" for key, message in cross_checks())
+            mark = len(errors)
+            value = _build_value(f, raw[key], _join(path, key), errors)
+            if len(errors) > mark:
+                failed.add(key)
+            else:
+                kwargs[f.name] = value
+    built = cls(**kwargs)  # failed fields keep their defaults, for the cross checks only
+    cross_checks: Callable[[], list[CrossCheck]] | None = getattr(built, "problems", None)
+    for keys, message in cross_checks() if cross_checks is not None else ():
+        if not failed & set(keys):
+            errors.append(f"{_join(path, keys[0])}: {message}")
     return None if len(errors) > before else built
+
+
+def duplicate_keys(text: str) -> list[str]:
+    """ "path: message" for every key written twice in one mapping of the YAML `text`."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return []  # the loader reports the syntax error itself
+    out: list[str] = []
+    _walk_duplicates(root, "", out)
+    return out
+
+
+def _walk_duplicates(node: yaml.Node | None, path: str, out: list[str]) -> None:
+    if isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _walk_duplicates(item, f"{path}[{i}]", out)
+    elif isinstance(node, yaml.MappingNode):
+        first: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            line = key_node.start_mark.line + 1
+            if key in first:
+                out.append(
+                    f"{_join(path, key)}: duplicate key (line {line} repeats line {first[key]};"
+                    " a YAML loader would silently keep the last)"
+                )
+            else:
+                first[key] = line
+            _walk_duplicates(value_node, _join(path, key), out)
 
 
 def _build_value(f: Field[Any], value: object, path: str, errors: list[str]) -> Any:
@@ -125,23 +175,26 @@ def as_bool(value: object) -> bool:
 def as_count(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"expected a whole number, got {value!r}")
-    if value < 0:
-        raise ValueError(f"must be >= 0, got {value}")
+    if not 0 <= value <= MAX_COUNT:
+        raise ValueError(f"must be between 0 and {MAX_COUNT}, got {value}")
     return value
 
 
 def as_positive_number(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"expected a number, got {value!r}")
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"must be a finite number > 0, got {value!r}")
+    if not 0 < value <= MAX_OVERCOMMIT:
+        raise ValueError(f"must be > 0 and <= {MAX_OVERCOMMIT:g}, got {value!r}")
     return float(value)
 
 
 def as_replicas(value: object) -> int:
     count = as_count(value)
-    if count < 2:
-        raise ValueError(f"must be >= 2 (time-slicing needs at least 2 replicas), got {count}")
+    if not 2 <= count <= MAX_REPLICAS:
+        raise ValueError(
+            f"must be between 2 (time-slicing needs at least 2 replicas) and {MAX_REPLICAS},"
+            f" got {count}"
+        )
     return count
 
 
@@ -158,11 +211,15 @@ def as_positive_ratio(value: object) -> float:
 
 
 def as_duration(value: object) -> float:
-    return parse_duration(value)
+    """A duration from 0 to a week."""
+    seconds = parse_duration(value)
+    if seconds > MAX_DURATION_SECONDS:
+        raise ValueError(f"must be at most 7d, got {value!r}")
+    return seconds
 
 
 def as_positive_duration(value: object) -> float:
-    seconds = parse_duration(value)
+    seconds = as_duration(value)
     if seconds <= 0:
         raise ValueError(f"must be > 0, got {value!r}")
     return seconds

@@ -142,6 +142,36 @@ actions: {preempt: "yes"}
             "limits.maxResumesPerCycle",
             id="bool-is-not-a-count",
         ),
+        pytest.param("horizon: 1e308", "horizon", id="duration-beyond-a-week"),
+        pytest.param("jobCooldown: 8d", "jobCooldown", id="cooldown-beyond-a-week"),
+        pytest.param(
+            "limits: {maxPreemptionsPerCycle: 10000001}",
+            "limits.maxPreemptionsPerCycle",
+            id="count-out-of-range",
+        ),
+        pytest.param(
+            "timeSlicing: {maxReplicas: 1000}",
+            "timeSlicing.maxReplicas",
+            id="replicas-out-of-range",
+        ),
+        pytest.param(
+            "timeSlicing: {workloads: [{name: a, overcommit: .inf}]}",
+            "timeSlicing.workloads[0].overcommit",
+            id="infinite-overcommit",
+        ),
+        pytest.param("queueShares: {LS: 0.7, BE: 0.5}", "queueShares", id="shares-above-one"),
+        pytest.param("releaseTimeout: 0s", "releaseTimeout", id="zero-release-timeout"),
+        pytest.param("threshold: 5%\nthreshold: 100%", "threshold", id="duplicate-key"),
+        pytest.param(
+            "limits:\n  maxPreemptionsPerCycle: 2\n  maxPreemptionsPerCycle: 9",
+            "limits.maxPreemptionsPerCycle",
+            id="duplicate-nested-key",
+        ),
+        pytest.param(
+            "timeSlicing:\n  workloads:\n  - name: a\n    gpuShare: 0.5\n    gpuShare: 1",
+            "timeSlicing.workloads[0].gpuShare",
+            id="duplicate-key-in-list-item",
+        ),
     ],
 )
 def test_single_problem_is_reported_at_its_path(text: str, path: str) -> None:
@@ -191,6 +221,44 @@ def test_bad_ratios(raw: object) -> None:
 def test_format_duration_round_trips(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
     assert parse_duration(text) == seconds
+
+
+def test_duplicate_key_is_an_error_not_the_last_value() -> None:
+    """A loader keeps the last of two keys: 100% would make every busy job "idle"."""
+    with pytest.raises(PolicyError) as caught:
+        load_policy("threshold: 5%\nhorizon: 15m\nthreshold: 100%\n")
+    (error,) = caught.value.errors
+    assert error.startswith("threshold: duplicate key (line 3 repeats line 1")
+
+
+def test_cross_field_errors_are_listed_with_field_errors() -> None:
+    text = """
+horizon: forever
+queueShares: {LS: 0.8, BE: 0.4}
+timeSlicing: {underusedBelow: 0.9, saturatedAbove: 0.5, maxReplicas: 0}
+"""
+    with pytest.raises(PolicyError) as caught:
+        load_policy(text)
+    paths = sorted(e.split(": ")[0] for e in caught.value.errors)
+    assert paths == [
+        "horizon",
+        "queueShares",
+        "timeSlicing.maxReplicas",
+        "timeSlicing.underusedBelow",
+    ]
+
+
+def test_cross_field_check_waits_for_its_own_fields() -> None:
+    """An invalid field is reported once, not again through a rule comparing it to another."""
+    with pytest.raises(PolicyError) as caught:
+        load_policy("timeSlicing: {underusedBelow: lots, saturatedAbove: 0.1}")
+    assert [e.split(": ")[0] for e in caught.value.errors] == ["timeSlicing.underusedBelow"]
+    assert "expected a ratio" in caught.value.errors[0]
+
+
+def test_busy_jobs_are_opt_in_by_default() -> None:
+    assert Policy().reclaim_busy_after_seconds is None
+    assert Policy().release_timeout_seconds == 600.0
 
 
 def test_policy_is_frozen() -> None:
