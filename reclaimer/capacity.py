@@ -2,8 +2,15 @@
 
 Capacity is counted in schedulable GPU slots, the unit pods request: a node offers
 `gpus * replicas` slots (time-slicing multiplies what the scheduler sees). A pod occupies slots on
-its node from the moment it is bound (Running, or Pending with a node). A queue's allocation is
-the slots its jobs' bound pods hold (what it deserves is `reclaimer.shares`).
+its node from the moment it is bound (Running, or Pending with a node) until it is gone. A queue's
+allocation is the slots its jobs' bound pods hold (what it deserves is `reclaimer.shares`).
+
+Room in flight: a bound pod on its way out (its job is suspended or aborted, by anyone; or the pod
+has a deletionTimestamp or a DisruptionTarget condition) still holds its devices until the kubelet
+confirms it is gone, possibly minutes for a checkpointing job. Its slots are *releasing*: not free
+now, but free soon, and never worth a second preemption. The planner counts them as future free
+(Volcano's FutureIdle = idle + releasing), and they belong to no job's placement, so a stopping
+job is never a victim again.
 
 Fit is checked per node: a gang of `n` equal pods of `p` slots fits when the nodes' free slots,
 each rounded down to whole pods (`free // p`), add up to at least `n`. That is exact for equal-size
@@ -45,15 +52,25 @@ def is_opted_out(annotations: Mapping[str, str], policy: Policy) -> bool:
     return any(annotations.get(k, "").strip().lower() == "false" for k in keys)
 
 
+def _owners(snapshot: Snapshot) -> dict[str, str]:
+    return {pod_key: job.key for job in snapshot.jobs for pod_key in job.pods}
+
+
 def placements(snapshot: Snapshot, policy: Policy) -> dict[str, Placement]:
-    """Job key -> its bound pods' placement (pods found by `Pod.job` or listed in `Job.pods`)."""
-    owner = {pod_key: job.key for job in snapshot.jobs for pod_key in job.pods}
+    """Job key -> its bound pods' placement (pods found by `Pod.job` or listed in `Job.pods`).
+
+    Releasing pods (see `releasing`) are no job's: their slots are already on their way out.
+    """
+    owner = _owners(snapshot)
+    stopping = {j.key for j in snapshot.jobs if j.suspended}
     gpus: dict[str, dict[str, int]] = {}
     pods: dict[str, dict[str, int]] = {}
     opted: set[str] = set()
     for pod in snapshot.pods:
         job = pod.job or owner.get(pod.key)
         if job is None or pod.node is None or pod.phase not in _BOUND:
+            continue
+        if pod.releasing or job in stopping:
             continue
         by_node = gpus.setdefault(job, {})
         by_node[pod.node] = by_node.get(pod.node, 0) + pod.gpus
@@ -69,6 +86,34 @@ def placements(snapshot: Snapshot, policy: Policy) -> dict[str, Placement]:
         )
         for job in sorted(gpus)
     }
+
+
+@dataclass(frozen=True)
+class Releasing:
+    """Slots held by bound pods on their way out: per node, and per job (pods without a job
+    count on their node only)."""
+
+    by_node: Mapping[str, int]
+    by_job: Mapping[str, Mapping[str, int]]
+
+
+def releasing(snapshot: Snapshot) -> Releasing:
+    """Slots of bound pods whose job is suspended/aborted or that are being deleted/evicted."""
+    owner = _owners(snapshot)
+    stopping = {j.key for j in snapshot.jobs if j.suspended}
+    by_node: dict[str, int] = {}
+    by_job: dict[str, dict[str, int]] = {}
+    for pod in snapshot.pods:
+        if pod.node is None or pod.phase not in _BOUND or pod.gpus <= 0:
+            continue
+        job = pod.job or owner.get(pod.key)
+        if not (pod.releasing or job in stopping):
+            continue
+        by_node[pod.node] = by_node.get(pod.node, 0) + pod.gpus
+        if job is not None:
+            mine = by_job.setdefault(job, {})
+            mine[pod.node] = mine.get(pod.node, 0) + pod.gpus
+    return Releasing(MappingProxyType(by_node), MappingProxyType(by_job))
 
 
 def free_slots(snapshot: Snapshot) -> dict[str, int]:

@@ -126,7 +126,7 @@ def gate(plan: Plan, quality: DataQuality, now: float, max_age: float) -> tuple[
     else:
         return plan, None
     skips = tuple(Skip(a.target, reason, f"{a.kind} withheld: {why}") for a in plan.actions)
-    return Plan(plan.created_at, (), plan.skipped + skips), why
+    return Plan(plan.created_at, (), plan.skipped + skips, plan.warnings), why
 
 
 def _staleness(quality: DataQuality, now: float, max_age: float) -> str:

@@ -75,6 +75,9 @@ class Job:
     uid: str = ""
     workload_class: str | None = None
     retries_left: int | None = None  # Volcano Job: maxRetry - retryCount; None: not counted
+    room_for: str | None = None  # pending job the reclaimer stopped this one for (annotation)
+    stopped_at: float | None = None  # when the reclaimer stopped it (suspended or evicted)
+    disruption_block: str = ""  # a PodDisruptionBudget that forbids stopping it, and why
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ class Pod:
     annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY)
     start_time: float = 0.0
     uid: str = ""
+    releasing: bool = False  # on its way out (deletionTimestamp, eviction): devices not yet free
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,8 @@ class Snapshot:
     quality: DataQuality
     last_actions: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     """Job or node key -> time the reclaimer last acted on it (cool-downs)."""
+    unknown_usage: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Job key -> why its recent utilization cannot be known (missing samples): never idle."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +209,10 @@ class Reason(StrEnum):
     LIMIT_REACHED = "LimitReached"
     NO_DEMAND = "NoStarvedDemand"
     LAST_RETRY = "NoRetryToSpare"  # a Volcano Job's resume would reach maxRetry and fail it
+    UNKNOWN_USAGE = "UsageUnknown"  # samples missing in the last horizon: unknown is not idle
+    DISRUPTION_BUDGET = "DisruptionBudget"  # a PDB allows fewer disruptions than stopping causes
+    ROOM_IN_FLIGHT = "RoomInFlight"  # pending job: room is already being freed for it
+    RELEASE_OVERDUE = "ReleaseOverdue"  # warning: a stopped job's pods outlive releaseTimeout
     # added with the planner
     CLASS_LIMIT = "WorkloadClassLimit"  # action: replicas above what the node's classes allow
     QUEUE_AT_SHARE = "QueueAtDeservedShare"  # pending job's queue is not below its share
@@ -251,3 +261,4 @@ class Plan:
     created_at: float
     actions: tuple[Action, ...]
     skipped: tuple[Skip, ...] = ()
+    warnings: tuple[Skip, ...] = ()  # what an operator must look at (e.g. ReleaseOverdue)

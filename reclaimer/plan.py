@@ -6,10 +6,12 @@ in dry-run), the simulator replays it, and `reclaimer.explain` renders it for pe
 
 Order of work: a data gate first (metrics older than `maxDataAge`, or an incomplete snapshot,
 means no action of any kind this cycle); then the inputs are sorted into canonical order and
-the cycle's GPU ledger is built (`capacity`); then preemption for starved queues (`victims`,
-`preempt`), resumes of jobs the reclaimer suspended (`resume`) on the slots left over, and
-time-slice reshapes (`reshape`). Each stage returns actions and the skips that explain every
-candidate it left alone.
+the cycle's GPU ledger is built (`capacity`), counting slots still being released as future
+free; pending jobs whose room is already in flight are served first from it (`inflight`); then
+preemption for starved queues (`victims`, `preempt`), resumes of jobs the reclaimer suspended
+(`resume`) on the slots left over, and time-slice reshapes (`reshape`). Each stage returns
+actions and the skips that explain every candidate it left alone; what an operator must look
+at (a release overdue) comes back as the plan's `warnings`.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from reclaimer.capacity import (
     free_slots,
     placements,
     queue_allocation,
+    releasing,
     total_slots,
 )
+from reclaimer.inflight import hold_rooms, rooms_in_flight
 from reclaimer.model import (
     Action,
     DataQuality,
@@ -63,8 +67,14 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
     where = placements(snap, policy)
     demands = _demands(snap)
     ledger = _ledger(snap, where, demands, policy)
+    demands, skips, warnings = hold_rooms(
+        demands,
+        rooms_in_flight(snap.jobs, ledger.releasing),
+        ledger,
+        now=now,
+        timeout=policy.release_timeout_seconds,
+    )
     actions: list[Action] = []
-    skips: list[Skip] = []
     victims: list[Victim] = []
     if policy.actions.preempt:
         victims, screened = candidates(snap, where, forecasts, policy, now)
@@ -98,7 +108,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         skips += more
     else:
         skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.reshape is false"))
-    return Plan(created_at=now, actions=tuple(actions), skipped=tuple(skips))
+    return Plan(now, tuple(actions), tuple(skips), tuple(warnings))
 
 
 def _ledger(
@@ -108,8 +118,14 @@ def _ledger(
     requests = dict(allocated)
     for d in demands:
         requests[d.queue] = requests.get(d.queue, 0.0) + d.gpus
+    released = releasing(snap)
+    free = free_slots(snap)
+    for node, slots in released.by_node.items():
+        if node in free:
+            free[node] += slots
     return Ledger(
-        free=FreeSlots(free_slots(snap)),
+        free=FreeSlots(free),
+        releasing=released,
         allocated=dict(allocated),
         running=dict(allocated),
         deserved=deserved_shares(snap.queues, total_slots(snap.nodes), policy, requests),

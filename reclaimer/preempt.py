@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from reclaimer.budget import Budget
-from reclaimer.capacity import FreeSlots, pod_shape
+from reclaimer.capacity import FreeSlots, Releasing, pod_shape
 from reclaimer.model import (
     Action,
     ActionKind,
@@ -58,7 +58,11 @@ class _Memo:
 
 @dataclass
 class Ledger:
-    """The cycle's working state: free slots per node and slots per queue, as planned so far."""
+    """The cycle's working state: free slots per node and slots per queue, as planned so far.
+
+    `free` is future free: slots no bound pod holds plus slots being released (`releasing`), the
+    room a stop already under way will give back.
+    """
 
     free: FreeSlots
     allocated: dict[str, float]  # running plus granted to pending jobs this cycle
@@ -66,6 +70,12 @@ class Ledger:
     deserved: Mapping[str, float]
     queues: Mapping[str, Queue]
     unserved: list[PendingDemand] = field(default_factory=list)
+    releasing: Releasing = field(default_factory=lambda: Releasing({}, {}))
+
+    def fits_now(self, pod_gpus: int, pods: int) -> bool:
+        """Whether the pods fit what is free already, releasing slots left out."""
+        less = {n: -g for n, g in self.releasing.by_node.items()}
+        return self.free.fit_count(pod_gpus, less) >= pods
 
     def over_capability(self, target: str, queue: str, gpus: int) -> Skip | None:
         """The skip for `target` when `gpus` more slots would take `queue` past its capability."""
@@ -114,8 +124,8 @@ def plan_preemptions(
             continue
         pod_gpus, pods = pod_shape(d.gpus, d.min_member)
         if ledger.free.fit_count(pod_gpus) >= pods:
-            _grant(d, pod_gpus, pods, ledger)
-            skips.append(Skip(d.job, Reason.FITS_FREE, f"{pods}x{pod_gpus} GPUs fit free slots"))
+            skips.append(_fits_skip(d, pod_gpus, pods, ledger))
+            grant(d, pod_gpus, pods, ledger)
             continue
         waited_out = busy_after is not None and now - d.since >= busy_after
         picked = search.find(d, idle, False)
@@ -131,7 +141,7 @@ def plan_preemptions(
             search.chosen.add(v.key)
             actions.append(_preempt_action(v, d, ledger, now - d.since))
             _release(v, ledger)
-        _grant(d, pod_gpus, pods, ledger)
+        grant(d, pod_gpus, pods, ledger)
     skips += [search.left_standing(v) for v in victims if v.key not in search.chosen]
     return actions, skips
 
@@ -178,6 +188,14 @@ class _Search:
         return self.held_back.get(v.key) or Skip(v.key, Reason.NO_DEMAND, _idle_note(v))
 
 
+def _fits_skip(d: PendingDemand, pod_gpus: int, pods: int, ledger: Ledger) -> Skip:
+    if ledger.fits_now(pod_gpus, pods):
+        return Skip(d.job, Reason.FITS_FREE, f"{pods}x{pod_gpus} GPUs fit free slots")
+    held = sum(ledger.releasing.by_node.values())
+    detail = f"{pods}x{pod_gpus} GPUs fit once the {held} GPUs being released are free"
+    return Skip(d.job, Reason.ROOM_IN_FLIGHT, detail)
+
+
 def _queue_refuses(d: PendingDemand, ledger: Ledger) -> Skip | None:
     allocated = ledger.allocated.get(d.queue, 0.0)
     deserved = ledger.deserved.get(d.queue, 0.0)
@@ -194,7 +212,7 @@ def _release(v: Victim, ledger: Ledger) -> None:
     ledger.running[v.job.queue] = ledger.running.get(v.job.queue, 0.0) - v.gpus
 
 
-def _grant(d: PendingDemand, pod_gpus: int, pods: int, ledger: Ledger) -> None:
+def grant(d: PendingDemand, pod_gpus: int, pods: int, ledger: Ledger) -> None:
     ledger.free.reserve(pod_gpus, pods)
     ledger.allocated[d.queue] = ledger.allocated.get(d.queue, 0.0) + d.gpus
 

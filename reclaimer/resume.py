@@ -2,7 +2,8 @@
 
 Runs after preemption planning, on the same ledger, so it sees the free slots left once this
 cycle's pending jobs have been granted theirs. Jobs the reclaimer suspended
-(`Job.suspended_by_reclaimer`) are taken oldest suspension first. One is resumed when the
+(`Job.suspended_by_reclaimer`) are taken oldest suspension first; one whose pods are still
+releasing their GPUs has not finished stopping and stays as it is. One is resumed when the
 reclaimer has left it alone for the job cool-down, no starved pending job still waits for room
 (one that could fit the cluster at all; while one waits, free slots are its to take), its queue
 stays within capability, and the whole job fits the free slots node by node; at most
@@ -88,6 +89,10 @@ def _hold(
     waiting: list[str],
 ) -> Skip | None:
     """Why `job` stays suspended this cycle, or None to resume it."""
+    held = ledger.releasing.by_job.get(job.key)
+    if held:
+        why = f"still stopping: its pods hold {sum(held.values())} GPUs until they are gone"
+        return Skip(job.key, Reason.ROOM_IN_FLIGHT, why)
     if last_action is not None and now - last_action < policy.job_cooldown_seconds:
         ago = format_duration(max(now - last_action, 0.0))
         return Skip(job.key, Reason.COOLING_DOWN, f"suspended {ago} ago")

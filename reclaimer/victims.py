@@ -3,15 +3,17 @@
 A job is a candidate victim only as a whole gang, and only when every safety rule passes, checked
 cheapest first: its queue is known and reclaimable, it is not opted out (Volcano's
 `volcano.sh/preemptable: "false"` or the policy's own annotation, on the job or any of its pods),
-it is not a Volcano Job with one retry or fewer left (Volcano counts a resume as a retry), it has
-run for its minimum runtime (`volcano.sh/cooldown-time`, else the policy's), the reclaimer
-has not acted on it within the job cool-down, and it has a forecast for at least the policy's
-horizon at no looser threshold. Each failing job becomes a `Skip` naming the first rule it
+no PodDisruptionBudget selecting its pods allows fewer disruptions than stopping it would cause, it
+is not a Volcano Job with one retry or fewer left (Volcano counts a resume as a retry), it has run
+for its minimum runtime (`volcano.sh/cooldown-time`, else the policy's), the reclaimer has not
+acted on it within the job cool-down, its recent utilization is known (no samples missing over the
+last horizon while it held GPUs: unknown is not idle), and it has a forecast for at least the
+policy's horizon at no looser threshold. Each failing job becomes a `Skip` naming the first rule it
 failed. A job whose forecast does not say idle with enough confidence is a `Skip` too, unless the
-policy sets `reclaimBusyAfter`: then it is a *busy* candidate (its `busy_note` says why), which
-the preemption planner offers only to pending jobs that have waited that long, and only when the
-idle candidates cannot make room. Candidates are ranked idle first, then by confidence, then by
-the least work a preemption would lose, then by lowest priority, then by key.
+policy sets `reclaimBusyAfter`: then it is a *busy* candidate (its `busy_note` says why), which the
+preemption planner offers only to pending jobs that have waited that long, and only when the idle
+candidates cannot make room. Candidates are ranked idle first, then by confidence, then by the
+least work a preemption would lose, then by lowest priority, then by key.
 
 Confidence can be ranked in bands (`confidenceTieBand`, counted down from 1: with 0.05 the bands
 are (0.95, 1], (0.90, 0.95], ...), so that near-equal confidences tie and the work lost decides.
@@ -101,13 +103,20 @@ def screen(
     policy: Policy,
     now: float,
     last_action: float | None,
+    unknown: str | None = None,
 ) -> Victim | Skip:
-    """One running job: a `Victim`, or the `Skip` for the first safety rule it fails."""
+    """One running job: a `Victim`, or the `Skip` for the first safety rule it fails.
+
+    `unknown` says why the job's recent utilization cannot be known: it is then never a victim,
+    whatever its forecast says (a GPU the exporter cannot read looks idle, and is not).
+    """
     if queue is None or not queue.reclaimable:
         why = "queue unknown" if queue is None else f"queue {queue.name} is not reclaimable"
         return Skip(job.key, Reason.NOT_RECLAIMABLE, why)
     if is_opted_out(job.annotations, policy) or placement.opted_out:
         return Skip(job.key, Reason.OPTED_OUT, 'preemptable annotation is "false"')
+    if job.disruption_block:
+        return Skip(job.key, Reason.DISRUPTION_BUDGET, job.disruption_block)
     if job.retries_left is not None and not spares_a_retry(job.retries_left):
         why = f"{job.retries_left} retry left: resuming it would reach maxRetry and fail it"
         return Skip(job.key, Reason.LAST_RETRY, why)
@@ -121,6 +130,8 @@ def screen(
     if last_action is not None and now - last_action < policy.job_cooldown_seconds:
         since = format_duration(max(now - last_action, 0.0))
         return Skip(job.key, Reason.COOLING_DOWN, f"acted on {since} ago")
+    if unknown is not None:
+        return Skip(job.key, Reason.UNKNOWN_USAGE, unknown)
     if forecast is None:
         return Skip(job.key, Reason.NO_FORECAST, "no utilization history")
     problem = _forecast_problem(forecast, policy)
@@ -174,6 +185,7 @@ def candidates(
             policy=policy,
             now=now,
             last_action=snapshot.last_actions.get(job.key),
+            unknown=snapshot.unknown_usage.get(job.key),
         )
         if isinstance(verdict, Victim):
             victims.append(verdict)

@@ -15,8 +15,8 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from reclaimer.kube import disruption, gangs
 from reclaimer.kube import fields as f
-from reclaimer.kube import gangs
 from reclaimer.kube import resources as r
 from reclaimer.kube.timeslicing import TimeSlicingError, replicas_of
 from reclaimer.model import ClusterView, Job, Node, PendingDemand, Pod, Queue, QueueState
@@ -192,17 +192,18 @@ def _pending_podgroups(ctx: _Context) -> None:
             ctx.pending.append(demand)
 
 
-def _pdb_problems(objs: ClusterObjects, pods: Sequence[Pod]) -> list[str]:
-    """Bare pods a PodDisruptionBudget currently protects (evicting them will answer 429)."""
+def _with_budgets(jobs: Sequence[Job], pods: Sequence[Pod], pdbs: Sequence[Obj]) -> list[Job]:
+    """Each job with the PodDisruptionBudget (if any) that forbids stopping it whole."""
+    if not pdbs:
+        return list(jobs)
+    members: dict[str, list[Pod]] = {}
+    for p in pods:
+        if p.job is not None:
+            members.setdefault(p.job, []).append(p)
     out = []
-    for pdb in objs.pdbs:
-        if f.dig(pdb, "status", "disruptionsAllowed") != 0:
-            continue
-        selector = f.dig(pdb, "spec", "selector", "matchLabels") or {}
-        for p in pods:
-            mine = p.namespace == f.namespace(pdb) and p.job == p.key and selector
-            if mine and all(p.labels.get(k) == v for k, v in selector.items()):
-                out.append(f"pod {p.key}: PodDisruptionBudget {f.name(pdb)} allows no eviction")
+    for job in jobs:
+        block = disruption.blocking_budget(job.key, members.get(job.key, ()), pdbs)
+        out.append(dataclasses.replace(job, disruption_block=block) if block else job)
     return out
 
 
@@ -234,8 +235,7 @@ def to_cluster_view(
     _pending_podgroups(ctx)
     if ctx.unmanaged:
         problems.append(f"{ctx.unmanaged} GPU pods run under other controllers: not reclaimable")
-    jobs = gangs.attach_pods(ctx.jobs, ctx.pods)
-    problems += _pdb_problems(objs, ctx.pods)
+    jobs = _with_budgets(gangs.attach_pods(ctx.jobs, ctx.pods), ctx.pods, objs.pdbs)
     return ClusterView(
         taken_at=taken_at,
         queues=_queues(objs, problems),

@@ -19,8 +19,12 @@ from reclaimer.kube import volcano
 from reclaimer.kube.resources import (
     ACTION_TIME_KEYS,
     DEFAULT_QUEUE,
+    DISRUPTION_TARGET,
+    EVICTED_AT,
     GROUP_NAME_KEY,
     QUEUE_LABELS,
+    ROOM_FOR,
+    SUSPENDED_AT,
     SUSPENDED_BY,
     WORKLOAD_CLASS,
 )
@@ -64,6 +68,8 @@ def _job_from_meta(obj: Obj, kind: JobKind, **values: object) -> Job:
         annotations=annotations,
         uid=str(f.meta(obj).get("uid", "")),
         suspended_by_reclaimer=SUSPENDED_BY in annotations,
+        room_for=annotations.get(ROOM_FOR) or None,
+        stopped_at=f.timestamp(annotations.get(SUSPENDED_AT) or annotations.get(EVICTED_AT)),
         workload_class=annotations.get(WORKLOAD_CLASS) or labels.get(WORKLOAD_CLASS),
         **values,  # type: ignore[arg-type]
     )
@@ -177,6 +183,19 @@ def pod(obj: Obj, job: str | None) -> Pod:
         annotations=f.annotations_of(obj),
         start_time=f.timestamp(f.dig(obj, "status", "startTime")) or f.created_at(obj),
         uid=str(f.meta(obj).get("uid", "")),
+        releasing=is_releasing(obj),
+    )
+
+
+def is_releasing(obj: Obj) -> bool:
+    """A pod on its way out: being deleted (graceful deletion keeps it bound, with its devices,
+    until the kubelet confirms), or marked for a disruption (eviction, preemption)."""
+    if f.meta(obj).get("deletionTimestamp"):
+        return True
+    conditions = f.dig(obj, "status", "conditions")
+    return any(
+        isinstance(c, dict) and c.get("type") == DISRUPTION_TARGET and c.get("status") == "True"
+        for c in (conditions if isinstance(conditions, list) else [])
     )
 
 

@@ -13,6 +13,8 @@ GPU_RESOURCE: Final = "nvidia.com/gpu"
 
 # Volcano / Kubernetes links between pods, podgroups, queues
 GROUP_NAME_KEY: Final = "scheduling.k8s.io/group-name"
+# Pod condition set when a pod is about to be deleted by a disruption (eviction, preemption)
+DISRUPTION_TARGET: Final = "DisruptionTarget"
 QUEUE_LABELS: Final = ("volcano.sh/queue-name", "scheduling.volcano.sh/queue-name")
 DEFAULT_QUEUE: Final = "default"
 
@@ -28,6 +30,7 @@ SUSPENDED_AT: Final = PREFIX + "suspended-at"
 SUSPEND_REASON: Final = PREFIX + "suspend-reason"
 RESUMED_AT: Final = PREFIX + "resumed-at"
 EVICTED_AT: Final = PREFIX + "evicted-at"
+ROOM_FOR: Final = PREFIX + "room-for"  # the pending job a stop made room for (room in flight)
 LAST_RESHAPE: Final = PREFIX + "last-reshape"
 RESHAPE_FROM: Final = PREFIX + "reshape-from"
 RESHAPE_TO: Final = PREFIX + "reshape-to"

@@ -135,7 +135,12 @@ def test_pending_demand(view: Any) -> None:
 
 def test_last_actions_and_pdb(view: Any) -> None:
     assert set(view.last_actions) == {"research/old-train", "gpu-node-2"}
-    assert any("notebook-pdb" in p for p in view.problems)
+    jobs = {j.key: j for j in view.jobs}
+    assert jobs["team-a/notebook-0"].disruption_block == (
+        "PodDisruptionBudget team-a/notebook-pdb allows 0 disruption(s); "
+        "stopping team-a/notebook-0 would disrupt 1 pod(s) it selects"
+    )
+    assert all(not j.disruption_block for k, j in jobs.items() if k != "team-a/notebook-0")
 
 
 @pytest.mark.parametrize(

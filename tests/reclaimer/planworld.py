@@ -56,6 +56,7 @@ class World:
     forecasts: dict[str, Forecast] = field(default_factory=dict)
     last_actions: dict[str, float] = field(default_factory=dict)
     quality: DataQuality = field(default_factory=lambda: DataQuality(metrics_at=NOW - 30))
+    unknown: dict[str, str] = field(default_factory=dict)
 
     def node(self, name: str, gpus: int = 8, **kw: Any) -> World:
         self.nodes.append(Node(name=name, gpus=gpus, **kw))
@@ -139,6 +140,35 @@ class World:
         )
         return self
 
+    def stopping(
+        self,
+        key: str,
+        queue: str,
+        pods: dict[str, int],
+        *,
+        room_for: str | None = None,
+        ago: float = 60.0,
+        **kw: Any,
+    ) -> World:
+        """A job stopped `ago` seconds ago (by the reclaimer for `room_for`, if given) whose
+        pods still hold their GPUs: its operator has not deleted them yet."""
+        kw.setdefault("suspended_by_reclaimer", room_for is not None)
+        self.job(
+            key, queue, pods, suspended=True, room_for=room_for, stopped_at=self.now - ago, **kw
+        )
+        if room_for is not None:
+            self.last_actions[key] = self.now - ago
+        return self
+
+    def deleting(self, pod_key: str) -> World:
+        """Mark a pod as being deleted (deletionTimestamp set, still bound)."""
+        self.pods = [replace(p, releasing=True) if p.key == pod_key else p for p in self.pods]
+        return self
+
+    def unknown_usage(self, key: str, why: str = "3 of 15 samples missing") -> World:
+        self.unknown[key] = why
+        return self
+
     def pend(self, key: str, queue: str, gpus: int, pods: int = 1, **kw: Any) -> World:
         """A pending job; it arrived just now unless `since` says otherwise."""
         kw.setdefault("since", self.now)
@@ -164,6 +194,7 @@ class World:
             pending=tuple(self.pending),
             quality=self.quality,
             last_actions=MappingProxyType(dict(self.last_actions)),
+            unknown_usage=MappingProxyType(dict(self.unknown)),
         )
 
     def plan(self, policy: Policy | None = None) -> Plan:
