@@ -205,20 +205,24 @@ class Actuator:
             return self._reshape(action, now)
         job = next(j for j in view.jobs if j.key == action.target)  # checked by the budget
         preempt = action.kind is ActionKind.PREEMPT
+        room_for = action.evidence.for_pending
         record = (
-            ops.suspend_record(self.identity, now, str(action.reason))
+            ops.suspend_record(self.identity, now, str(action.reason), room_for)
             if preempt
             else ops.resume_record(now)
         )
+        pods = [p for p in view.pods if p.job == job.key]
         if job.kind is JobKind.PYTORCH_JOB:
-            obj = ops.set_pytorchjob_suspend(w, job, preempt, record)
+            obj = ops.set_pytorchjob_suspend(w, job, preempt, record, pods)
             return ops.involved(obj, r.PYTORCH_JOBS), f"runPolicy.suspend={str(preempt).lower()}"
         if job.kind is JobKind.VOLCANO_JOB:
-            obj = ops.volcano_command(w, job, preempt, record, describe(action, self.dry_run))
+            obj = ops.volcano_command(
+                w, job, preempt, record, describe(action, self.dry_run), pods=pods
+            )
             return ops.involved(obj, r.VOLCANO_JOBS), "AbortJob" if preempt else "ResumeJob"
         if not preempt:
             raise ops.Precondition("a bare pod cannot be resumed; its owner recreates it")
-        obj = ops.evict_bare_pod(w, job, now, str(action.reason))
+        obj = ops.evict_bare_pod(w, job, now, str(action.reason), room_for=room_for, pods=pods)
         return ops.involved(obj, r.PODS), "evicted"
 
     def _reshape(self, action: Action, now: float) -> tuple[dict[str, str], str]:

@@ -2,6 +2,9 @@
 
 Every operation first re-reads its object (the plan is minutes old): a vanished object raises
 `KubeError(404)`, a replaced one (new uid) or one already in the wanted state raises `Precondition`.
+Before a whole job is stopped its namespace's PodDisruptionBudgets are read again
+(`check_budgets`): one that now allows fewer disruptions than the stop causes raises
+`Precondition` too. A stop records the pending job it makes room for (`gpu-reclaim.io/room-for`).
 Writes carry the resourceVersion just read, so a concurrent change answers 409 and the actuator
 re-runs the operation once. Order matters:
 - PyTorchJob: one merge patch sets `spec.runPolicy.suspend` and the `gpu-reclaim.io/` annotations
@@ -19,15 +22,15 @@ re-runs the operation once. Order matters:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reclaimer.kube import disruption, timeslicing, volcano
 from reclaimer.kube import fields as f
 from reclaimer.kube import resources as r
-from reclaimer.kube import timeslicing, volcano
 from reclaimer.kube.client import KubeError
 from reclaimer.kube.write import KubeWriter, rfc3339
-from reclaimer.model import Job
+from reclaimer.model import Job, Pod
 
 Obj = dict[str, Any]
 
@@ -61,11 +64,16 @@ def involved(obj: Obj, res: r.Resource) -> dict[str, str]:
     }
 
 
-def suspend_record(identity: str, now: float, reason: str) -> dict[str, str | None]:
+def suspend_record(
+    identity: str, now: float, reason: str, room_for: str | None = None
+) -> dict[str, str | None]:
+    """What a stop writes on the job; `room_for` names the pending job the room is made for, so
+    a restarted or newly elected reclaimer knows that room is in flight."""
     return {
         r.SUSPENDED_BY: identity,
         r.SUSPENDED_AT: rfc3339(now),
         r.SUSPEND_REASON: reason,
+        r.ROOM_FOR: room_for,
         r.RESUMED_AT: None,
     }
 
@@ -75,15 +83,29 @@ def resume_record(now: float) -> dict[str, str | None]:
         r.SUSPENDED_BY: None,
         r.SUSPENDED_AT: None,
         r.SUSPEND_REASON: None,
+        r.ROOM_FOR: None,
         r.RESUMED_AT: rfc3339(now),
     }
 
 
+def check_budgets(w: KubeWriter, job: Job, pods: Sequence[Pod]) -> None:
+    """Refuse to stop `job` when a PodDisruptionBudget, read now, forbids disrupting its pods."""
+    why = disruption.blocking_budget(job.key, pods, w.list_pdbs(job.namespace))
+    if why:
+        raise Precondition(why)
+
+
 def set_pytorchjob_suspend(
-    w: KubeWriter, job: Job, suspend: bool, record: Mapping[str, str | None]
+    w: KubeWriter,
+    job: Job,
+    suspend: bool,
+    record: Mapping[str, str | None],
+    pods: Sequence[Pod] = (),
 ) -> Obj:
     obj = w.get_custom(r.PYTORCH_JOBS, job.namespace, job.name)
     _check_uid(obj, job.uid, job.key)
+    if suspend:
+        check_budgets(w, job, pods)
     suspended = bool(f.dig(obj, "spec", "runPolicy", "suspend"))
     if suspended == suspend:
         raise Precondition(f"{job.key} is already {'suspended' if suspend else 'running'}")
@@ -98,10 +120,18 @@ def set_pytorchjob_suspend(
 
 
 def volcano_command(
-    w: KubeWriter, job: Job, abort: bool, record: Mapping[str, str | None], message: str
+    w: KubeWriter,
+    job: Job,
+    abort: bool,
+    record: Mapping[str, str | None],
+    message: str,
+    *,
+    pods: Sequence[Pod] = (),
 ) -> Obj:
     obj = w.get_custom(r.VOLCANO_JOBS, job.namespace, job.name)
     _check_uid(obj, job.uid, job.key)
+    if abort:
+        check_budgets(w, job, pods)
     if not abort and r.SUSPENDED_BY not in _annotations(obj):
         raise Precondition(f"{job.key} was not suspended by the reclaimer: leaving it")
     action = volcano.CommandAction.ABORT if abort else volcano.CommandAction.RESUME
@@ -123,11 +153,20 @@ def volcano_command(
     return obj
 
 
-def evict_bare_pod(w: KubeWriter, job: Job, now: float, reason: str) -> Obj:
+def evict_bare_pod(
+    w: KubeWriter,
+    job: Job,
+    now: float,
+    reason: str,
+    *,
+    room_for: str | None = None,
+    pods: Sequence[Pod] = (),
+) -> Obj:
     obj = w.get_pod(job.namespace, job.name)
     _check_uid(obj, job.uid, job.key)
+    check_budgets(w, job, pods)
     w.evict_pod(job.namespace, job.name, probe=True)  # 429 here: a PDB blocks it, nothing written
-    record = {r.EVICTED_AT: rfc3339(now), r.SUSPEND_REASON: reason}
+    record = {r.EVICTED_AT: rfc3339(now), r.SUSPEND_REASON: reason, r.ROOM_FOR: room_for}
     w.patch_pod(
         job.namespace, job.name, {"metadata": {"resourceVersion": _rv(obj), "annotations": record}}
     )

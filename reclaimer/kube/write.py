@@ -79,6 +79,10 @@ class KubeWriter:
         obj: Obj = call(self.api, self.api.core.read_namespaced_config_map, ref.name, ref.namespace)
         return obj
 
+    def list_pdbs(self, namespace: str) -> list[Obj]:
+        pdbs = call(self.api, self.api.policy.list_namespaced_pod_disruption_budget, namespace)
+        return list(pdbs.get("items") or [])
+
     def list_node_labels(self) -> dict[str, dict[str, str]]:
         nodes = call(self.api, self.api.core.list_node)
         return {

@@ -133,7 +133,7 @@ class FakeApiServer:
                 return 201, c.create(res, scope, body, dry)
             raise ApiError(405, "MethodNotAllowed", f"{method} on a collection")
         if method == "GET":
-            return 200, c.current(res, scope, name)
+            return 200, c.read(res, scope, name)
         if method == "PUT":
             return 200, c.replace(res, scope, name, body, dry)
         if method == "PATCH":

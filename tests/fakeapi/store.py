@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fakeapi.disruption import check_budget, selects
+from fakeapi.disruption import check_budget, refresh_status, selects
 from fakeapi.errors import ApiError
 from fakeapi.validation import check_create
 
@@ -39,6 +39,8 @@ KNOWN: dict[tuple[str, str, str], tuple[str, bool]] = {
     ("bus.volcano.sh", "v1alpha1", "commands"): ("Command", True),
     ("kubeflow.org", "v1", "pytorchjobs"): ("PyTorchJob", True),
 }
+PODS = ("", "v1", "pods")
+PDBS = ("policy", "v1", "poddisruptionbudgets")
 CRD_GROUPS = frozenset(
     {"scheduling.volcano.sh", "batch.volcano.sh", "bus.volcano.sh", "kubeflow.org"}
 )
@@ -170,12 +172,24 @@ class FakeCluster:
             raise ApiError(404, "NotFound", f'{res[2]} "{name}" not found ({kind})')
         return obj
 
+    def read(self, res: tuple[str, str, str], ns: str, name: str) -> Obj:
+        """A GET's answer: a copy, with the status a controller would keep current."""
+        return self._refreshed(res, copy.deepcopy(self.current(res, ns, name)))
+
+    def _refreshed(self, res: tuple[str, str, str], obj: Obj) -> Obj:
+        """Status a controller keeps current in a real cluster (only budgets, so far)."""
+        if res == PDBS and obj.get("spec"):
+            ns = obj["metadata"].get("namespace", "")
+            pods = [p for k, p in self.objects.get(PODS, {}).items() if k[0] == ns]
+            refresh_status(obj, pods)
+        return obj
+
     def list(
         self, res: tuple[str, str, str], ns: str | None, start: int = 0, end: int | None = None
     ) -> list[Obj]:
         items = self.objects.get(res, {})
         keys = sorted(k for k in items if ns is None or k[0] == ns)[start:end]
-        return [copy.deepcopy(items[k]) for k in keys]
+        return [self._refreshed(res, copy.deepcopy(items[k])) for k in keys]
 
     def count(self, res: tuple[str, str, str], ns: str | None) -> int:
         return sum(1 for k in self.objects.get(res, {}) if ns is None or k[0] == ns)
@@ -240,7 +254,7 @@ class FakeCluster:
         budgets = [
             p
             for p in self.list(("policy", "v1", "poddisruptionbudgets"), ns)
-            if selects(p["spec"].get("selector") or {}, labels)
+            if selects(p["spec"].get("selector"), labels)
         ]
         if len(budgets) > 1:
             raise ApiError(

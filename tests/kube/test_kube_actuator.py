@@ -151,11 +151,22 @@ def test_abort_allowed_with_a_raised_max_retry(api, cluster: FakeCluster) -> Non
 
 def test_bare_pod_blocked_by_pdb_is_skipped_untouched(api, cluster: FakeCluster) -> None:
     [res] = run(api, [preempt("team-a/notebook-0")])
+    assert res.outcome is Outcome.SKIPPED
+    assert "PodDisruptionBudget team-a/notebook-pdb allows 0" in res.detail
+    pod = cluster.get(*POD, "notebook-0", "team-a")
+    assert r.EVICTED_AT not in (pod["metadata"].get("annotations") or {})
+    assert cluster.writes() == []  # the budget, read again before acting, stops it first
+
+
+def test_bare_pod_eviction_answering_429_is_skipped(api, cluster: FakeCluster) -> None:
+    """A budget that tightens between the check and the eviction: the Eviction API's 429."""
+    pdb = cluster.get("policy", "v1", "poddisruptionbudgets", "notebook-pdb", "team-a")
+    pdb["spec"]["minAvailable"] = 0
+    cluster.inject("POST", "/eviction$", status=429)
+    [res] = run(api, [preempt("team-a/notebook-0")])
     assert (res.outcome, res.http_status) == (Outcome.SKIPPED, 429)
     pod = cluster.get(*POD, "notebook-0", "team-a")
     assert r.EVICTED_AT not in (pod["metadata"].get("annotations") or {})
-    [evict] = [q for q in cluster.writes()]
-    assert evict.path.endswith("/eviction") and evict.dry_run  # the probe, nothing else
 
 
 @pytest.mark.parametrize(
@@ -203,9 +214,9 @@ def test_dry_run_changes_nothing_but_sends_every_write(
     assert any(q.path.endswith("/events") for q in writes)
 
 
-def test_dry_run_eviction_reports_the_real_pdb_answer(api, cluster: FakeCluster) -> None:
+def test_dry_run_reports_the_budget_as_apply_would(api, cluster: FakeCluster) -> None:
     [res] = run(api, [preempt("team-a/notebook-0")], dry_run=True)
-    assert (res.outcome, res.http_status) == (Outcome.SKIPPED, 429)
+    assert res.outcome is Outcome.SKIPPED and "PodDisruptionBudget" in res.detail
     cluster.objects[("policy", "v1", "poddisruptionbudgets")].clear()
     before = _state(cluster)
     [res] = run(api, [preempt("team-a/notebook-0")], dry_run=True)
@@ -340,3 +351,42 @@ def test_event_failure_does_not_undo_the_action(api, cluster: FakeCluster) -> No
     cluster.inject("POST", "/events$", 500)
     [res] = run(api, [preempt("research/bert-train")])
     assert res.outcome is Outcome.APPLIED and "event not recorded" in res.detail
+
+
+def test_a_stop_records_the_pending_job_it_makes_room_for(api, cluster: FakeCluster) -> None:
+    [res] = run(api, [preempt("research/bert-train")])
+    assert res.outcome is Outcome.APPLIED, res
+    notes = cluster.get(*PYT, "bert-train", "research")["metadata"]["annotations"]
+    assert notes[r.ROOM_FOR] == "prod/llm-finetune"
+    assert r.SUSPENDED_AT in notes
+    [res] = run(api, [resume("research/bert-train")], now=NOW + 7200)
+    assert res.outcome is Outcome.APPLIED, res
+    notes = cluster.get(*PYT, "bert-train", "research")["metadata"].get("annotations") or {}
+    assert r.ROOM_FOR not in notes and r.SUSPENDED_AT not in notes
+
+
+@pytest.mark.parametrize(
+    ("target", "selector"),
+    [
+        ("research/bert-train", {"matchLabels": {"training.kubeflow.org/job-name": "bert-train"}}),
+        ("research/sim-sweep", {}),
+    ],
+    ids=["pytorchjob-matched-by-label", "volcano-job-by-an-empty-selector"],
+)
+def test_a_budget_blocks_suspending_a_whole_job(
+    api, cluster: FakeCluster, target: str, selector: dict[str, Any]
+) -> None:
+    ns, name = target.split("/")
+    cluster.add(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "keep-all", "namespace": ns},
+            "spec": {"minAvailable": "100%", "selector": selector},
+        }
+    )
+    before = _state(cluster)
+    [res] = run(api, [preempt(target)])
+    assert res.outcome is Outcome.SKIPPED
+    assert res.detail.startswith(f"PodDisruptionBudget {ns}/keep-all allows")
+    assert cluster.writes() == [] and _state(cluster) == before
