@@ -209,6 +209,24 @@ RECLAIMER_METRICS: tuple[MetricSpec, ...] = (
         "seconds",
         "GPU-seconds freed by preemptions (would-be, in dry-run).",
     ),
+    _rec(
+        "gpu_reclaimer_gpus_releasing",
+        G,
+        "",
+        "GPU slots still held by pods on their way out (stopped jobs, pods being deleted).",
+    ),
+    _rec(
+        "gpu_reclaimer_releases_overdue",
+        G,
+        "",
+        "Jobs the reclaimer stopped whose pods still hold GPUs after releaseTimeout.",
+    ),
+    _rec(
+        "gpu_reclaimer_jobs_usage_unknown",
+        G,
+        "",
+        "GPU jobs whose recent utilization has missing samples: never taken as idle.",
+    ),
 )
 
 ALL_METRICS: tuple[MetricSpec, ...] = (

@@ -7,7 +7,8 @@ Kubernetes Event on the object. Dry-run (the default) sends every write with `dr
 admission and PodDisruptionBudget answers are real, and spends the limits the same way.
 One action's failure never stops the others and never raises: it becomes an `ActionResult`
 (404 = vanished, skipped quietly; 429 = PDB or throttling, skipped, retried next cycle; 5xx and
-timeouts = failed). The loop turns results into metrics.
+timeouts = failed). The loop turns results into metrics. Plan warnings (a release overdue)
+become Warning Events on the job they name (`warn`), once per stop.
 """
 
 from __future__ import annotations
@@ -24,7 +25,16 @@ from reclaimer.kube import resources as r
 from reclaimer.kube.client import KubeApi, KubeError
 from reclaimer.kube.timeslicing import TimeSlicingError
 from reclaimer.kube.write import KubeWriter, NotLeader, event_body
-from reclaimer.model import Action, ActionKind, ClusterView, Evidence, JobKind, Plan, Reason
+from reclaimer.model import (
+    Action,
+    ActionKind,
+    ClusterView,
+    Evidence,
+    JobKind,
+    Plan,
+    Reason,
+    Skip,
+)
 from reclaimer.policy import Policy
 
 log = logging.getLogger(__name__)
@@ -70,6 +80,12 @@ EVENT_REASONS = {
     ActionKind.PREEMPT: "GpuReclaimPreempted",
     ActionKind.RESUME: "GpuReclaimResumed",
     ActionKind.RESHAPE: "GpuReclaimReshaped",
+}
+WARNING_EVENT_REASONS = {Reason.RELEASE_OVERDUE: "GpuReclaimReleaseOverdue"}
+JOB_RESOURCES = {
+    JobKind.PYTORCH_JOB: r.PYTORCH_JOBS,
+    JobKind.VOLCANO_JOB: r.VOLCANO_JOBS,
+    JobKind.POD: r.PODS,
 }
 
 
@@ -122,6 +138,33 @@ class Actuator:
         self.identity = identity
         self.device_plugin = device_plugin or r.ConfigMapRef()
         self.events: EventRecorder = events or KubeEventRecorder(self.writer, identity)
+        self._warned: set[tuple[str, str, float | None]] = set()
+
+    def warn(self, warnings: Sequence[Skip], view: ClusterView) -> int:
+        """A Warning Event on each job a plan warning names, once per job and stop per process
+        (the plan repeats a warning every cycle; Events should not). Returns Events written."""
+        jobs = {j.key: j for j in view.jobs}
+        written = 0
+        for w in warnings:
+            job, reason = jobs.get(w.target), WARNING_EVENT_REASONS.get(w.reason)
+            seen = (w.target, str(w.reason), job.stopped_at if job else None)
+            if job is None or reason is None or seen in self._warned or not self.may_write():
+                continue
+            involved = {
+                "apiVersion": JOB_RESOURCES[job.kind].api_version,
+                "kind": JOB_RESOURCES[job.kind].kind,
+                "name": job.name,
+                "namespace": job.namespace,
+                "uid": job.uid,
+            }
+            try:
+                self.events.record(involved, reason, w.detail, self.clock(), True)
+            except (KubeError, NotLeader) as exc:
+                log.warning("warning event for %s not recorded: %s", w.target, exc)
+                continue
+            self._warned.add(seen)
+            written += 1
+        return written
 
     def apply(self, plan: Plan | Sequence[Action], view: ClusterView) -> list[ActionResult]:
         """Run a plan (a `Plan` or its actions) against the cluster; one result per action."""

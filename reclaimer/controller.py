@@ -28,6 +28,7 @@ from typing import Protocol
 import pandas as pd
 
 from reclaimer import forecast_check
+from reclaimer.capacity import releasing
 from reclaimer.fleet import FleetSummary, summarize
 from reclaimer.forecast import INSUFFICIENT_HISTORY, SILENT
 from reclaimer.history import HistoryParams, MetricsSource
@@ -60,6 +61,8 @@ class Applier(Protocol):
     """
 
     def apply(self, plan: Plan, view: ClusterView) -> Sequence[object]: ...
+
+    def warn(self, warnings: Sequence[Skip], view: ClusterView) -> int: ...
 
 
 # `reclaimer.actuator.Outcome` values counted as applied; "skipped" (refused: PDB, limits,
@@ -237,6 +240,8 @@ class Controller:
             result, message = CycleResult.SKIPPED, withheld
         acted = bool(plan.actions) and self._actuator is not None and self._is_leader()
         outcomes = await self._act(plan, view) if acted else ()
+        await self._warn(plan, view)
+        self._count_safety(snapshot, plan)
         self._count_reclaimed(view, now)
         stats_window = self._config.history.stats_window
         summary = summarize(view, read.pods, now, stats_window, self._policy.threshold)
@@ -244,6 +249,18 @@ class Controller:
             result, now, 0.0, message, plan, snapshot.quality, summary, forecasts, outcomes,
             acted, read.requests,
         )  # fmt: skip
+
+    async def _warn(self, plan: Plan, view: ClusterView) -> None:
+        for w in plan.warnings:
+            log.warning("%s %s: %s", w.reason, w.target, w.detail)
+        if plan.warnings and self._actuator is not None and self._is_leader():
+            await asyncio.to_thread(self._actuator.warn, plan.warnings, view)
+
+    def _count_safety(self, snapshot: Snapshot, plan: Plan) -> None:
+        m = self._metrics
+        m.gpus_releasing.set(sum(releasing(snapshot).by_node.values()))
+        m.releases_overdue.set(sum(w.reason is Reason.RELEASE_OVERDUE for w in plan.warnings))
+        m.usage_unknown.set(len(snapshot.unknown_usage))
 
     async def _act(self, plan: Plan, view: ClusterView) -> tuple[object, ...]:
         if self._actuator is None:

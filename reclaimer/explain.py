@@ -58,6 +58,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "created_at": plan.created_at,
         "actions": [action_to_dict(a) for a in plan.actions],
         "skipped": [skip_to_dict(s) for s in plan.skipped],
+        "warnings": [skip_to_dict(s) for s in plan.warnings],
         "summary": {
             "actions": dict(sorted(Counter(a.kind.value for a in plan.actions).items())),
             "gpus_freed": sum(a.evidence.gpus_freed for a in plan.actions),
@@ -82,6 +83,7 @@ def action_rows(actions: Sequence[Action]) -> list[tuple[str, str, str, str]]:
 def render_plan(plan: Plan, *, examples: int = 3, width: int = 160) -> str:
     """A human-readable table of the plan's actions and a summary of what it skipped."""
     lines = [f"plan at {plan.created_at:.0f}: {len(plan.actions)} action(s)"]
+    lines += [f"WARNING {w.reason.value} {w.target}: {w.detail}" for w in plan.warnings]
     if plan.actions:
         lines += _table([_HEADERS, *action_rows(plan.actions)], width)
     by_reason: dict[str, list[Skip]] = {}

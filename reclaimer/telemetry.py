@@ -49,6 +49,9 @@ class ReclaimerMetrics:
         self.forecasts = _gauge(r, "gpu_reclaimer_forecasts")
         self.forecast_checks = _counter(r, "gpu_reclaimer_forecast_checks_total")
         self.reclaimed_gpu_seconds = _counter(r, "gpu_reclaimer_reclaimed_gpu_seconds_total")
+        self.gpus_releasing = _gauge(r, "gpu_reclaimer_gpus_releasing")
+        self.releases_overdue = _gauge(r, "gpu_reclaimer_releases_overdue")
+        self.usage_unknown = _gauge(r, "gpu_reclaimer_jobs_usage_unknown")
         for result in ("success", "skipped", "error"):
             self.cycles.labels(result=result)
         for result in ("correct", "wrong"):
