@@ -117,6 +117,7 @@ def build_snapshot(view: ClusterView, read: MetricsRead) -> Snapshot:
         pending=view.pending,
         quality=quality,
         last_actions=view.last_actions,
+        unknown_usage=MappingProxyType(dict(read.unknown)),
     )
 
 

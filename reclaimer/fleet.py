@@ -2,8 +2,8 @@
 
 Pure: it reads the ClusterView (who holds GPUs) and the per-pod utilization frame (how busy they
 were over the last `window` seconds). Busy ratio is GPU-weighted over pods with data; a pod is
-idle when its utilization stayed below `threshold` for the whole window. Pods without data are
-counted as unmeasured, never as idle.
+idle when its utilization stayed below `threshold` for the whole window. Pods without data, or
+with a step the exporter could not read in the window, are counted as unmeasured, never as idle.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ def summarize(
     view: ClusterView, pods: pd.DataFrame, now: float, window: float, threshold: float
 ) -> FleetSummary:
     recent = pods[pods["timestamp"] > now - window]
+    unread = recent[recent["value"].isna()]
+    unknown = set(zip(unread["namespace"], unread["pod"], strict=True))
     stats = recent.groupby(["namespace", "pod"])["value"].agg(["mean", "max"])
     means, peaks = stats["mean"].to_dict(), stats["max"].to_dict()
     allocated = measured = 0
@@ -54,7 +56,7 @@ def summarize(
             continue
         allocated += pod.gpus
         key = (pod.namespace, pod.name)
-        if key not in means:
+        if key not in means or key in unknown:
             continue
         measured += pod.gpus
         busy += pod.gpus * float(means[key])

@@ -9,21 +9,24 @@ per-pod frame and fetch only the steps since its newest point (plus `refetch_ste
 the newest steps may have been computed before the last scrape landed), so a steady-state cycle
 moves a few points per pod, not a day of them. Per source:
 
-- gpu-reclaim (our exporter): `gpu_pod_utilization_ratio`, joined with `gpu_pod_allocated` by
-  `or on (namespace, pod) 0 * ...`, so a pod holding a GPU but running nothing reads 0 instead of
-  vanishing. The recording rules `RECORDED_POD_UTILIZATION_5M` / `RECORDED_POD_ALLOCATED` are
-  used instead when Prometheus has them and has had them for the whole window (the controller
-  probes at start, then hourly until they do): rules deployed a minute ago have a minute of
-  history, which no forecaster can use.
+- gpu-reclaim (our exporter): `gpu_pod_utilization_ratio`, joined with `gpu_pod_allocated` by `or
+  on (namespace, pod) -1 * ...`. The exporter reports 0 for a pod holding a GPU and running
+  nothing, and leaves the utilization sample out when it cannot read the GPU (while the allocation
+  stays): the -1 marks that "allocated, unreadable" step, which `pod_frame` turns into NaN, so it
+  can never pass for idle (`reclaimer.coverage`). The recording rules `RECORDED_POD_UTILIZATION_5M`
+  / `RECORDED_POD_ALLOCATED` are used instead when Prometheus has them and has had them for the
+  whole window (the controller probes at start, then hourly until they do): rules deployed a minute
+  ago have a minute of history, which no forecaster can use.
 - dcgm: dcgm-exporter's `DCGM_FI_DEV_GPU_UTIL` series that carry a `pod` label, percent / 100.
   `--kubernetes-virtual-gpus` copies the device value to every sharing pod under the same name,
   so series are combined with `max`, never `sum`.
 
 A pod on several GPUs counts as busy as its busiest GPU, and a job as busy as its busiest pod
 (`max`, not `mean`): the reclaimer only acts on jobs that are idle everywhere, so one working
-rank keeps its whole gang. A job is left out of the frame (no history, hence no forecast) unless
-every one of its running GPU pods has a recent point (within `max_age`); such gaps are reported
-in `problems`, so a node whose exporter went quiet never makes its jobs look idle.
+rank keeps its whole gang. A job whose recent usage is unknown (`reclaimer.coverage`: a sample
+missing or unreadable over the last horizon, or none within `max_age`) is left out of the frame
+(no forecast) and listed with its reason, so a node whose exporter went quiet or a GPU NVML
+cannot read never makes its jobs look idle.
 """
 
 from __future__ import annotations
@@ -38,10 +41,12 @@ import numpy.typing as npt
 import pandas as pd
 
 import gpu_contract as gc
-from reclaimer.model import ClusterView, GpuStats, Pod, PodPhase
+from reclaimer.coverage import Recent, running_gpu_pods, unknown_usage
+from reclaimer.model import ClusterView, GpuStats
 from reclaimer.prom import QueryResult
 
 PROMETHEUS_MAX_POINTS = 11_000
+UNREADABLE = -1.0  # the query's value for "allocated, utilization not readable"
 
 
 class MetricsSource(StrEnum):
@@ -56,6 +61,7 @@ class HistoryParams:
     max_points: int = 10_000  # per series per request, under PROMETHEUS_MAX_POINTS
     stats_window: float = 600.0  # seconds averaged for node GPU stats
     max_age: float = 300.0  # newest sample older than this: the data is stale
+    horizon: float = 900.0  # every sample of this recent span must be there (policy horizon)
     refetch_steps: int = 5  # later cycles re-read this many recent steps (late scrapes)
     # Recorded series replace the raw ones only once they are this old (None: the whole window),
     # so a fresh rules install never shortens the forecaster's history.
@@ -106,11 +112,11 @@ def pod_utilization_query(source: MetricsSource, recorded: bool, step: float) ->
         return f'{by} (avg_over_time({util}{{pod!=""}}{rng})) / 100'
     if recorded:
         util_rec, alloc_rec = gc.RECORDED_POD_UTILIZATION_5M, gc.RECORDED_POD_ALLOCATED
-        return f"{by} ({util_rec}) or on (namespace, pod) (0 * {by} ({alloc_rec}))"
+        return f"{by} ({util_rec}) or on (namespace, pod) ({UNREADABLE:g} * {by} ({alloc_rec}))"
     util, alloc = gc.POD_UTILIZATION, gc.POD_ALLOCATED
     return (
         f"{by} (avg_over_time({util}{rng}))"
-        f" or on (namespace, pod) (0 * {by} (max_over_time({alloc}{rng})))"
+        f" or on (namespace, pod) ({UNREADABLE:g} * {by} (max_over_time({alloc}{rng})))"
     )
 
 
@@ -132,7 +138,7 @@ def node_stats_queries(window: float) -> dict[str, str]:
 
 
 def pod_frame(results: Iterable[QueryResult]) -> pd.DataFrame:
-    """Matrix results (one series per namespace/pod) -> long frame, NaN points dropped.
+    """Matrix results (one series per namespace/pod) -> long frame; unreadable points are NaN.
 
     Built column-wise with numpy: a fleet read is millions of points. Series without a `pod`
     label are ignored; chunks never overlap, and `by (namespace, pod)` makes series unique.
@@ -153,15 +159,15 @@ def pod_frame(results: Iterable[QueryResult]) -> pd.DataFrame:
             {c: pd.Series(dtype=str if c in ("namespace", "pod") else float) for c in POD_COLUMNS}
         )
     points = np.concatenate(arrays)
-    frame = pd.DataFrame(
+    values = points[:, 1]
+    return pd.DataFrame(
         {
             "namespace": np.repeat(np.array(namespaces, dtype=object), counts),
             "pod": np.repeat(np.array(names, dtype=object), counts),
             "timestamp": points[:, 0],
-            "value": np.clip(points[:, 1], 0.0, 1.0),
+            "value": np.where(values < 0, np.nan, np.clip(values, 0.0, 1.0)),
         }
     )
-    return frame[~np.isnan(points[:, 1])].reset_index(drop=True)
 
 
 def fetch_start(previous: pd.DataFrame | None, now: float, params: HistoryParams) -> float:
@@ -186,36 +192,24 @@ def merge_pods(
 
 @dataclass(frozen=True)
 class JobHistory:
-    frame: pd.DataFrame  # JOB_COLUMNS
+    frame: pd.DataFrame  # JOB_COLUMNS, jobs with known usage only
     problems: tuple[str, ...] = ()
-    uncovered: tuple[str, ...] = field(default=())  # job keys left out for missing pods
+    unknown: Mapping[str, str] = field(default_factory=dict)  # job key -> why, left out
 
 
-def job_frame(
-    pods: pd.DataFrame, view: ClusterView, fresh_since: float | None = None
-) -> JobHistory:
-    """Per-pod history -> per-job history (max over the job's pods at each timestamp).
-
-    A pod counts as covered when it has a point at or after `fresh_since` (any point if None).
-    """
+def job_frame(pods: pd.DataFrame, view: ClusterView, recent: Recent) -> JobHistory:
+    """Per-pod history -> per-job history (max over the job's pods at each timestamp), for the
+    jobs whose recent usage is known (`reclaimer.coverage`)."""
+    unknown = unknown_usage(pods, view, recent)
+    pod_to_job = {
+        p.key: job
+        for job, members in running_gpu_pods(view).items()
+        if job not in unknown
+        for p in members
+    }
     pod_keys = pods["namespace"].astype(str) + "/" + pods["pod"].astype(str)
-    recent = pod_keys if fresh_since is None else pod_keys[pods["timestamp"] >= fresh_since]
-    have = set(recent.unique())
-    running: dict[str, list[Pod]] = {}
-    for p in view.pods:
-        if p.job and p.gpus > 0 and p.phase is PodPhase.RUNNING:
-            running.setdefault(p.job, []).append(p)
-    pod_to_job: dict[str, str] = {}
-    uncovered = []
-    for job in view.jobs:
-        pods_of_job = running.get(job.key, [])
-        missing = [p.key for p in pods_of_job if p.key not in have]
-        if missing:
-            uncovered.append(f"{job.key} (no series for {', '.join(sorted(missing))})")
-            continue
-        pod_to_job.update({p.key: job.key for p in pods_of_job})
     jobs = pod_keys.map(pod_to_job)
-    sel = pods.assign(job=jobs)[jobs.notna()]
+    sel = pods.assign(job=jobs)[jobs.notna() & pods["value"].notna()]
     agg = sel.groupby(["job", "timestamp"])["value"].max().reset_index()
     frame = pd.DataFrame(
         {
@@ -225,10 +219,10 @@ def job_frame(
         },
         columns=JOB_COLUMNS,
     )
-    problems = (f"jobs without complete series: {'; '.join(uncovered)}",) if uncovered else ()
-    return JobHistory(
-        frame.reset_index(drop=True), problems, tuple(u.split(" ")[0] for u in uncovered)
+    problems = (
+        (f"{len(unknown)} job(s) with unknown usage, never taken as idle",) if unknown else ()
     )
+    return JobHistory(frame.reset_index(drop=True), problems, unknown)
 
 
 def node_stats(results: Mapping[str, QueryResult]) -> dict[str, tuple[GpuStats, ...]]:

@@ -7,8 +7,8 @@ to fetch (one chunk up to 10,000 steps: the first read's whole window, then only
 and three instant queries for node GPU stats; all but the probe run concurrently. A failed
 utilization or freshness query raises `MetricsUnavailable` (nothing to plan on); a failed stats
 query or Prometheus warnings clear `complete`; jobs missing series (left out of the history, so
-never forecast idle) and data older than `max_age` (the planner's `metrics_at` check) are
-reported in `problems`.
+never forecast idle, listed in `unknown` with why) and data older than `max_age` (the planner's
+`metrics_at` check) are reported in `problems`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
+from reclaimer.coverage import Recent
 from reclaimer.history import (
     HistoryParams,
     MetricsSource,
@@ -53,6 +54,7 @@ class MetricsRead:
     problems: tuple[str, ...]
     recorded: bool  # the recording rules were used
     requests: int  # HTTP requests this read sent, retries included
+    unknown: Mapping[str, str] = field(default_factory=dict)  # job -> why its usage is unknown
 
 
 async def probe_recorded(client: PromClient, now: float, params: HistoryParams) -> bool:
@@ -100,7 +102,8 @@ async def read_metrics(
     elif now - metrics_at > params.max_age:
         problems.append(f"newest sample is {now - metrics_at:.0f}s old (max {params.max_age:.0f}s)")
     pods = merge_pods(previous, pod_frame(ranges), start, align(now - params.window, params.step))
-    jobs = job_frame(pods, view, fresh_since=now - params.max_age)
+    recent = Recent(start=now - params.horizon, step=params.step, fresh_since=now - params.max_age)
+    jobs = job_frame(pods, view, recent)
     return MetricsRead(
         history=jobs.frame,
         pods=pods,
@@ -110,6 +113,7 @@ async def read_metrics(
         problems=(*problems, *jobs.problems),
         recorded=recorded,
         requests=client.requests - before,
+        unknown=jobs.unknown,
     )
 
 

@@ -110,7 +110,12 @@ def _settings(args: argparse.Namespace) -> tuple[Policy, ControllerConfig, float
         raise UsageError("--interval and --step must be > 0 and --history-window >= --step")
     config = ControllerConfig(
         source=MetricsSource(args.metrics_source),
-        history=HistoryParams(window=window, step=step, max_age=policy.max_data_age_seconds),
+        history=HistoryParams(
+            window=window,
+            step=step,
+            max_age=policy.max_data_age_seconds,
+            horizon=policy.horizon_seconds,
+        ),
         dry_run=not args.apply,
     )
     return policy, config, interval

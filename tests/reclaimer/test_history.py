@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpu_contract as gc
+from reclaimer.coverage import Recent
 from reclaimer.history import (
     PROMETHEUS_MAX_POINTS,
+    UNREADABLE,
     MetricsSource,
     align,
     job_frame,
@@ -87,7 +89,7 @@ def test_utilization_query_per_source(source, recorded, must_have, must_not) -> 
     assert not any(s in q for s in must_not), q
 
 
-def test_job_frame_takes_the_busiest_pod_and_drops_jobs_with_missing_pods() -> None:
+def test_job_frame_takes_the_busiest_pod_and_leaves_unknown_jobs_out() -> None:
     train = job_with_pods("a", "train", "q", [("t-0", 1), ("t-1", 1)])
     gappy = job_with_pods("b", "gappy", "q", [("g-0", 1), ("g-1", 1)])
     cv = view([train, gappy])
@@ -96,15 +98,24 @@ def test_job_frame_takes_the_busiest_pod_and_drops_jobs_with_missing_pods() -> N
         "matrix",
         (
             series({"namespace": "a", "pod": "t-0"}, (60.0, 0.1), (120.0, 0.0)),
-            series({"namespace": "a", "pod": "t-1"}, (60.0, 0.7), (120.0, float("nan"))),
-            series({"namespace": "b", "pod": "g-0"}, (60.0, 0.0)),
+            series({"namespace": "a", "pod": "t-1"}, (60.0, 0.7), (120.0, 0.2)),
+            series({"namespace": "b", "pod": "g-0"}, (60.0, 0.0), (120.0, 0.0)),
         ),
     )
-    jobs = job_frame(pod_frame([res]), cv)
+    jobs = job_frame(pod_frame([res]), cv, Recent(start=0.0, step=60.0))
     got = sorted(zip(jobs.frame["job"], jobs.frame["timestamp"], jobs.frame["value"], strict=True))
-    assert got == [("a/train", 60.0, 0.7), ("a/train", 120.0, 0.0)]
-    assert jobs.uncovered == ("b/gappy",)
-    assert "b/g-1" in jobs.problems[0]
+    assert got == [("a/train", 60.0, 0.7), ("a/train", 120.0, 0.2)]
+    assert dict(jobs.unknown) == {"b/gappy": "b/g-1: no utilization series"}
+    assert jobs.problems == ("1 job(s) with unknown usage, never taken as idle",)
+
+
+def test_unreadable_points_are_nan_never_zero() -> None:
+    res = QueryResult(
+        "q", "matrix", (series({"namespace": "a", "pod": "p"}, (60.0, UNREADABLE), (120.0, 1.5)),)
+    )
+    frame = pod_frame([res])
+    assert frame["value"].isna().tolist() == [True, False]
+    assert frame["value"].iloc[1] == 1.0  # clipped
 
 
 def test_node_stats_percent_to_ratio_and_memory_ratio() -> None:

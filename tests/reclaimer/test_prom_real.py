@@ -68,7 +68,7 @@ def fleet_history(base: float, extra_pods: int = 0) -> str:
     for gpu, val in (("0", 0.8), ("1", 0.6)):  # team-a/a-0 on two GPUs: max is 0.8
         s.append((gc.POD_UTILIZATION, pod("team-a", "a-0", gpu), samples(base, lambda t, v=val: v)))
         s.append((gc.POD_ALLOCATED, pod("team-a", "a-0", gpu), samples(base, lambda t: 1.0)))
-    for p, gpu in (("b-0", "2"), ("b-1", "3")):  # allocated, never a utilization series
+    for p, gpu in (("b-0", "2"), ("b-1", "3")):  # allocated, utilization never readable
         s.append((gc.POD_ALLOCATED, pod("team-b", p, gpu), samples(base, lambda t: 1.0)))
     s.append((gc.POD_UTILIZATION, pod("team-c", "c-0", "4"), samples(base, busy_c)))
     s.append((gc.POD_ALLOCATED, pod("team-c", "c-0", "4"), samples(base, lambda t: 1.0)))
@@ -148,8 +148,14 @@ async def test_history_matches_the_pattern_on_the_step_grid(prom: PromServer, ba
     assert set(h["timestamp"] % MIN) == {0.0}  # on the step grid
     a = h[h["job"] == "team-a/train-a"]
     assert len(a) == 61 and set(a["value"]) == {0.8}  # busiest GPU of the pod
-    b = h[h["job"] == "team-b/idle-b"]
-    assert len(b) == 61 and set(b["value"]) == {0.0}  # allocated, no utilization: idle
+    # allocated but never a utilization sample: the exporter could not read the GPU (it reports
+    # 0 for a holder that runs nothing), so the job is unknown, never idle
+    assert h[h["job"] == "team-b/idle-b"].empty
+    assert read.unknown["team-b/idle-b"] == (
+        "team-b/b-0: GPU unreadable at 15 recent step(s) (allocated, no utilization); "
+        "team-b/b-1: GPU unreadable at 15 recent step(s) (allocated, no utilization)"
+    )
+    assert set(read.unknown) == {"team-b/idle-b"}
     c = h[h["job"] == "team-c/wave-c"]
     assert [round(v, 9) for v in c["value"]] == [busy_c(t) for t in c["timestamp"]]
     stats = read.node_stats["n1"]
@@ -175,8 +181,8 @@ async def test_request_count_is_fixed_whatever_the_pod_count(
     assert rec.paths.count("/api/v1/query_range") == 2 * chunks
     assert len(rec.paths) == (1 + 1 + chunks + 3) + (1 + chunks + 3)
     assert read.requests == 5 + chunks and again.requests == 4 + chunks
-    assert len(set(read.history["job"])) == 43
-    assert len(read.history) == len(again.history) == 43 * 61
+    assert len(set(read.history["job"])) == 42 and set(read.unknown) == {"team-b/idle-b"}
+    assert len(read.history) == len(again.history) == 42 * 61
 
 
 async def test_recording_rules_are_preferred_when_present(tmp_path: Path, base: float) -> None:
@@ -198,7 +204,7 @@ async def test_recording_rules_are_preferred_when_present(tmp_path: Path, base: 
     assert read.recorded
     c = read.history[read.history["job"] == "team-c/wave-c"]
     assert set(c["value"]) == {0.25}
-    assert "team-a/train-a" in read.problems[0]  # no series for it: reported, left out
+    assert read.unknown["team-a/train-a"] == "team-a/a-0: no utilization series"  # left out
 
 
 async def test_dcgm_source_divides_percent_and_ignores_virtual_gpu_copies(
