@@ -376,7 +376,7 @@ def test_a_stop_records_the_pending_job_it_makes_room_for(api, cluster: FakeClus
 def test_a_budget_blocks_suspending_a_whole_job(
     api, cluster: FakeCluster, target: str, selector: dict[str, Any]
 ) -> None:
-    ns, name = target.split("/")
+    ns = target.split("/", maxsplit=1)[0]
     cluster.add(
         {
             "apiVersion": "policy/v1",
