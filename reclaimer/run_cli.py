@@ -6,7 +6,8 @@ without `--apply` the actuator sends server-side dry-runs and the cluster does n
 `--once` runs one cycle, prints the fleet summary and the plan (a table on a terminal, JSON with
 `--json`) and exits 0, or 1 when the cycle could not plan on trustworthy data (Prometheus
 unreachable, stale or partial data, cluster unreadable). Exit 2 is a usage error: a malformed
-policy (every error listed), `--apply` with `--cluster-file`, a bad flag value.
+policy (every error listed, before anything is contacted), `--apply` with `--cluster-file`, a bad
+flag value, or `--leader-elect` when another replica holds the Lease.
 SIGTERM/SIGINT in the loop: the cycle in flight (and its actions) finishes, the lease is released,
 exit 0.
 """
@@ -15,11 +16,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import signal
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from aiohttp import web
@@ -149,9 +152,18 @@ async def _once(
     metrics = ReclaimerMetrics()
     async with PromClient(args.prometheus_url) as prom:
         try:
-            report = await _controller(
-                policy=policy, config=config, wiring=wiring, prom=prom, metrics=metrics
-            ).cycle()
+            async with _leading(wiring) as refused:
+                if refused:
+                    print(
+                        f"gpu-reclaimer run: --leader-elect: not the leader ({refused}); nothing "
+                        "planned or acted on. Run again once the Lease is free, or without "
+                        "--leader-elect if no other replica runs.",
+                        file=sys.stderr,
+                    )
+                    return 2
+                report = await _controller(
+                    policy=policy, config=config, wiring=wiring, prom=prom, metrics=metrics
+                ).cycle()
         finally:
             wiring.close()
     if args.json:
@@ -162,6 +174,26 @@ async def _once(
         return 0
     print(f"gpu-reclaimer run: cycle {report.result}: {report.message}", file=sys.stderr)
     return 1
+
+
+@contextlib.asynccontextmanager
+async def _leading(wiring: Wiring) -> AsyncIterator[str]:
+    """With --leader-elect, for a one-shot run: take the Lease and renew it while the body runs,
+    releasing it after. Yields "" while this process leads, or why it does not."""
+    elector = wiring.elector
+    if elector is None:
+        yield ""
+        return
+    if not await asyncio.to_thread(elector.try_acquire_or_renew):
+        yield elector.problem or "the Lease could not be taken"
+        return
+    stop = asyncio.Event()
+    renewer = asyncio.create_task(elector.run(stop))
+    try:
+        yield ""
+    finally:
+        stop.set()
+        await renewer  # releases the Lease
 
 
 def render_report(report: CycleReport, dry_run: bool) -> str:

@@ -9,6 +9,8 @@
   (gpu-reclaim/gpu-reclaimer, identity = host name = pod name) beside the loop. Every replica
   plans and serves `/plan`; only the leader acts (the controller and the actuator both ask
   `is_leader()`). On SIGTERM the cycle in flight finishes first, then the Lease is released.
+  With `--once` the Lease is taken before the cycle (and renewed during it) or the run exits 2
+  saying who holds it: a one-shot `--apply` never silently plans without acting.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Wiring:
     is_leader: Callable[[], bool]
     run_loop: RunLoop
     close: Callable[[], None]
+    elector: LeaderElector | None = None  # with --leader-elect
 
 
 def policy_forecaster(history: pd.DataFrame, policy: Policy, now: float) -> Mapping[str, Forecast]:
@@ -120,6 +123,7 @@ def _live_wiring(
         raise UsageError(str(err)) from err
     is_leader: Callable[[], bool] = _always
     run_loop: RunLoop = _plain_loop
+    elector: LeaderElector | None = None
     if args.leader_elect:
         elector = LeaderElector(
             api, LeaseConfig(identity=socket.gethostname()), wall=clock, monotonic=time.monotonic
@@ -136,4 +140,5 @@ def _live_wiring(
         is_leader=is_leader,
         run_loop=run_loop,
         close=api.close,
+        elector=elector if args.leader_elect else None,
     )

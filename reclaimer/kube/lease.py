@@ -79,6 +79,7 @@ class LeaderElector:
         self._deadline: float | None = None
         self._observed: tuple[str, str, str] | None = None
         self._observed_at = 0.0
+        self.problem = ""  # why the last attempt did not lead (holder, or the API's answer)
 
     def is_leader(self) -> bool:
         """True only while the last successful renew is younger than the renew deadline."""
@@ -120,6 +121,7 @@ class LeaderElector:
                 self._observed, self._observed_at = record, started
             if not may_take(record[0], c.identity, self._observed_at, started, c.lease_duration_s):
                 self._deadline = None
+                self.problem = f"Lease {c.namespace}/{c.name} is held by {record[0]}"
                 return False
             meta: dict[str, str] = {"name": c.name, "namespace": c.namespace}
             body = {
@@ -141,11 +143,13 @@ class LeaderElector:
             log.info("lease %s/%s: %s", c.namespace, c.name, exc)
             if exc.status == 409:
                 self._deadline = None
+            self.problem = f"Lease {c.namespace}/{c.name} not written: {exc}"
             return self.is_leader()
         self._observed, self._observed_at = record_of(written), started
         if self._deadline is None:
             log.info("lease %s/%s acquired by %s", c.namespace, c.name, c.identity)
         self._deadline = started + c.renew_deadline_s
+        self.problem = ""
         return True
 
     def release(self) -> None:
