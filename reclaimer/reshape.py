@@ -102,6 +102,10 @@ def _decide(
             t for t in range(r + 1, ceiling + 1) if util * t / r <= aim and mem * t / r < mem_limit
         ]
         target, reason = max(ok, default=r), Reason.NODE_UNDERUSED
+    if target > r and len(node.gpu_stats) < node.gpus:  # an unreadable GPU is not underused
+        seen = len(node.gpu_stats)
+        why = f"would raise {r} -> {target}, but only {seen} of {node.gpus} GPUs have stats"
+        return Skip(node.name, Reason.NO_METRICS, why)
     if target == r:
         held = "" if reason is Reason.NO_CHANGE else f" ({reason.value}, but already at the bound)"
         return Skip(node.name, Reason.NO_CHANGE, f"{r} replicas{held}; {load}")

@@ -227,6 +227,18 @@ RESHAPE_CASES = [
         Reason.NO_METRICS,
         id="no-stats",
     ),
+    pytest.param(
+        _node(4, (0.1, 0.2)),
+        None,
+        Reason.NO_METRICS,
+        id="never-raise-with-an-unreadable-gpu",
+    ),
+    pytest.param(
+        _node(4, (0.95, 0.3)),
+        (4, 3),
+        Reason.NODE_SATURATED,
+        id="lowering-needs-only-the-gpus-seen",
+    ),
 ]
 
 
