@@ -8,7 +8,9 @@ Before a whole job is stopped its namespace's PodDisruptionBudgets are read agai
 Writes carry the resourceVersion just read, so a concurrent change answers 409 and the actuator
 re-runs the operation once. Order matters:
 - PyTorchJob: one merge patch sets `spec.runPolicy.suspend` and the `gpu-reclaim.io/` annotations
-  together (atomic).
+  together (atomic), sent with `fieldValidation=Strict`: a training-operator older than v1.7 has
+  no `runPolicy.suspend` in its CRD, and the API server would otherwise prune the field silently
+  while the job keeps running; Strict makes it answer 400, reported as a failed action.
 - Volcano Job: annotate, then create the `bus.volcano.sh/v1alpha1` Command (AbortJob/ResumeJob);
   if the Command fails the annotation is rolled back, so the record never claims a suspension
   that did not happen. `kube.volcano` says when Volcano would act on the Command at all, and
@@ -115,8 +117,19 @@ def set_pytorchjob_suspend(
         "metadata": {"resourceVersion": _rv(obj), "annotations": dict(record)},
         "spec": {"runPolicy": {"suspend": suspend}},
     }
-    w.patch_custom(r.PYTORCH_JOBS, job.namespace, job.name, body)
+    try:
+        w.patch_custom(r.PYTORCH_JOBS, job.namespace, job.name, body)
+    except KubeError as exc:
+        if exc.status == 400 and "suspend" in exc.message:
+            raise KubeError(400, "BadRequest", NO_SUSPEND + f" ({exc.message})") from exc
+        raise
     return obj
+
+
+NO_SUSPEND = (
+    "the PyTorchJob CRD does not declare spec.runPolicy.suspend (training-operator older than "
+    "v1.7): the job cannot be suspended; upgrade the training-operator"
+)
 
 
 def volcano_command(

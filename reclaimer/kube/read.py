@@ -1,7 +1,7 @@
 """One cluster snapshot per cycle from the API server: list everything, then convert (pure).
 
 Blocking `kubernetes` calls run in a worker thread (`read_cluster` wraps `read_cluster_sync` in
-`asyncio.to_thread`). Lists are paged. A custom resource whose group/version the server does not
+`asyncio.to_thread`). Lists are paged; an expired continue token (410) restarts a list once. A custom resource whose group/version the server does not
 serve (404: Volcano or Kubeflow not installed) is read as empty and noted in `problems`, so the
 planner runs without what needs it; any other failure raises `ClusterReadError`, which the loop
 turns into "incomplete data, no actions".
@@ -34,6 +34,18 @@ class ClusterReadError(Exception):
 
 
 def _paged(api: KubeApi, method: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
+    """Every item, page by page; a 410 Expired (the list's revision was compacted between
+    pages) starts the list again, once: a consistent list, never a mix of two."""
+    try:
+        return _pages(api, method, *args, **kwargs)
+    except KubeError as exc:
+        if exc.status != 410:
+            raise
+        log.info("list restarted: its continue token expired (%s)", exc.message)
+        return _pages(api, method, *args, **kwargs)
+
+
+def _pages(api: KubeApi, method: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
     items: list[Any] = []
     token: str | None = None
     while True:

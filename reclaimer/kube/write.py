@@ -94,6 +94,8 @@ class KubeWriter:
     def patch_custom(
         self, res: r.Resource, namespace: str, name: str, body: Mapping[str, Any]
     ) -> Obj:
+        """A merge patch sent with `fieldValidation=Strict`: a field the CRD's schema does not
+        declare answers 400 instead of being pruned silently (an old operator's CRD)."""
         c = self.api.custom
         obj: Obj = self._write(
             c.patch_namespaced_custom_object,
@@ -103,6 +105,7 @@ class KubeWriter:
             res.plural,
             name,
             dict(body),
+            field_validation="Strict",
             _content_type="application/merge-patch+json",
         )
         return obj

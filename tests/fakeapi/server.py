@@ -18,6 +18,15 @@ from urllib.parse import parse_qs
 from aiohttp import web
 
 from fakeapi.errors import ApiError
+from fakeapi.selectors import (
+    EXPIRED,
+    decode_continue,
+    encode_continue,
+    matches_fields,
+    matches_labels,
+    parse_field_selector,
+    parse_label_selector,
+)
 from fakeapi.store import FakeCluster, Recorded
 
 Res = tuple[str, str, str]
@@ -122,6 +131,7 @@ class FakeApiServer:
         kind, namespaced = c.check_served(*res)
         scope = (ns or "") if namespaced else ""
         dry = rec.dry_run
+        strict = query.get("fieldValidation", [""])[0] == "Strict"
         if sub == "eviction" and res == ("", "v1", "pods") and method == "POST" and name:
             return 201, c.evict(scope, name, dry)
         if sub is not None:
@@ -130,14 +140,14 @@ class FakeApiServer:
             if method == "GET":
                 return 200, self._list_page(res, kind, ns if namespaced else None, query)
             if method == "POST":
-                return 201, c.create(res, scope, body, dry)
+                return 201, c.create(res, scope, body, dry, strict)
             raise ApiError(405, "MethodNotAllowed", f"{method} on a collection")
         if method == "GET":
             return 200, c.read(res, scope, name)
         if method == "PUT":
-            return 200, c.replace(res, scope, name, body, dry)
+            return 200, c.replace(res, scope, name, body, dry, strict)
         if method == "PATCH":
-            return 200, c.patch(res, scope, name, body, ctype, dry)
+            return 200, c.patch(res, scope, name, body, ctype, dry, strict)
         if method == "DELETE":
             return 200, c.delete(res, scope, name, dry)
         raise ApiError(405, "MethodNotAllowed", method)
@@ -145,20 +155,29 @@ class FakeApiServer:
     def _list_page(
         self, res: Res, kind: str, ns: str | None, query: dict[str, list[str]]
     ) -> dict[str, Any]:
-        """A list, paged like the API server when `limit` is given (opaque `continue` token)."""
+        """A list, filtered by `fieldSelector` / `labelSelector` and paged like the API server
+        when `limit` is given; a `continue` token from before a compaction answers 410."""
         c = self.cluster
-        total = c.count(res, ns)
-        start = int(query.get("continue", ["0"])[0] or 0)
+        fields = parse_field_selector(kind, query.get("fieldSelector", [""])[0])
+        labels = parse_label_selector(query.get("labelSelector", [""])[0])
+        items = [
+            o for o in c.list(res, ns) if matches_fields(o, fields) and matches_labels(o, labels)
+        ]
+        issued, start = decode_continue(query.get("continue", [""])[0], c.version)
+        if issued < c.compacted:
+            raise ApiError(410, "Expired", EXPIRED)
         limit = int(query.get("limit", ["0"])[0] or 0)
-        end = min(start + limit, total) if limit else total
-        items = c.list(res, ns, start, end)
+        end = min(start + limit, len(items)) if limit else len(items)
         meta: dict[str, Any] = {"resourceVersion": str(c.version)}
-        if end < total:
-            meta["continue"] = str(end)
+        if end < len(items):
+            meta["continue"] = encode_continue(issued, end)
+            if c.compact_during == res[2]:
+                c.compact_during = None
+                c.compact()
         api = f"{res[0]}/{res[1]}" if res[0] else res[1]
         return {
             "kind": f"{kind}List",
             "apiVersion": api,
             "metadata": meta,
-            "items": items,
+            "items": items[start:end],
         }

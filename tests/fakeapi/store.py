@@ -18,6 +18,7 @@ from typing import Any
 
 from fakeapi.disruption import check_budget, refresh_status, selects
 from fakeapi.errors import ApiError
+from fakeapi.schema import prune
 from fakeapi.validation import check_create
 
 Obj = dict[str, Any]
@@ -101,6 +102,9 @@ class FakeCluster:
     faults: list[Fault] = field(default_factory=list)
     version: int = 100
     serial: int = 0
+    training_operator: str = "v1.8"  # PyTorchJob CRD schema (v1.6: no runPolicy.suspend)
+    compacted: int = 0  # continue tokens issued before this resourceVersion answer 410
+    compact_during: str | None = None  # compact after serving a first page of this plural
 
     # --- test-side helpers -------------------------------------------------------------
     def add(self, *objs: Obj) -> None:
@@ -194,9 +198,16 @@ class FakeCluster:
     def count(self, res: tuple[str, str, str], ns: str | None) -> int:
         return sum(1 for k in self.objects.get(res, {}) if ns is None or k[0] == ns)
 
-    def create(self, res: tuple[str, str, str], ns: str, body: Obj, dry: bool) -> Obj:
+    def compact(self) -> None:
+        """As etcd compaction does: every continue token issued so far expires (410)."""
+        self.compacted = self.version + 1
+        self.version += 1
+
+    def create(
+        self, res: tuple[str, str, str], ns: str, body: Obj, dry: bool, strict: bool = False
+    ) -> Obj:
         check_create(res, KNOWN[res][0], ns if KNOWN[res][1] else "", body)
-        obj = copy.deepcopy(body)
+        obj = prune(res, copy.deepcopy(body), operator=self.training_operator, strict=strict)
         meta = obj.setdefault("metadata", {})
         if not meta.get("name"):
             if not meta.get("generateName"):
@@ -223,21 +234,46 @@ class FakeCluster:
                 "version and try again",
             )
 
-    def replace(self, res: tuple[str, str, str], ns: str, name: str, body: Obj, dry: bool) -> Obj:
+    def replace(
+        self,
+        res: tuple[str, str, str],
+        ns: str,
+        name: str,
+        body: Obj,
+        dry: bool,
+        strict: bool = False,
+    ) -> Obj:
         current = self.current(res, ns, name)
         self._check_version(current, body)
-        obj = copy.deepcopy(body)
+        obj = prune(res, copy.deepcopy(body), operator=self.training_operator, strict=strict)
         obj["metadata"]["uid"] = current["metadata"]["uid"]
         return obj if dry else copy.deepcopy(self._store(res, obj))
 
     def patch(
-        self, res: tuple[str, str, str], ns: str, name: str, body: Any, ctype: str, dry: bool
+        self,
+        res: tuple[str, str, str],
+        ns: str,
+        name: str,
+        body: Any,
+        ctype: str,
+        dry: bool,
+        strict: bool = False,
     ) -> Obj:
         if "json-patch" in ctype or not isinstance(body, dict):
             raise ApiError(415, "UnsupportedMediaType", f"fake server does not take {ctype}")
+        if "strategic-merge-patch" in ctype and res[0] in CRD_GROUPS:
+            # custom resources have no Go struct to merge strategically (apiextensions-apiserver)
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json-patch+json, application/merge-patch+json, "
+                "application/apply-patch+yaml",
+            )
         current = self.current(res, ns, name)
         self._check_version(current, body)
-        merged = merge_patch(current, body)
+        patched = merge_patch(current, body)
+        merged = prune(res, patched, operator=self.training_operator, strict=strict)
         merged["metadata"]["name"], merged["metadata"]["uid"] = name, current["metadata"]["uid"]
         return merged if dry else copy.deepcopy(self._store(res, merged))
 

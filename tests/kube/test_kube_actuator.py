@@ -390,3 +390,18 @@ def test_a_budget_blocks_suspending_a_whole_job(
     assert res.outcome is Outcome.SKIPPED
     assert res.detail.startswith(f"PodDisruptionBudget {ns}/keep-all allows")
     assert cluster.writes() == [] and _state(cluster) == before
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["apply", "dry-run"])
+def test_suspend_on_a_training_operator_without_suspend_fails_loudly(
+    api, cluster: FakeCluster, dry_run: bool
+) -> None:
+    """Before v1.7 the CRD has no runPolicy.suspend: pruned silently, the job would run on."""
+    cluster.training_operator = "v1.6"
+    before = _state(cluster)
+    [res] = run(api, [preempt("research/bert-train")], dry_run=dry_run)
+    assert (res.outcome, res.http_status) == (Outcome.FAILED, 400)
+    assert "training-operator older than v1.7" in res.detail
+    assert _state(cluster) == before
+    patch = next(q for q in cluster.writes() if q.method == "PATCH")
+    assert patch.query["fieldValidation"] == ["Strict"]

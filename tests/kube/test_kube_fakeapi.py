@@ -10,14 +10,14 @@ from reclaimer.kube.client import KubeError, call
 NS = "team-a"
 
 
-def _pods(cluster: FakeCluster, n_running: int, n_pending: int = 0) -> None:
+def _pods(cluster: FakeCluster, n_running: int, n_pending: int = 0, ns: str = NS) -> None:
     for i in range(n_running + n_pending):
         phase = "Running" if i < n_running else "Pending"
         cluster.add(
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": f"w-{i}", "namespace": NS, "labels": {"app": "w"}},
+                "metadata": {"name": f"w-{i}", "namespace": ns, "labels": {"app": "w"}},
                 "status": {"phase": phase},
             }
         )
@@ -135,3 +135,123 @@ def test_merge_patch_null_removes_keys(api, cluster: FakeCluster) -> None:
         _content_type="application/merge-patch+json",
     )
     assert "app" not in cluster.get("", "v1", "pods", "w-0", NS)["metadata"]["labels"]
+
+
+SEL = "selectors"
+
+
+def _list_pods(api, **kw: object) -> list[str]:
+    page = call(api, api.core.list_namespaced_pod, SEL, **kw)
+    return [p["metadata"]["name"] for p in page["items"]]
+
+
+@pytest.mark.parametrize(
+    ("selector", "names"),
+    [
+        ("status.phase=Running", ["w-0", "w-1"]),
+        ("status.phase!=Running", ["w-2"]),
+        ("status.phase!=Succeeded,status.phase!=Pending", ["w-0", "w-1"]),
+        ("metadata.name==w-1", ["w-1"]),
+    ],
+)
+def test_field_selectors_are_honoured(
+    api, cluster: FakeCluster, selector: str, names: list[str]
+) -> None:
+    _pods(cluster, 2, 1, ns=SEL)
+    assert _list_pods(api, field_selector=selector) == names
+
+
+def test_an_unsupported_field_selector_answers_400(api, cluster: FakeCluster) -> None:
+    _pods(cluster, 1, ns=SEL)
+    with pytest.raises(KubeError) as caught:
+        _list_pods(api, field_selector="spec.containers=x")
+    assert caught.value.status == 400 and "field label not supported" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("selector", "names"),
+    [
+        ("app=w", ["w-0", "w-1"]),
+        ("app!=w", ["x-0"]),
+        ("tier in (gpu, cpu)", ["x-0"]),
+        ("tier notin (gpu)", ["w-0", "w-1"]),
+        ("tier", ["x-0"]),
+        ("!tier", ["w-0", "w-1"]),
+        ("app=w,tier", []),
+    ],
+)
+def test_label_selectors_have_the_api_semantics(
+    api, cluster: FakeCluster, selector: str, names: list[str]
+) -> None:
+    _pods(cluster, 2, ns=SEL)
+    cluster.add(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "x-0", "namespace": SEL, "labels": {"app": "x", "tier": "gpu"}},
+            "status": {"phase": "Running"},
+        }
+    )
+    assert _list_pods(api, label_selector=selector) == names
+
+
+def test_an_expired_continue_token_answers_410(api, cluster: FakeCluster) -> None:
+    _pods(cluster, 4, ns=SEL)
+    page = call(api, api.core.list_namespaced_pod, SEL, limit=2)
+    cluster.compact()
+    with pytest.raises(KubeError) as caught:
+        call(
+            api, api.core.list_namespaced_pod, SEL, limit=2, _continue=page["metadata"]["continue"]
+        )
+    assert caught.value.status == 410 and "too old" in caught.value.message
+
+
+PYT = ("kubeflow.org", "v1", "pytorchjobs")
+
+
+def _pytorchjob(cluster: FakeCluster) -> None:
+    cluster.add(
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "j", "namespace": SEL},
+            "spec": {"runPolicy": {"cleanPodPolicy": "None"}, "pytorchReplicaSpecs": {}},
+        }
+    )
+
+
+def _patch_suspend(api, **kw: object) -> dict:
+    body = {"spec": {"runPolicy": {"suspend": True}}}
+    custom = api.custom
+    return call(api, custom.patch_namespaced_custom_object, *PYT[:2], SEL, PYT[2], "j", body, **kw)
+
+
+def test_an_old_crd_prunes_unknown_fields_silently(api, cluster: FakeCluster) -> None:
+    cluster.training_operator = "v1.6"
+    _pytorchjob(cluster)
+    answer = _patch_suspend(api, _content_type="application/merge-patch+json")
+    assert "suspend" not in answer["spec"]["runPolicy"]
+    assert "suspend" not in cluster.get(*PYT, "j", SEL)["spec"]["runPolicy"]
+
+
+def test_strict_field_validation_refuses_what_the_crd_would_prune(
+    api, cluster: FakeCluster
+) -> None:
+    cluster.training_operator = "v1.6"
+    _pytorchjob(cluster)
+    with pytest.raises(KubeError) as caught:
+        _patch_suspend(api, field_validation="Strict", _content_type="application/merge-patch+json")
+    assert caught.value.status == 400
+    assert 'unknown field "spec.runPolicy.suspend"' in caught.value.message
+    cluster.training_operator = "v1.7"
+    answer = _patch_suspend(
+        api, field_validation="Strict", _content_type="application/merge-patch+json"
+    )
+    assert answer["spec"]["runPolicy"]["suspend"] is True
+
+
+def test_strategic_merge_patch_on_a_custom_resource_answers_415(api, cluster: FakeCluster) -> None:
+    _pytorchjob(cluster)
+    with pytest.raises(KubeError) as caught:
+        _patch_suspend(api, _content_type="application/strategic-merge-patch+json")
+    assert caught.value.status == 415

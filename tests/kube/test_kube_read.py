@@ -93,8 +93,23 @@ def test_lists_are_paged(api, server, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("reclaimer.kube.read.PAGE_SIZE", 3)
     view = read_cluster_sync(api, now=0.0)
     pod_lists = [r for r in server.cluster.requests if r.path == "/api/v1/pods"]
-    assert [r.query.get("continue", [""])[0] for r in pod_lists] == ["", "3", "6"]
+    tokens = [r.query.get("continue", [""])[0] for r in pod_lists]
+    assert len(tokens) == 3 and tokens[0] == "" and all(tokens[1:])  # opaque tokens
+    assert all(r.query["fieldSelector"] for r in pod_lists)  # finished pods filtered server-side
     assert len(view.pods) == 7  # every live GPU pod, across pages
+
+
+def test_an_expired_continue_token_restarts_the_list_once(
+    api, server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kube-apiserver answers 410 Expired once etcd compacted the list's revision."""
+    monkeypatch.setattr("reclaimer.kube.read.PAGE_SIZE", 3)
+    server.cluster.compact_during = "pods"  # etcd compacts while the pod list is being paged
+    view = read_cluster_sync(api, now=0.0)
+    pod_lists = [r for r in server.cluster.requests if r.path == "/api/v1/pods"]
+    starts = [r for r in pod_lists if not r.query.get("continue")]
+    assert len(starts) == 2  # the list began again after the 410
+    assert len(view.pods) == 7
 
 
 def test_build_api_from_a_kubeconfig_file(server, tmp_path) -> None:

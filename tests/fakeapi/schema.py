@@ -1,0 +1,76 @@
+"""Structural-schema pruning of custom resources, as the API server does it for CRDs.
+
+The API server drops every field a CRD's structural schema does not declare (apiextensions
+"pruning", on by default for `apiextensions.k8s.io/v1` CRDs) before storing an object; with
+`fieldValidation=Strict` (kube-apiserver >= 1.25) it answers 400 `strict decoding error: unknown
+field "..."` instead. This is how a training-operator whose CRD predates `runPolicy.suspend`
+(added in v1.7; kubeflow/training-operator pkg/apis/kubeflow.org/v1/common_types.go `RunPolicy`)
+would silently drop a suspend patch while the job keeps running.
+
+Only the parts of the PyTorchJob schema the reclaimer writes are declared field by field
+(`spec`, `spec.runPolicy`, `spec.runPolicy.schedulingPolicy`); deeper parts (replica specs,
+templates, status) are kept whole, as their schemas accept what the tests store there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fakeapi.errors import ApiError
+
+Obj = dict[str, Any]
+Res = tuple[str, str, str]
+PYTORCHJOBS: Res = ("kubeflow.org", "v1", "pytorchjobs")
+
+# RunPolicy fields by training-operator release (common_types.go at each tag)
+RUN_POLICY_V16 = frozenset(
+    {
+        "cleanPodPolicy",
+        "ttlSecondsAfterFinished",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "schedulingPolicy",
+    }
+)
+RUN_POLICY = {
+    "v1.6": RUN_POLICY_V16,
+    "v1.7": RUN_POLICY_V16 | {"suspend"},
+    "v1.8": RUN_POLICY_V16 | {"suspend", "managedBy"},
+}
+SCHEDULING_POLICY = frozenset(
+    {"minAvailable", "queue", "minResources", "priorityClass", "scheduleTimeoutSeconds"}
+)
+PYTORCH_SPEC = frozenset({"runPolicy", "elasticPolicy", "pytorchReplicaSpecs", "nprocPerNode"})
+TOP = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
+
+
+def prune(res: Res, obj: Obj, *, operator: str, strict: bool) -> Obj:
+    """`obj` as the API server would store it; 400 under Strict when a field would be dropped."""
+    if res != PYTORCHJOBS:
+        return obj
+    dropped: list[str] = []
+    _keep(obj, TOP, "", dropped)
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        _keep(spec, PYTORCH_SPEC, "spec", dropped)
+        policy = spec.get("runPolicy")
+        if isinstance(policy, dict):
+            _keep(policy, RUN_POLICY[operator], "spec.runPolicy", dropped)
+            sched = policy.get("schedulingPolicy")
+            if isinstance(sched, dict):
+                _keep(sched, SCHEDULING_POLICY, "spec.runPolicy.schedulingPolicy", dropped)
+    if dropped and strict:
+        fields = ", ".join(f'unknown field "{d}"' for d in dropped)
+        raise ApiError(
+            400,
+            "BadRequest",
+            f'PyTorchJob in version "v1" cannot be handled as a '
+            f"PyTorchJob: strict decoding error: {fields}",
+        )
+    return obj
+
+
+def _keep(node: Obj, known: frozenset[str], path: str, dropped: list[str]) -> None:
+    for key in [k for k in node if k not in known]:
+        dropped.append(f"{path}.{key}" if path else key)
+        del node[key]
