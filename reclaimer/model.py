@@ -78,6 +78,7 @@ class Job:
     room_for: str | None = None  # pending job the reclaimer stopped this one for (annotation)
     stopped_at: float | None = None  # when the reclaimer stopped it (suspended or evicted)
     disruption_block: str = ""  # a PodDisruptionBudget that forbids stopping it, and why
+    managed_by: str = ""  # another controller admits it (Kueue): stopping it would be undone
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,7 @@ class Reason(StrEnum):
     LAST_RETRY = "NoRetryToSpare"  # a Volcano Job's resume would reach maxRetry and fail it
     UNKNOWN_USAGE = "UsageUnknown"  # samples missing in the last horizon: unknown is not idle
     DISRUPTION_BUDGET = "DisruptionBudget"  # a PDB allows fewer disruptions than stopping causes
+    MANAGED_ELSEWHERE = "ManagedByAnotherController"  # Kueue would unsuspend it at once
     ROOM_IN_FLIGHT = "RoomInFlight"  # pending job: room is already being freed for it
     RELEASE_OVERDUE = "ReleaseOverdue"  # warning: a stopped job's pods outlive releaseTimeout
     # added with the planner

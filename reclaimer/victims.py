@@ -3,17 +3,18 @@
 A job is a candidate victim only as a whole gang, and only when every safety rule passes, checked
 cheapest first: its queue is known and reclaimable, it is not opted out (Volcano's
 `volcano.sh/preemptable: "false"` or the policy's own annotation, on the job or any of its pods),
-no PodDisruptionBudget selecting its pods allows fewer disruptions than stopping it would cause, it
-is not a Volcano Job with one retry or fewer left (Volcano counts a resume as a retry), it has run
-for its minimum runtime (`volcano.sh/cooldown-time`, else the policy's), the reclaimer has not
-acted on it within the job cool-down, its recent utilization is known (no samples missing over the
-last horizon while it held GPUs: unknown is not idle), and it has a forecast for at least the
-policy's horizon at no looser threshold. Each failing job becomes a `Skip` naming the first rule it
-failed. A job whose forecast does not say idle with enough confidence is a `Skip` too, unless the
-policy sets `reclaimBusyAfter`: then it is a *busy* candidate (its `busy_note` says why), which the
-preemption planner offers only to pending jobs that have waited that long, and only when the idle
-candidates cannot make room. Candidates are ranked idle first, then by confidence, then by the
-least work a preemption would lose, then by lowest priority, then by key.
+no other controller admits it (Kueue would unsuspend it at once), no PodDisruptionBudget selecting
+its pods allows fewer disruptions than stopping it would cause, it is not a Volcano Job with one
+retry or fewer left (Volcano counts a resume as a retry), it has run for its minimum runtime
+(`volcano.sh/cooldown-time`, else the policy's), the reclaimer has not acted on it within the job
+cool-down, its recent utilization is known (no samples missing over the last horizon while it held
+GPUs: unknown is not idle), and it has a forecast for at least the policy's horizon at no looser
+threshold. Each failing job becomes a `Skip` naming the first rule it failed. A job whose forecast
+does not say idle with enough confidence is a `Skip` too, unless the policy sets
+`reclaimBusyAfter`: then it is a *busy* candidate (its `busy_note` says why), which the preemption
+planner offers only to pending jobs that have waited that long, and only when the idle candidates
+cannot make room. Candidates are ranked idle first, then by confidence, then by the least work a
+preemption would lose, then by lowest priority, then by key.
 
 Confidence can be ranked in bands (`confidenceTieBand`, counted down from 1: with 0.05 the bands
 are (0.95, 1], (0.90, 0.95], ...), so that near-equal confidences tie and the work lost decides.
@@ -115,6 +116,8 @@ def screen(
         return Skip(job.key, Reason.NOT_RECLAIMABLE, why)
     if is_opted_out(job.annotations, policy) or placement.opted_out:
         return Skip(job.key, Reason.OPTED_OUT, 'preemptable annotation is "false"')
+    if job.managed_by:
+        return Skip(job.key, Reason.MANAGED_ELSEWHERE, job.managed_by)
     if job.disruption_block:
         return Skip(job.key, Reason.DISRUPTION_BUDGET, job.disruption_block)
     if job.retries_left is not None and not spares_a_retry(job.retries_left):

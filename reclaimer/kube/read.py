@@ -1,10 +1,10 @@
 """One cluster snapshot per cycle from the API server: list everything, then convert (pure).
 
 Blocking `kubernetes` calls run in a worker thread (`read_cluster` wraps `read_cluster_sync` in
-`asyncio.to_thread`). Lists are paged; an expired continue token (410) restarts a list once. A custom resource whose group/version the server does not
-serve (404: Volcano or Kubeflow not installed) is read as empty and noted in `problems`, so the
-planner runs without what needs it; any other failure raises `ClusterReadError`, which the loop
-turns into "incomplete data, no actions".
+`asyncio.to_thread`). Lists are paged; an expired continue token (410) restarts a list once. A
+custom resource whose group/version the server does not serve (404: Volcano or Kubeflow not
+installed) is read as empty and noted in `problems`, so the planner runs without what needs it; any
+other failure raises `ClusterReadError`, which the loop turns into "incomplete data, no actions".
 """
 
 from __future__ import annotations

@@ -18,6 +18,11 @@ DISRUPTION_TARGET: Final = "DisruptionTarget"
 QUEUE_LABELS: Final = ("volcano.sh/queue-name", "scheduling.volcano.sh/queue-name")
 DEFAULT_QUEUE: Final = "default"
 
+# Kueue admits a job carrying this label (it suspends and unsuspends it itself); the
+# training-operator reconciles a job only while runPolicy.managedBy is unset or its own name
+KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+TRAINING_OPERATOR: Final = "kubeflow.org/training-operator"
+
 # NVIDIA device plugin / GPU feature discovery node labels
 DEVICE_PLUGIN_CONFIG_LABEL: Final = "nvidia.com/device-plugin.config"
 GPU_COUNT_LABEL: Final = "nvidia.com/gpu.count"

@@ -98,6 +98,18 @@ CASES = [
     pytest.param(
         lambda: (
             starved_world()
+            .job("be/kueue", "be", {"n1": 8}, idle=0.99, managed_by="Kueue admits it")
+            .job("be/busy", "be", {"n2": 8}, busy=True)
+            .pend("ls/x", "ls", 8)
+        ),
+        Policy(),
+        set(),
+        {"be/kueue": Reason.MANAGED_ELSEWHERE},
+        id="a-job-kueue-admits-is-left-to-kueue",
+    ),
+    pytest.param(
+        lambda: (
+            starved_world()
             .job("be/idle", "be", {"n1": 8}, idle=0.99, disruption_block="pdb be/keep allows 0")
             .job("be/busy", "be", {"n2": 8}, busy=True)
             .pend("ls/x", "ls", 8)

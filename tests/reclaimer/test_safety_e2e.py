@@ -276,3 +276,14 @@ def test_a_bad_policy_exits_2_before_anything_is_contacted(
     for path in ("threshold: duplicate key", "horizon: must be at most 7d", "queueShares:"):
         assert path in err
     assert cluster.requests == []
+
+
+def test_a_job_kueue_admits_is_left_to_kueue(
+    prom: PromServer, kubeconfig: Path, cluster: FakeCluster
+) -> None:
+    job = cluster.get(*PYT, "notebook", "research")
+    job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "research-lq"}
+    code, report, err = cycle(prom.url, kubeconfig, "--apply")
+    assert code == 0, err
+    assert preempted(report) == []
+    assert skips(report)[IDLE] == "ManagedByAnotherController"
