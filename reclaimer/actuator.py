@@ -1,14 +1,14 @@
 """The only writer: turns a `Plan` into Kubernetes changes, one action at a time, safely.
 
 For each action: check the cycle's limits and cool-downs again (`action_limits`), make sure this
-replica still leads, run the kind's operation (`kube.operations`: the gentlest preemption each
-kind allows, reshape by new key then relabel), re-run it once on a 409 conflict, then record a
-Kubernetes Event on the object. Dry-run (the default) sends every write with `dryRun=All`, so
-admission and PodDisruptionBudget answers are real, and spends the limits the same way.
-One action's failure never stops the others and never raises: it becomes an `ActionResult`
-(404 = vanished, skipped quietly; 429 = PDB or throttling, skipped, retried next cycle; 5xx and
-timeouts = failed). The loop turns results into metrics. Plan warnings (a release overdue)
-become Warning Events on the job they name (`warn`), once per stop.
+replica still leads, run the kind's operation (`kube.operations`: the gentlest preemption each kind
+allows; a reshape staged over cycles: new key, relabel once projected, cleanup), re-run it once on
+a 409 conflict, then record a Kubernetes Event on the object. Dry-run (the default) sends every
+write with `dryRun=All`, so admission and PodDisruptionBudget answers are real, and spends the
+limits the same way. One action's failure never stops the others and never raises: it becomes an
+`ActionResult` (404 = vanished, skipped quietly; 429 = PDB or throttling, skipped, retried next
+cycle; 5xx and timeouts = failed). The loop turns results into metrics. Plan warnings (a release
+overdue) become Warning Events on the job they name (`warn`), once per stop.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Protocol
 
 from reclaimer.action_limits import CycleBudget
 from reclaimer.kube import operations as ops
+from reclaimer.kube import reshaping
 from reclaimer.kube import resources as r
 from reclaimer.kube.client import KubeApi, KubeError
 from reclaimer.kube.timeslicing import TimeSlicingError
@@ -271,17 +272,18 @@ class Actuator:
     def _reshape(self, action: Action, now: float) -> tuple[dict[str, str], str]:
         if action.to_replicas is None:
             raise ops.Precondition("reshape without target replicas")
-        node_obj, key = ops.reshape_node(
+        node_obj, key, detail = reshaping.reshape_node(
             self.writer,
             self.device_plugin,
             action.target,
             from_replicas=action.from_replicas,
             to_replicas=action.to_replicas,
             now=now,
+            projection=self.policy.time_slicing.projection_delay_seconds,
         )
-        detail = f"{r.DEVICE_PLUGIN_CONFIG_LABEL}={key}"
+        pointed = {action.target: key} if self.dry_run else {}
         try:
-            removed = ops.clean_unused_keys(self.writer, self.device_plugin, {action.target: key})
+            removed = reshaping.clean_unused_keys(self.writer, self.device_plugin, pointed)
         except (KubeError, NotLeader) as exc:  # leftovers are harmless; next reshape retries
             detail += f"; unused keys not cleaned: {exc}"
         else:

@@ -114,6 +114,7 @@ class Node:
     gpu_stats: tuple[GpuStats, ...] = ()
     workload_classes: tuple[str, ...] = ()  # classes of the pods running there
     last_reshape: float | None = None  # from the gpu-reclaim.io/ annotation
+    reshape_key_at: float | None = None  # a reshape's new config key written, node not relabelled
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,7 @@ class Reason(StrEnum):
     NO_METRICS = "NoMetrics"  # node has no GPU stats to reshape on
     NO_CHANGE = "NoChangeNeeded"  # node's replicas already fit its load
     DISABLED = "ActionDisabled"  # the policy turned this kind of action off
+    CONFIG_PROJECTING = "WaitingForConfigProjection"  # new key written; relabel after projection
 
 
 @dataclass(frozen=True)

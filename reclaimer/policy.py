@@ -82,6 +82,10 @@ class TimeSlicing:
 
     max_replicas: int = setting(4, as_replicas, "maxReplicas")
     node_cooldown_seconds: float = setting(3600.0, as_duration, "nodeCooldown")
+    # A new config key is labelled onto a node only this long after it was written: a mounted
+    # ConfigMap reaches the device plugin's volume with the kubelet's periodic sync (1 minute by
+    # default) plus its cache TTL; a label naming a key not projected yet reads as missing.
+    projection_delay_seconds: float = setting(90.0, as_duration, "configProjectionDelay")
     class_label: str = setting("gpu-reclaim.io/workload-class", as_label_key, "classLabel")
     underused_below: float = setting(0.4, as_ratio, "underusedBelow")
     saturated_above: float = setting(0.9, as_ratio, "saturatedAbove")

@@ -12,6 +12,11 @@ utilization at or over `saturatedAbove` -> one replica less; utilization at or u
 `underusedBelow` -> raise to the most replicas whose projected utilization stays at the middle of
 the band and projected memory under the limit. A node changes at most once per node cool-down,
 and only when the count actually changes.
+
+A reshape takes two cycles: the actuator first writes the new config key, and relabels the node
+only once the kubelet has had time to project the key into the device plugin's volume
+(`timeSlicing.configProjectionDelay`); until then the node is skipped `WaitingForConfigProjection`,
+and the next plan for it (the same target, unless its load changed) relabels it.
 """
 
 from __future__ import annotations
@@ -81,6 +86,11 @@ def _decide(
     if times and now - max(times) < ts.node_cooldown_seconds:
         ago = format_duration(max(now - max(times), 0.0))
         return Skip(node.name, Reason.COOLING_DOWN, f"reshaped {ago} ago")
+    written = node.reshape_key_at
+    if written is not None and now - written < ts.projection_delay_seconds:
+        left = format_duration(round(max(0.0, ts.projection_delay_seconds - (now - written))))
+        why = f"new config key written; the node is relabelled once it is projected ({left} left)"
+        return Skip(node.name, Reason.CONFIG_PROJECTING, why)
     if not node.gpu_stats:
         return Skip(node.name, Reason.NO_METRICS, "no per-GPU stats for this node")
     ceiling, mem_limit, why = bounds(classes, ts)

@@ -116,6 +116,7 @@ def node(
         config_key=config_key,
         workload_classes=tuple(sorted(set(classes))),
         last_reshape=f.timestamp(f.annotations_of(obj).get(r.LAST_RESHAPE)),
+        reshape_key_at=f.timestamp(f.annotations_of(obj).get(r.RESHAPE_KEY_AT)),
     )
 
 

@@ -17,8 +17,7 @@ re-runs the operation once. Order matters:
   refuses to abort a job whose resume would spend its last retry (and fail it).
 - Bare pod: a dry-run eviction first (a PDB answers 429 before anything is written), then the
   annotation, then the real eviction.
-- Reshape: write the new ConfigMap key, then relabel the node, then delete only reclaimer keys no
-  node points to. A node never points at a missing key.
+Reshapes are `kube.reshaping`.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reclaimer.kube import disruption, timeslicing, volcano
+from reclaimer.kube import disruption, volcano
 from reclaimer.kube import fields as f
 from reclaimer.kube import resources as r
 from reclaimer.kube.client import KubeError
@@ -186,61 +185,3 @@ def evict_bare_pod(
     if not w.dry_run:
         w.evict_pod(job.namespace, job.name)
     return obj
-
-
-def reshape_node(
-    w: KubeWriter,
-    ref: r.ConfigMapRef,
-    node: str,
-    *,
-    from_replicas: int | None,
-    to_replicas: int,
-    now: float,
-) -> tuple[Obj, str]:
-    """Point `node` at a config with `to_replicas`; returns (node object, new key)."""
-    node_obj = w.get_node(node)
-    cm = w.get_configmap(ref)
-    data: dict[str, str] = dict(cm.get("data") or {})
-    labels = dict(node_obj["metadata"].get("labels") or {})
-    current_key = labels.get(r.DEVICE_PLUGIN_CONFIG_LABEL)
-    base = data.get(current_key, "") if current_key else ""
-    current = timeslicing.replicas_of(base)
-    if from_replicas is not None and current != from_replicas:
-        raise Precondition(
-            f"node {node} runs {current} replicas now, the plan assumed {from_replicas}"
-        )
-    text = timeslicing.render(base, to_replicas)
-    new_key = timeslicing.key_for(text, to_replicas)
-    if new_key == current_key:
-        raise Precondition(f"node {node} already uses {new_key}")
-    if data.get(new_key) != text:  # content-addressed: an existing key already holds this text
-        w.patch_configmap(ref, {"metadata": {"resourceVersion": _rv(cm)}, "data": {new_key: text}})
-    annotations = {
-        r.LAST_RESHAPE: rfc3339(now),
-        r.RESHAPE_FROM: str(current),
-        r.RESHAPE_TO: str(to_replicas),
-    }
-    w.patch_node(
-        node,
-        {
-            "metadata": {
-                "resourceVersion": _rv(node_obj),
-                "labels": {r.DEVICE_PLUGIN_CONFIG_LABEL: new_key},
-                "annotations": annotations,
-            }
-        },
-    )
-    return node_obj, new_key
-
-
-def clean_unused_keys(w: KubeWriter, ref: r.ConfigMapRef, pointed: Mapping[str, str]) -> list[str]:
-    """Delete reclaimer keys no node points to; `pointed` overrides node -> key (dry-run view)."""
-    labels = w.list_node_labels()
-    used = {n: lb.get(r.DEVICE_PLUGIN_CONFIG_LABEL, "") for n, lb in labels.items()}
-    used.update(pointed)
-    cm = w.get_configmap(ref)
-    unused = timeslicing.unused_keys(cm.get("data") or {}, used.values())
-    if unused:
-        body = {"metadata": {"resourceVersion": _rv(cm)}, "data": dict.fromkeys(unused)}
-        w.patch_configmap(ref, body)
-    return unused

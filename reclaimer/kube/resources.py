@@ -39,6 +39,9 @@ ROOM_FOR: Final = PREFIX + "room-for"  # the pending job a stop made room for (r
 LAST_RESHAPE: Final = PREFIX + "last-reshape"
 RESHAPE_FROM: Final = PREFIX + "reshape-from"
 RESHAPE_TO: Final = PREFIX + "reshape-to"
+RESHAPE_KEY: Final = PREFIX + "reshape-key"  # stage 1 done: the new key, not yet the label
+RESHAPE_KEY_AT: Final = PREFIX + "reshape-key-written-at"
+RESHAPE_FROM_KEY: Final = PREFIX + "reshape-from-key"  # kept until GFD shows the new replicas
 WORKLOAD_CLASS: Final = PREFIX + "workload-class"
 # annotations whose value is a time of a reclaimer action (cool-downs)
 ACTION_TIME_KEYS: Final = (SUSPENDED_AT, RESUMED_AT, EVICTED_AT, LAST_RESHAPE)
@@ -74,6 +77,9 @@ PRIORITY_CLASSES: Final = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
 )
 LEASES: Final = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+CLUSTER_POLICIES: Final = Resource(
+    "nvidia.com", "v1", "clusterpolicies", "ClusterPolicy", namespaced=False
+)
 
 
 @dataclass(frozen=True)

@@ -83,12 +83,14 @@ class KubeWriter:
         pdbs = call(self.api, self.api.policy.list_namespaced_pod_disruption_budget, namespace)
         return list(pdbs.get("items") or [])
 
-    def list_node_labels(self) -> dict[str, dict[str, str]]:
+    def list_nodes(self) -> dict[str, Obj]:
         nodes = call(self.api, self.api.core.list_node)
-        return {
-            n["metadata"]["name"]: dict(n["metadata"].get("labels") or {})
-            for n in nodes.get("items") or []
-        }
+        return {n["metadata"]["name"]: n for n in nodes.get("items") or []}
+
+    def list_cluster_custom(self, res: r.Resource) -> list[Obj]:
+        c = self.api.custom
+        found = call(self.api, c.list_cluster_custom_object, res.group, res.version, res.plural)
+        return list(found.get("items") or [])
 
     # --- writes --------------------------------------------------------------------------
     def patch_custom(

@@ -39,11 +39,12 @@ KNOWN: dict[tuple[str, str, str], tuple[str, bool]] = {
     ("batch.volcano.sh", "v1alpha1", "jobs"): ("Job", True),
     ("bus.volcano.sh", "v1alpha1", "commands"): ("Command", True),
     ("kubeflow.org", "v1", "pytorchjobs"): ("PyTorchJob", True),
+    ("nvidia.com", "v1", "clusterpolicies"): ("ClusterPolicy", False),
 }
 PODS = ("", "v1", "pods")
 PDBS = ("policy", "v1", "poddisruptionbudgets")
 CRD_GROUPS = frozenset(
-    {"scheduling.volcano.sh", "batch.volcano.sh", "bus.volcano.sh", "kubeflow.org"}
+    {"scheduling.volcano.sh", "batch.volcano.sh", "bus.volcano.sh", "kubeflow.org", "nvidia.com"}
 )
 
 

@@ -20,30 +20,92 @@ def _replicas(cluster: FakeCluster, node: str) -> int:
     return next((x["replicas"] for x in slicing.get("resources", [])), 1)
 
 
-def test_reshape_writes_key_then_relabels(api, cluster: FakeCluster) -> None:
+def _label(cluster: FakeCluster, node: str) -> str | None:
+    labels = cluster.get(*NODE, node)["metadata"].get("labels") or {}
+    return labels.get(r.DEVICE_PLUGIN_CONFIG_LABEL)
+
+
+def _notes(cluster: FakeCluster, node: str) -> dict[str, str]:
+    return dict(cluster.get(*NODE, node)["metadata"].get("annotations") or {})
+
+
+def _data(cluster: FakeCluster) -> dict[str, str]:
+    return dict(cluster.get(*CM, "time-slicing-config", "gpu-operator")["data"])
+
+
+def test_reshape_writes_the_key_then_relabels_once_it_is_projected(
+    api, cluster: FakeCluster
+) -> None:
     [res] = run(api, [reshape("gpu-node-1", 1, 2)])
     assert res.outcome is Outcome.APPLIED, res
-    assert _replicas(cluster, "gpu-node-1") == 2
-    writes = [
-        (q.method, q.path.rsplit("/", 2)[-2]) for q in cluster.writes() if q.method == "PATCH"
-    ]
-    assert writes == [("PATCH", "configmaps"), ("PATCH", "nodes")]
-    node = cluster.get(*NODE, "gpu-node-1")
-    assert node["metadata"]["annotations"][r.RESHAPE_TO] == "2"
-    assert events_for(cluster, "gpu-node-1")[0]["reason"] == "GpuReclaimReshaped"
-    assert "plain" in cluster.get(*CM, "time-slicing-config", "gpu-operator")["data"]
+    key = _notes(cluster, "gpu-node-1")[r.RESHAPE_KEY]
+    assert key in _data(cluster) and "relabel once the kubelet projects it" in res.detail
+    assert _label(cluster, "gpu-node-1") == "plain"  # not yet: the plugin could not read the key
+    [res] = run(api, [reshape("gpu-node-1", 1, 2)], now=NOW + 30)
+    assert res.outcome is Outcome.SKIPPED and "not projected yet" in res.detail
+    assert _label(cluster, "gpu-node-1") == "plain"
+    [res] = run(api, [reshape("gpu-node-1", 1, 2)], now=NOW + 90)
+    assert res.outcome is Outcome.APPLIED, res
+    assert _label(cluster, "gpu-node-1") == key and _replicas(cluster, "gpu-node-1") == 2
+    notes = _notes(cluster, "gpu-node-1")
+    assert (notes[r.RESHAPE_TO], notes[r.RESHAPE_FROM_KEY]) == ("2", "plain")
+    assert r.RESHAPE_KEY not in notes and r.RESHAPE_KEY_AT not in notes
+    assert [e["reason"] for e in events_for(cluster, "gpu-node-1")] == ["GpuReclaimReshaped"] * 2
+    assert "plain" in _data(cluster)
 
 
-def test_reshape_never_leaves_a_dangling_key(api, cluster: FakeCluster) -> None:
+def _relabel(api, cluster: FakeCluster, node: str, old: int, new: int, now: float) -> str:
     policy = Policy(time_slicing=TimeSlicing(node_cooldown_seconds=0), job_cooldown_seconds=0)
-    run(api, [reshape("gpu-node-2", 4, 2)], policy=policy)
-    first_key = cluster.get(*NODE, "gpu-node-2")["metadata"]["labels"][r.DEVICE_PLUGIN_CONFIG_LABEL]
-    data = cluster.get(*CM, "time-slicing-config", "gpu-operator")["data"]
-    assert "ts-4" in data  # the operator's own key is never removed
-    [res] = run(api, [reshape("gpu-node-2", 2, 3)], policy=policy, now=NOW + 10)
-    assert res.outcome is Outcome.APPLIED and first_key in res.detail
-    data = cluster.get(*CM, "time-slicing-config", "gpu-operator")["data"]
-    assert first_key not in data and _replicas(cluster, "gpu-node-2") == 3
+    run(api, [reshape(node, old, new)], policy=policy, now=now)
+    [res] = run(api, [reshape(node, old, new)], policy=policy, now=now + 90)
+    assert res.outcome is Outcome.APPLIED, res
+    return str(_label(cluster, node))
+
+
+def test_an_old_key_stays_until_feature_discovery_shows_the_new_replicas(
+    api, cluster: FakeCluster
+) -> None:
+    first = _relabel(api, cluster, "gpu-node-2", 4, 2, NOW)
+    assert "ts-4" in _data(cluster)  # the operator's own key is never removed
+    second = _relabel(api, cluster, "gpu-node-2", 2, 3, NOW + 200)
+    assert first in _data(cluster)  # GFD still says 2 replicas: the plugin may still read it
+    assert _notes(cluster, "gpu-node-2")[r.RESHAPE_FROM_KEY] == first
+    cluster.get(*NODE, "gpu-node-2")["metadata"]["labels"][r.GPU_REPLICAS_LABEL] = "3"
+    third = _relabel(api, cluster, "gpu-node-1", 1, 2, NOW + 400)  # any later reshape cleans
+    data = _data(cluster)
+    assert first not in data and second in data and third in data
+    assert _replicas(cluster, "gpu-node-2") == 3
+
+
+def test_an_unlabelled_node_starts_from_the_operators_default_config(
+    api, cluster: FakeCluster
+) -> None:
+    node = cluster.get(*NODE, "gpu-node-2")
+    del node["metadata"]["labels"][r.DEVICE_PLUGIN_CONFIG_LABEL]
+    cluster.add(
+        {
+            "apiVersion": "nvidia.com/v1",
+            "kind": "ClusterPolicy",
+            "metadata": {"name": "cluster-policy"},
+            "spec": {
+                "devicePlugin": {"config": {"name": "time-slicing-config", "default": "ts-4"}}
+            },
+        }
+    )
+    key = _relabel(api, cluster, "gpu-node-2", 4, 2, NOW)
+    assert _replicas(cluster, "gpu-node-2") == 2 and key.startswith("gpu-reclaim-r2-")
+    assert _notes(cluster, "gpu-node-2")[r.RESHAPE_FROM_KEY] == "ts-4"
+
+
+def test_without_a_cluster_policy_an_unlabelled_node_is_not_time_sliced(
+    api, cluster: FakeCluster
+) -> None:
+    node = cluster.get(*NODE, "gpu-node-2")
+    del node["metadata"]["labels"][r.DEVICE_PLUGIN_CONFIG_LABEL]
+    [res] = run(api, [reshape("gpu-node-2", 4, 2)])
+    assert (
+        res.outcome is Outcome.SKIPPED and "runs 1 replicas now, the plan assumed 4" in res.detail
+    )
 
 
 def test_reshape_failed_key_write_leaves_label_alone(api, cluster: FakeCluster) -> None:
@@ -55,6 +117,7 @@ def test_reshape_failed_key_write_leaves_label_alone(api, cluster: FakeCluster) 
         == "plain"
     )
     assert not [q for q in cluster.writes() if "/nodes/" in q.path]
+    assert r.RESHAPE_KEY not in _notes(cluster, "gpu-node-1")
 
 
 def test_reshape_refuses_stale_plan_and_replica_limit(api, cluster: FakeCluster) -> None:

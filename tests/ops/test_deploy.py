@@ -145,6 +145,7 @@ RECLAIMER_DRY_RUN = {
     *(("cluster", "batch.volcano.sh", "jobs", v) for v in (*READ, "patch")),
     ("cluster", "bus.volcano.sh", "commands", "create"),
     *(("cluster", "kubeflow.org", "pytorchjobs", v) for v in (*READ, "patch")),
+    *(("cluster", "nvidia.com", "clusterpolicies", v) for v in ("get", "list")),
     *(("gpu-operator", "", "configmaps", v) for v in READ),
     *(("gpu-reclaim", "coordination.k8s.io", "leases", v) for v in ("get", "create", "update")),
 }

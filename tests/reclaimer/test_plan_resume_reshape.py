@@ -234,6 +234,18 @@ RESHAPE_CASES = [
         id="never-raise-with-an-unreadable-gpu",
     ),
     pytest.param(
+        _node(4, (0.1, 0.2), (0.2, 0.2), reshape_key_at=1_000_000.0 - 30),
+        None,
+        Reason.CONFIG_PROJECTING,
+        id="key-written-wait-for-projection",
+    ),
+    pytest.param(
+        _node(4, (0.1, 0.2), (0.2, 0.2), reshape_key_at=1_000_000.0 - 90),
+        (4, 8),
+        Reason.NODE_UNDERUSED,
+        id="key-projected-relabel-next",
+    ),
+    pytest.param(
         _node(4, (0.95, 0.3)),
         (4, 3),
         Reason.NODE_SATURATED,
