@@ -166,7 +166,7 @@ class Collector:
         A PID stays cached while NVML keeps listing it and is forgotten the first cycle it is
         absent, so a reused PID (which needs the old process gone first) is read afresh.
         """
-        pids = {p.pid for d in devices for p in d.processes}
+        pids = {p.pid for d in devices for p in d.processes or ()}
         cache = {pid: ref for pid, ref in self._owner_cache.items() if pid in pids}
         cycle.success[PROC] = True
         for pid in pids - cache.keys():

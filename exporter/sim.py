@@ -154,7 +154,7 @@ class SimNode:
         ]
         idents = [PodIdentity(p.uid, p.spec.namespace, p.spec.pod) for p in self.pods]
         proc, podresources, pods_file = write_fixtures(root, procs, self.allocations(), idents)
-        source = NvmlSource(self.lib, clock=self.clock, default_period_s=self.period_s)
+        source = NvmlSource(self.lib, clock=self.clock)
         return BackendParts(source, proc, podresources, pods_file)
 
 
