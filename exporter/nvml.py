@@ -150,7 +150,8 @@ class NvmlSource:
         base = self._identify(calls, index, handle) if handle.ok else self._identity.get(index)
         if base is None:
             return []
-        if not handle.ok:
+        if not handle.ok:  # lost (or worse): nothing about it is known this sweep
+            calls.fail(Collector.PROCESSES)
             return [_with(base, {}, None, calls.failed)]
         calls.key = base.uuid
         mig_mode = calls.call(Collector.MIG, "nvmlDeviceGetMigMode", handle.value)

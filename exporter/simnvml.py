@@ -47,6 +47,7 @@ class Fault:
     code: int | None
     index: int | None = None
     remaining: int | None = None  # None = forever
+    armed_at: float | None = None  # not before this emulator clock time
 
 
 class SimNvml(SimNvmlProcessCalls, SimNvmlGpmCalls, SimNvmlEventCalls):
@@ -80,14 +81,22 @@ class SimNvml(SimNvmlProcessCalls, SimNvmlGpmCalls, SimNvmlEventCalls):
             raise AttributeError(name) from None
 
     def inject(
-        self, call: str, code: int, *, index: int | None = None, times: int | None = None
+        self,
+        call: str,
+        code: int,
+        *,
+        index: int | None = None,
+        times: int | None = None,
+        after: float | None = None,
     ) -> Fault:
-        fault = Fault(call, code, index, times)
+        fault = Fault(call, code, index, times, after)
         self.faults.append(fault)
         return fault
 
-    def inject_hang(self, call: str, *, index: int | None = None) -> Fault:
-        fault = Fault(call, None, index)
+    def inject_hang(
+        self, call: str, *, index: int | None = None, after: float | None = None
+    ) -> Fault:
+        fault = Fault(call, None, index, armed_at=after)
         self.faults.append(fault)
         return fault
 
@@ -103,6 +112,8 @@ class SimNvml(SimNvmlProcessCalls, SimNvmlGpmCalls, SimNvmlEventCalls):
         self.calls[call] = self.calls.get(call, 0) + 1
         for fault in self.faults:
             if fault.call not in (call, "*") or fault.index not in (None, index):
+                continue
+            if fault.armed_at is not None and self.clock() < fault.armed_at:
                 continue
             if fault.remaining is not None:
                 if fault.remaining <= 0:

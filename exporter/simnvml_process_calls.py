@@ -73,6 +73,7 @@ class SimNvmlProcessCalls(SimNvmlCalls):
         return self._running("nvmlDeviceGetComputeRunningProcesses_v2", handle, mps=False)
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle: Handle) -> list[c_nvmlProcessInfo_v3_t]:
+        self.check("nvmlDeviceGetComputeRunningProcesses", handle.index)  # faults by either name
         try:
             return self.nvmlDeviceGetComputeRunningProcesses_v3(handle)
         except NVMLError_FunctionNotFound:
@@ -95,6 +96,7 @@ class SimNvmlProcessCalls(SimNvmlCalls):
     def nvmlDeviceGetMPSComputeRunningProcesses(
         self, handle: Handle
     ) -> list[c_nvmlProcessInfo_v3_t]:
+        self.check("nvmlDeviceGetMPSComputeRunningProcesses", handle.index)
         try:
             return self.nvmlDeviceGetMPSComputeRunningProcesses_v3(handle)
         except NVMLError_FunctionNotFound:
