@@ -6,7 +6,9 @@ the exporter reads them:
   samples in an internal buffer (nvml.h, nvmlDeviceGetProcessUtilization: "read utilization based
   on all the samples maintained by the driver's internal sample buffer").
 - Each process is sampled on its own phase, so the timestamps of one answer differ from process to
-  process (go-nvml#51 and nvtop#110 print answers whose rows carry different timeStamps).
+  process (go-nvml#51 and nvtop#110 print answers whose rows carry different timeStamps). A
+  sample is in the buffer from its timestamp on (nvml.h: the row "includes the CPU timestamp at
+  which the samples were recorded"), so a query answers from the samples stamped up to its time.
 - An answer has ONE row per process that was busy since `lastSeenTimeStamp` (nvml.h: "One
   utilization sample structure is returned per process running, that had some non-zero
   utilization"); its timeStamp is the moment the driver last sampled that process, its smUtil and
