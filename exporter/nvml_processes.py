@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from exporter.model import ProcessUsage
-from exporter.nvml_calls import CallOutcome, DeviceCalls
+from exporter.nvml_calls import NVML_ERROR_NOT_FOUND, NVML_SUCCESS, CallOutcome, DeviceCalls
 from exporter.nvml_readings import Collector
 from exporter.process_activity import Average, Row, accept, next_last_seen
 
@@ -33,6 +33,7 @@ IDLE = Average(0.0, 0.0)
 COMPUTE = "nvmlDeviceGetComputeRunningProcesses"
 MPS = "nvmlDeviceGetMPSComputeRunningProcesses"
 UTILIZATION = "nvmlDeviceGetProcessUtilization"
+NO_ROWS = (NVML_ERROR_NOT_FOUND, NVML_SUCCESS)
 
 
 def _listing(calls: DeviceCalls, name: str, handle: Any) -> CallOutcome:
@@ -90,7 +91,9 @@ class ProcessActivity:
         """Each process's activity, and the activity of a process without a row."""
         last = self._last_seen.get(uuid, self._epoch_us)
         now_us = int(self._clock() * 1e6)
-        got = calls.call(Collector.PROCESSES, UTILIZATION, handle, last)
+        # pynvml's wrapper raises NVMLError(NVML_SUCCESS) when the sizing call succeeds (no rows
+        # to size): like NotFound, nothing was busy.
+        got = calls.call(Collector.PROCESSES, UTILIZATION, handle, last, idle_codes=NO_ROWS)
         if not (got.ok or got.idle):  # failed or not supported: nobody's activity is known
             return {}, UNKNOWN
         rows = [

@@ -133,6 +133,17 @@ def test_utilization_not_supported_is_unknown_not_zero() -> None:
     assert all(sweep.collector_success.values()) and not sweep.errors
 
 
+def test_no_rows_reported_as_success_is_idle_not_a_failure() -> None:
+    """pynvml raises NVMLError(NVML_SUCCESS) if the driver's sizing call finds nothing."""
+    node = Node([gpu_with(steady(11, 0.9))])
+    node.sweep()
+    node.lib.inject("nvmlDeviceGetProcessUtilization", simnvml.NVML_SUCCESS, times=1)
+    node.now += INTERVAL
+    sweep = node.source.read()
+    assert [p.sm_util for p in sweep.devices[0].processes or ()] == [0.0]
+    assert not sweep.errors and all(sweep.collector_success.values())
+
+
 def test_mps_clients_are_listed_with_their_own_activity() -> None:
     gpu = gpu_with(
         SimProcess(21, sm=lambda t: 0.3, memory_bytes=lambda t: 2 << 30, mps=True),
