@@ -101,7 +101,7 @@ def build_node(fixture_dir: Path) -> BackendParts:
         )
         idents.append(PodIdentity(uid, spec.namespace, spec.pod))
     proc, podresources, pods = write_fixtures(fixture_dir, procs, allocs, idents)
-    source = NvmlSource(SimNvml(gpus), default_period_s=gpus[0].sample_period_s)
+    source = NvmlSource(SimNvml(gpus))
     return BackendParts(source, proc, podresources, pods)
 
 

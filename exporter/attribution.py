@@ -16,9 +16,13 @@ Rules:
 - A pod's utilization is the sum of its processes' time-averaged SM utilization. The pods of one
   device never add up to more than the device: when they do (sampling skew), all are scaled down
   to the device's `DCGM_FI_DEV_GPU_UTIL` (or to 1 when the device does not report it).
-- A process whose utilization is unknown (NaN: process utilization unsupported, or a MIG instance
-  before its second GPM sample) adds nothing to its pod's sum; a pod whose processes are all
-  unknown has utilization NaN (the renderer omits that sample; memory and allocation stay).
+- A process whose utilization is unknown (NaN: process utilization unsupported or failed, junk
+  rows only, or a MIG instance before its second GPM sample) adds nothing to its pod's sum; a pod
+  whose processes are all unknown has utilization NaN (the renderer omits that sample; memory and
+  allocation stay).
+- Unknown is not idle: on a device whose processes could not be read (`processes` None: the
+  process list failed, the GPU is lost) every holder gets utilization NaN and no memory or
+  process count, only `allocated`, so nothing reads it as idle.
 """
 
 from __future__ import annotations
@@ -102,6 +106,11 @@ def _device_usage(
     owners: Mapping[int, CgroupRef],
     index: PodIndex | None,
 ) -> list[PodUsage]:
+    if device.processes is None:
+        return [
+            PodUsage(PodRef(*key), device, math.nan, None, None, allocated=True)
+            for key in sorted(held)
+        ]
     acc: dict[_Key, _Acc] = {key: _Acc(allocated=True) for key in held}
     for proc in device.processes:
         ref = owners.get(proc.pid)

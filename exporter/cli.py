@@ -64,6 +64,15 @@ def build_parser() -> argparse.ArgumentParser:
     add("--sim.pods", dest="sim_pods", metavar="N")
     add("--sim.seed", dest="sim_seed", metavar="N")
     add("--sim.workloads", dest="sim_workloads", metavar="FILE")
+    add(
+        "--sim.fault",
+        dest="sim_faults",
+        action="append",
+        metavar="CALL:GPU[:ERROR]",
+        help="make the emulated NVML fail CALL (a pynvml function name) on GPU, with ERROR "
+        "(an NVML error name such as GpuIsLost, or hang; default Unknown); lost:GPU: the GPU "
+        "falls off the bus after the first cycle. Repeatable",
+    )
     add("--replay.file", dest="replay_file", metavar="CSV")
     add("--replay.speed", dest="replay_speed", metavar="X")
     add("--path.procfs", dest="procfs", metavar="DIR", help="default /proc")

@@ -1,16 +1,19 @@
 """The collect loop: sample, attribute, snapshot, render, publish; once per interval.
 
-An asyncio task runs `collect_once` in a worker thread (`asyncio.to_thread`) every
-`interval` seconds on a fixed grid (an overrun skips ticks instead of piling up). A cycle reads
-the devices, then the attribution inputs (kubelet allocations, the node's pods, each process's
-cgroup), computes per-pod usage (`attribution.attribute`, pure), freezes everything into a
-`NodeSnapshot`, renders it once and publishes the result with one reference assignment; scrapes
-read that reference and nothing else.
+An asyncio task runs `collect_once` in a daemon worker thread every `interval` seconds on a fixed
+grid (an overrun skips ticks instead of piling up). A cycle reads the devices, then the
+attribution inputs (kubelet allocations, the node's pods, each process's cgroup), computes
+per-pod usage (`attribution.attribute`, pure), freezes everything into a `NodeSnapshot`, renders
+it once and publishes the result with one reference assignment; scrapes read that reference and
+nothing else. The thread is a daemon so that a call stuck in the driver cannot keep the process
+from exiting; the loop waits on it, and `/healthz` (`exporter.health`) reports the wait.
 
 Failures are contained: a failing attribution input marks its collector failed (self-metric
 `gpu_exporter_collector_success{collector}` 0, `gpu_exporter_errors_total{call}` +1) and the cycle
-publishes device metrics anyway; an exception that escapes a whole cycle is logged and counted,
-the previous rendering stays served and the loop goes on.
+publishes device metrics anyway; an exception that escapes a whole cycle is logged and counted
+(`gpu_exporter_errors_total{call="collect_cycle"}`, `gpu_exporter_collector_success{collector=
+"cycle"}` 0) and the previous snapshot is published again with those self-metrics, its
+measurements dropped once it is stale (`exporter.health.without_measurements`).
 """
 
 from __future__ import annotations
@@ -18,12 +21,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
+from typing import TypeVar
 
+from exporter import health
 from exporter.attribution import attribute
 from exporter.cgroup import CgroupRef, parse_cgroup, read_cgroup
 from exporter.model import DeviceReading, NodeSnapshot, PodUsage
@@ -42,6 +48,9 @@ CALL_PODS = "kubernetes_list_pods"
 CALL_CGROUP = "proc_cgroup_read"
 CALL_DEVICES = "device_read"
 CALL_CYCLE = "collect_cycle"
+CYCLE = "cycle"
+STOP_WAIT_S = 5.0  # how long a stop waits for the cycle in flight before abandoning it
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -91,11 +100,54 @@ class Collector:
         self._degraded: set[str] = set()
         self._owner_cache: dict[int, CgroupRef | None] = {}
         self.published: Published | None = None  # swapped whole; read by the server
+        self.started_at = clock()
+        self.last_completed_at: float | None = None  # a cycle ended, successfully or not
+        self.last_duration: float | None = None
+
+    def liveness(self) -> str | None:
+        """None while cycles complete in time, else why not (see `exporter.health`)."""
+        return health.liveness(
+            self._clock(),
+            self.started_at,
+            self.last_completed_at,
+            self.interval,
+            self.last_duration,
+        )
+
+    def readiness(self) -> str | None:
+        """None while the data served is fresh, else why not."""
+        published = self.published
+        taken_at = published.snapshot.taken_at if published is not None else None
+        return health.readiness(self._clock(), taken_at, self.interval, self.last_duration)
 
     def collect_once(self) -> Published:
         """Blocking: one full cycle. Returns what to publish (also publishes it)."""
         started = time.perf_counter()
-        cycle = _Cycle()
+        try:
+            return self._collect(started)
+        finally:
+            self.last_completed_at = self._clock()
+            self.last_duration = time.perf_counter() - started
+
+    def cycle_failed(self) -> None:
+        """Count a cycle that raised, and publish the previous snapshot again with the updated
+        self-metrics (its measurements dropped once stale); nothing before a first snapshot."""
+        self._errors[CALL_CYCLE] = self._errors.get(CALL_CYCLE, 0) + 1
+        previous = self.published
+        if previous is None:
+            return
+        snapshot = previous.snapshot
+        if self.readiness() is not None:
+            snapshot = health.without_measurements(snapshot)
+        snapshot = replace(
+            snapshot,
+            collector_success=MappingProxyType({**snapshot.collector_success, CYCLE: False}),
+            errors_total=MappingProxyType(dict(self._errors)),
+        )
+        self.published = Published(snapshot, render(snapshot))
+
+    def _collect(self, started: float) -> Published:
+        cycle = _Cycle(success={CYCLE: True})
         sweep = self._read_devices(cycle)
         cycle.success.update(sweep.collector_success)
         for call, n in sweep.errors.items():
@@ -166,7 +218,7 @@ class Collector:
         A PID stays cached while NVML keeps listing it and is forgotten the first cycle it is
         absent, so a reused PID (which needs the old process gone first) is read afresh.
         """
-        pids = {p.pid for d in devices for p in d.processes}
+        pids = {p.pid for d in devices for p in d.processes or ()}
         cache = {pid: ref for pid, ref in self._owner_cache.items() if pid in pids}
         cycle.success[PROC] = True
         for pid in pids - cache.keys():
@@ -196,13 +248,51 @@ class Collector:
         loop = asyncio.get_running_loop()
         next_at = loop.time()
         while not stop.is_set():
-            try:
-                await asyncio.to_thread(self.collect_once)
-            except Exception:
-                log.exception("collect cycle failed; serving the previous rendering")
-                self._errors[CALL_CYCLE] = self._errors.get(CALL_CYCLE, 0) + 1
+            cycle = asyncio.ensure_future(in_daemon_thread(self.collect_once))
+            stopping = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({cycle, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not cycle.done():  # asked to stop mid-cycle: give it a moment, then leave it
+                await asyncio.wait({cycle}, timeout=STOP_WAIT_S)
+            stopping.cancel()
+            if not cycle.done():
+                log.warning("a collect cycle is stuck (in NVML?); exiting without it")
+                cycle.cancel()
+                return
+            if cycle.exception() is not None:
+                log.error(
+                    "collect cycle failed; serving the previous snapshot",
+                    exc_info=cycle.exception(),
+                )
+                self.cycle_failed()
             next_at += self.interval
             now = loop.time()
             next_at = max(next_at, now)  # overran: skip the missed ticks rather than bursting
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=next_at - now)
+
+
+async def in_daemon_thread(function: Callable[[], T]) -> T:
+    """Run a blocking function in a new daemon thread and await its result."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def target() -> None:
+        try:
+            result = function()
+        except BaseException as exc:  # handed to the awaiting task
+            outcome: tuple[T | None, BaseException | None] = (None, exc)
+        else:
+            outcome = (result, None)
+        with contextlib.suppress(RuntimeError):  # the loop closed while we ran
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=target, name="collect-cycle", daemon=True).start()
+    return await future

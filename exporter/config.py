@@ -9,7 +9,8 @@ library is I/O, so the CLI resolves it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from enum import StrEnum
 from pathlib import Path
@@ -35,6 +36,41 @@ class LogLevel(StrEnum):
 
 
 @dataclass(frozen=True)
+class SimFault:
+    """`--sim.fault CALL:GPU[:ERROR]`: make the emulated NVML fail `call` on GPU `gpu`."""
+
+    call: str  # a pynvml function name, or "lost" (the GPU falls off the bus)
+    gpu: int
+    error: str | None = None  # an NVMLError_<error> name, or "hang"; None: Unknown
+
+
+LOST = "lost"
+_CALL = re.compile(r"nvml[A-Za-z0-9_]+")
+_ERROR = re.compile(r"[A-Za-z]+")
+
+
+def parse_fault(text: str, gpus: int) -> SimFault:
+    """`CALL:GPU[:ERROR]` -> SimFault, or ValueError saying what is wrong. Whether the emulator
+    has CALL and ERROR is checked when the sim backend is built."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3):
+        raise ValueError("expected CALL:GPU or CALL:GPU:ERROR, e.g. nvmlDeviceGetPowerUsage:0")
+    call, gpu_text = parts[0], parts[1]
+    if call != LOST and not _CALL.fullmatch(call):
+        raise ValueError(f"{call!r} is neither a pynvml function name (nvml...) nor {LOST!r}")
+    try:
+        gpu = int(gpu_text)
+    except ValueError:
+        raise ValueError(f"GPU {gpu_text!r} is not a GPU index") from None
+    if not 0 <= gpu < gpus:
+        raise ValueError(f"GPU {gpu} does not exist (--sim.gpus is {gpus})")
+    error = parts[2] if len(parts) == 3 else None
+    if error is not None and (call == LOST or not _ERROR.fullmatch(error)):
+        raise ValueError(f"{error!r}: ERROR is an NVML error name such as GpuIsLost, or hang")
+    return SimFault(call, gpu, error)
+
+
+@dataclass(frozen=True)
 class ExporterConfig:
     node_name: str
     listen_host: str | None = None  # None: every interface
@@ -46,6 +82,7 @@ class ExporterConfig:
     sim_pods: int = 12
     sim_seed: int = 0
     sim_workloads: Path | None = None
+    sim_faults: tuple[SimFault, ...] = ()
     replay_file: Path | None = None
     replay_speed: float = 1.0
     procfs: Path = Path("/proc")
@@ -133,7 +170,7 @@ def _choice(enum: type[E]) -> Callable[[str], E]:
 
 
 def load_config(
-    raw: Mapping[str, str | bool | None], env: Mapping[str, str], hostname: str
+    raw: Mapping[str, str | bool | Sequence[str] | None], env: Mapping[str, str], hostname: str
 ) -> ExporterConfig:
     """Pure: validate every field and build the config, or raise ConfigError with all problems."""
     errors: list[str] = []
@@ -173,6 +210,7 @@ def load_config(
         "log_level": field("log.level", "log_level", _choice(LogLevel)),
     }
     values["sim_mig"] = field("sim.mig", "sim_mig", _mig_count(values["sim_gpus"]))
+    values["sim_faults"] = _faults(raw.get("sim_faults"), values["sim_gpus"], backend, errors)
     for key in ("collector_pods", "collector_kubernetes"):
         flag = raw.get(key)
         values[key] = _DEFAULTS[key] if flag is None else bool(flag)
@@ -188,8 +226,23 @@ def load_config(
     return ExporterConfig(**values)
 
 
+def _faults(
+    given: object, gpus: int, backend: Backend | None, errors: list[str]
+) -> tuple[SimFault, ...]:
+    texts = [str(t) for t in given] if isinstance(given, list | tuple) else []
+    if texts and backend is not Backend.SIM:
+        errors.append("--sim.fault is only used with --backend=sim")
+    out = []
+    for text in texts:
+        try:
+            out.append(parse_fault(text, gpus))
+        except ValueError as exc:
+            errors.append(f"--sim.fault={text}: {exc}")
+    return tuple(out)
+
+
 def _kubernetes_api(
-    raw: Mapping[str, str | bool | None],
+    raw: Mapping[str, str | bool | Sequence[str] | None],
     values: dict[str, Any],
     field: Callable[[str, str, Callable[[str], Any]], Any],
 ) -> list[str]:

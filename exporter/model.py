@@ -47,7 +47,9 @@ class DeviceReading:
     mig: MigInfo | None = None
     mig_uuid: str | None = None  # MIG-... uuid, used to match kubelet device ids
     values: Mapping[str, float] = field(default_factory=_empty)  # DCGM family -> value
-    processes: tuple[ProcessUsage, ...] = ()
+    # None: the processes could not be read (an error, a lost GPU): every pod's usage of the
+    # device is unknown this cycle, which is not the same as idle.
+    processes: tuple[ProcessUsage, ...] | None = ()
     failed: frozenset[str] = frozenset()  # collectors that failed on this device
 
 
@@ -65,8 +67,8 @@ class PodUsage:
     ref: PodRef
     device: DeviceReading
     utilization: float  # ratio 0..1; NaN when none of its processes has a known utilization
-    memory_bytes: int
-    processes: int
+    memory_bytes: int | None  # None when the device's processes are unknown
+    processes: int | None  # None when the device's processes are unknown
     allocated: bool
 
 

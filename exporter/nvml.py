@@ -5,24 +5,30 @@ imported lazily, or `exporter.simnvml`'s emulator), by pynvml's names. `NvmlSour
 every GPU and MIG instance once and returns `DeviceReading`s whose values are keyed by
 dcgm-exporter's family names, in its units.
 
-Error semantics, per call and per device: NotFound means "nothing to report" (no process samples
-= idle) and is not a failure; NotSupported disables that call for that device for good (no retry
-every cycle, no failure); any other error marks that reading's collector failed for that device
-only and is counted by call name. GpuIsLost also skips the rest of that device's calls in the
-sweep. One GPU's failure never hides the others.
+Error semantics, per call and per device (`exporter.nvml_calls`): NotFound means "nothing to
+report" (no process samples = idle) and is not a failure; NotSupported, FunctionNotFound and
+NoPermission disable that call for that device (by UUID and MIG mode, so a MIG toggle asks again)
+without failing; any other error marks that reading's collector failed for that device only and
+is counted by call name. GpuIsLost also skips the rest of that device's calls in the sweep. One
+GPU's failure never hides the others. Uninitialized, DriverNotLoaded or LibRmVersionMismatch end
+the sweep: NVML is shut down, every cache dropped, and the next sweep initializes it afresh.
 
-Per-process utilization integrates every sample since the previous sweep (per-device
-lastSeenTimeStamp) into a time average over the interval; see `exporter.process_activity`.
+A device whose process list cannot be had (an error, a lost GPU) reads with `processes=None`:
+its pods' usage is unknown, never 0. Per-process activity on whole GPUs is read as NVML reports
+it, one average per busy process since the GPU's lastSeenTimeStamp (`exporter.nvml_processes`).
 MIG instances get per-instance activity from GPM (two samples, one sweep apart), divided evenly
-between the instance's processes. XIDs arrive as NVML events, drained once per sweep
-(`exporter.nvml_events`).
+between the instance's processes; without privileges a MIG-enabled GPU refuses its aggregate
+memory (NoPermission), so the GPU reports the sum of its instances, and per-instance XID events
+are not delivered, so instances report no XID value. XIDs arrive as NVML events, drained once
+per sweep (`exporter.nvml_events`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,11 +37,21 @@ from exporter.model import DeviceReading, MigInfo, ProcessUsage
 from exporter.nvml_calls import CallOutcome, DeviceCalls
 from exporter.nvml_events import XidReader
 from exporter.nvml_gpm import GPM_FAMILIES, GpmReader
-from exporter.nvml_readings import MEMORY, READINGS, Collector, Reading
-from exporter.process_activity import Average, Sample, average_by_pid, estimate_period_us
+from exporter.nvml_processes import ProcessActivity, running, shared_activity
+from exporter.nvml_readings import (
+    FB_FREE,
+    FB_RESERVED,
+    FB_USED,
+    MEMORY,
+    MEMORY_V1,
+    READINGS,
+    Collector,
+    Reading,
+)
 from exporter.sources import BackendParts, DeviceSweep
 
 NAN = float("nan")
+log = logging.getLogger(__name__)
 
 
 def load_pynvml() -> Any:
@@ -67,24 +83,19 @@ def _text(value: Any) -> str:
 class NvmlSource:
     """A `DeviceSource` over an NVML library object. Blocking; run it in a thread."""
 
-    def __init__(
-        self,
-        lib: Any = None,
-        *,
-        clock: Callable[[], float] = time.time,
-        default_period_s: float = 1.0,
-    ) -> None:
+    def __init__(self, lib: Any = None, *, clock: Callable[[], float] = time.time) -> None:
         self._lib = lib
-        self._clock = clock
-        self._default_period_us = int(default_period_s * 1e6)
         self._initialized = False
-        self._disabled: set[tuple[object, str]] = set()
+        self._processes = ProcessActivity(clock)
+        self.restarts = 0  # NVML re-initializations after its state was lost
+        self._reset()
+
+    def _reset(self) -> None:
+        """Forget everything learned from the current NVML initialization."""
+        self._disabled: dict[tuple[object, str], int] = {}
         self._identity: dict[int, DeviceReading] = {}
         self._driver = ""
-        self._started_us = int(clock() * 1e6)
-        self._last_seen_us: dict[int, int] = {}
-        self._last_read: dict[int, float] = {}
-        self._period_us: dict[int, int] = {}
+        self._processes.reset()
         self._gpm = GpmReader()
         self._xid = XidReader()
 
@@ -96,8 +107,9 @@ class NvmlSource:
 
     @property
     def unsupported(self) -> frozenset[tuple[object, str]]:
-        """(device key, call + tag) pairs NVML answered NotSupported/FunctionNotFound, which the
-        source no longer makes; the key is the GPU index, or (index, slot) for a MIG instance."""
+        """(device key, call + tag) pairs NVML answered NotSupported, FunctionNotFound or
+        NoPermission, which the source no longer makes; the key is (UUID, MIG mode) for a GPU,
+        the MIG UUID for an instance, None for node-level calls."""
         return frozenset(self._disabled)
 
     def read(self) -> DeviceSweep:
@@ -115,9 +127,12 @@ class NvmlSource:
                 self._driver = _text(driver.value) if driver.ok else ""
             self._xid.drain(node)
             for index in range(int(count.value)):
-                calls = DeviceCalls(self.lib, index, self._disabled, errors, node.sweep_failed)
-                devices.extend(self._read_gpu(calls, index))
+                devices.extend(self._read_gpu(node.child(("index", index)), index))
         success = {c.value: c.value not in node.sweep_failed for c in Collector}
+        if node.restart[0] and self._initialized:
+            log.warning("NVML lost its state (driver reloaded?): initializing it again")
+            self.close()
+            self.restarts += 1
         return DeviceSweep(tuple(devices), success, errors)
 
     def close(self) -> None:
@@ -127,6 +142,7 @@ class NvmlSource:
             self._xid.close(self.lib)
             with contextlib.suppress(Exception):
                 self.lib.nvmlShutdown()
+        self._reset()
 
     # -- one physical GPU ---------------------------------------------------------------------
     def _read_gpu(self, calls: DeviceCalls, index: int) -> list[DeviceReading]:
@@ -134,24 +150,26 @@ class NvmlSource:
         base = self._identify(calls, index, handle) if handle.ok else self._identity.get(index)
         if base is None:
             return []
-        if not handle.ok:
-            return [_with(base, {}, (), calls.failed)]
+        if not handle.ok:  # lost (or worse): nothing about it is known this sweep
+            calls.fail(Collector.PROCESSES)
+            return [_with(base, {}, None, calls.failed)]
+        calls.key = base.uuid
         mig_mode = calls.call(Collector.MIG, "nvmlDeviceGetMigMode", handle.value)
         mig_enabled = mig_mode.ok and int(mig_mode.value[0]) == 1
+        calls.key = (base.uuid, mig_enabled)
         values: dict[str, float] = {}
         for reading in READINGS:
-            if mig_enabled and reading.whole_gpu_only:
-                continue
-            values.update(self._reading(calls, reading, handle.value))
-        values.update(self._gpm.read(calls, index, handle.value, None))
+            if not (mig_enabled and reading.whole_gpu_only):
+                values.update(self._reading(calls, reading, handle.value))
+        values.update(self._gpm.read(calls, calls.key, handle.value, None))
         values.update(self._xid.gpu_values(calls, index, handle.value, mig_enabled))
-        processes: tuple[ProcessUsage, ...] = ()
         if not mig_enabled:
-            processes = self._processes(calls, index, handle.value)
-        readings = [_with(base, values, processes, calls.failed)]
-        if mig_enabled:
-            readings.extend(self._read_mig(calls, base, handle.value))
-        return readings
+            processes = self._processes.gpu_processes(calls, base.uuid, handle.value)
+            return [_with(base, values, processes, calls.failed)]
+        instances = self._read_mig(calls, base, handle.value)
+        if FB_USED not in values and not calls.failed & {Collector.MEMORY}:
+            values.update(summed_memory(instances))
+        return [_with(base, values, (), calls.failed), *instances]
 
     def _identify(
         self, calls: DeviceCalls, index: int, handle: CallOutcome
@@ -182,97 +200,72 @@ class NvmlSource:
         out = calls.call(reading.collector, reading.call, handle, *args, tag=reading.tag)
         if out.ok:
             return reading.parse(out.value)
-        if reading.fallback is not None and calls.is_disabled(reading.call, reading.tag):
+        if reading.fallback is not None and out.disabled:
             return self._reading(calls, reading.fallback, handle)
         return {}
-
-    def _processes(self, calls: DeviceCalls, index: int, handle: Any) -> tuple[ProcessUsage, ...]:
-        now = self._clock()
-        running = calls.call(Collector.PROCESSES, "nvmlDeviceGetComputeRunningProcesses", handle)
-        memory = {int(p.pid): p.usedGpuMemory for p in running.value} if running.ok else {}
-        last_us = self._last_seen_us.get(index, self._started_us)
-        got = calls.call(Collector.PROCESSES, "nvmlDeviceGetProcessUtilization", handle, last_us)
-        samples = [
-            Sample(int(s.pid), int(s.timeStamp), int(s.smUtil), int(s.memUtil))
-            for s in (got.value if got.ok else ())
-        ]
-        known = got.ok or got.idle  # idle: no sample since last time, every process at 0
-        averages: dict[int, Average] = {}
-        if known:
-            stamps = [s.time_stamp_us for s in samples]
-            period_us = estimate_period_us(
-                stamps, self._period_us.get(index, self._default_period_us)
-            )
-            self._period_us[index] = period_us
-            self._last_seen_us[index] = max([last_us, *stamps])
-            interval = now - self._last_read.get(index, self._started_us / 1e6)
-            averages = average_by_pid(samples, max(interval, period_us / 1e6), period_us / 1e6)
-        self._last_read[index] = now
-        usages = []
-        for pid in sorted(set(memory) | set(averages)):
-            avg = averages.get(pid, Average(0.0, 0.0) if known else Average(NAN, NAN))
-            mem = memory.get(pid)
-            usages.append(ProcessUsage(pid, avg.sm, avg.mem, None if mem is None else int(mem)))
-        return tuple(usages)
 
     # -- MIG ----------------------------------------------------------------------------------
     def _read_mig(
         self, calls: DeviceCalls, base: DeviceReading, parent: Any
     ) -> list[DeviceReading]:
         count = calls.call(Collector.MIG, "nvmlDeviceGetMaxMigDeviceCount", parent)
+        # Without privileges NVML delivers no per-instance XID events (see the module doc); the
+        # parent's aggregate memory answering NoPermission is how an unprivileged view shows.
+        privileged = not (calls.denied(MEMORY.call, MEMORY.tag) or calls.denied(MEMORY_V1.call))
         out = []
         for slot in range(int(count.value) if count.ok else 0):
             mig = calls.call(Collector.MIG, "nvmlDeviceGetMigDeviceHandleByIndex", parent, slot)
             if not mig.ok:  # NotFound / InvalidArgument: an empty slot
                 continue
-            reading = self._read_instance(calls.child((base.index, slot)), base, parent, mig.value)
+            key = (base.uuid, "mig", slot)  # until the instance's UUID is read
+            reading = self._read_instance(calls.instance(key), base, parent, mig.value, privileged)
             if reading is not None:
                 out.append(reading)
         return out
 
     def _read_instance(
-        self, calls: DeviceCalls, base: DeviceReading, parent: Any, handle: Any
+        self, calls: DeviceCalls, base: DeviceReading, parent: Any, handle: Any, privileged: bool
     ) -> DeviceReading | None:
+        gpu_key = (base.uuid, True)
         gi = calls.call(Collector.MIG, "nvmlDeviceGetGpuInstanceId", handle)
         ci = calls.call(Collector.MIG, "nvmlDeviceGetComputeInstanceId", handle)
         uuid = calls.call(Collector.MIG, "nvmlDeviceGetUUID", handle)
         name = calls.call(Collector.MIG, "nvmlDeviceGetName", handle)
         if not (gi.ok and uuid.ok):
             return None
+        calls.key = _text(uuid.value)
         profile = _text(name.value).rsplit(" ", 1)[-1] if name.ok else ""
         values: dict[str, float] = {}
         values.update(self._reading(calls, MEMORY, handle))
-        values.update(self._gpm.read(calls, base.index, parent, int(gi.value)))
-        values.update(self._xid.instance_values(calls, base.index, int(gi.value)))
-        running = calls.call(Collector.PROCESSES, "nvmlDeviceGetComputeRunningProcesses", handle)
-        procs = list(running.value) if running.ok else []
-        share = 1.0 / len(procs) if procs else 0.0
-        gr = values.get(GPM_FAMILIES[0], NAN) * share
-        dram = values.get(GPM_FAMILIES[2], NAN) * share
-        processes = tuple(
-            ProcessUsage(
-                int(p.pid),
-                gr,
-                dram,
-                None if p.usedGpuMemory is None else int(p.usedGpuMemory),
-            )
-            for p in procs
-        )
+        values.update(self._gpm.read(calls, gpu_key, parent, int(gi.value)))
+        if privileged:
+            values.update(self._xid.instance_values(calls, base.index, int(gi.value)))
+        procs = running(calls, handle)
+        processes: tuple[ProcessUsage, ...] | None = None
+        if procs is not None:
+            gr, dram = (values.get(f, NAN) for f in (GPM_FAMILIES[0], GPM_FAMILIES[2]))
+            processes = shared_activity(procs, gr, dram)
         info = MigInfo(profile, int(gi.value), int(ci.value) if ci.ok else 0, base.index)
         return replace(
-            base,
-            mig=info,
-            mig_uuid=_text(uuid.value),
-            values=values,
-            processes=processes,
-            failed=frozenset(calls.failed),
+            _with(base, values, processes, calls.failed), mig=info, mig_uuid=_text(uuid.value)
         )
+
+
+def summed_memory(instances: Sequence[DeviceReading]) -> dict[str, float]:
+    """A MIG-enabled GPU's framebuffer as the sum of its instances' (what an unprivileged reader
+    can see); empty unless every instance reported it."""
+    out: dict[str, float] = {}
+    for fam in (FB_FREE, FB_USED, FB_RESERVED):
+        parts = [d.values.get(fam) for d in instances]
+        if parts and all(p is not None for p in parts):
+            out[fam] = sum(p for p in parts if p is not None)
+    return out if FB_USED in out else {}
 
 
 def _with(
     base: DeviceReading,
     values: dict[str, float],
-    processes: tuple[ProcessUsage, ...],
+    processes: tuple[ProcessUsage, ...] | None,
     failed: set[str],
 ) -> DeviceReading:
     return replace(base, values=values, processes=processes, failed=frozenset(failed))

@@ -4,7 +4,8 @@ GPM (Hopper and newer) measures over an interval between two samples: each sweep
 sample per GPU (`nvmlGpmSampleGet`) or per MIG instance (`nvmlGpmMigSampleGet` on the parent
 with the GPU instance id), and `nvmlGpmMetricsGet` turns it and the previous sweep's sample into
 activity ratios. The first sweep therefore reports nothing. Samples are freed once used.
-Support is queried once per GPU; unsupported GPUs are never asked again.
+Support is queried once per GPU (per UUID and MIG mode: the source's device key); unsupported
+GPUs are never asked again until that key changes.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class GpmReader:
 
     def __init__(self) -> None:
         self._previous: dict[object, Any] = {}
-        self._supported: dict[int, bool] = {}
+        self._supported: dict[object, bool] = {}
 
     def close(self, lib: Any) -> None:
         for sample in self._previous.values():
@@ -36,14 +37,17 @@ class GpmReader:
                 lib.nvmlGpmSampleFree(sample)
         self._previous.clear()
 
-    def read(self, calls: DeviceCalls, index: int, parent: Any, gi: int | None) -> dict[str, float]:
-        """GPM activity ratios of a GPU (gi None) or one MIG instance, since the last sweep."""
-        if index not in self._supported:
+    def read(
+        self, calls: DeviceCalls, gpu_key: object, parent: Any, gi: int | None
+    ) -> dict[str, float]:
+        """GPM activity ratios of a GPU (gi None) or one MIG instance, since the last sweep;
+        `gpu_key` is the GPU's device key (the parent's, for an instance)."""
+        if gpu_key not in self._supported:
             support = calls.call(Collector.PROFILING, "nvmlGpmQueryDeviceSupport", parent)
             if not support.ok:
                 return {}
-            self._supported[index] = bool(int(support.value.isSupportedDevice))
-        if not self._supported[index]:
+            self._supported[gpu_key] = bool(int(support.value.isSupportedDevice))
+        if not self._supported[gpu_key]:
             return {}
         alloc = calls.call(Collector.PROFILING, "nvmlGpmSampleAlloc")
         if not alloc.ok:

@@ -1,6 +1,13 @@
 """The device readings the NVML source takes, as data: which call, which collector, which
 dcgm-exporter families it yields and how to convert NVML's units (bytes -> MiB, mW -> W).
 
+A reading may name a fallback, taken on a device once the reading is disabled there: memory
+info v2 (R510+) falls back to v1; the GPU temperature is read with `nvmlDeviceGetTemperatureV`
+(R570+; nvml.h deprecates `nvmlDeviceGetTemperature` for it) and falls back to the deprecated
+call on older drivers, or with a pynvml that predates it. Field values are read from the member
+of the `value` union their `valueType` names (nvml.h: `nvmlFieldValue_t.valueType`, "Type of the
+value stored in value"); reading another member reinterprets the bytes.
+
 Family names come from `gpu_contract` (`family` fails at import if a name is not in the
 contract), so a renamed metric cannot silently drift.
 """
@@ -71,9 +78,20 @@ def _first(name: str) -> Callable[[Any], dict[str, float]]:
     return lambda v: {fam: float(v[0])}
 
 
+# nvmlValueType_t -> the member of nvmlValue_t holding the value (nvml.h / pynvml.py)
+VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
+
+
+def field_value(fv: Any) -> float | None:
+    """A field value's number, read by its valueType; None when NVML gave none."""
+    if int(fv.nvmlReturn) != 0 or not 0 <= int(fv.valueType) < len(VALUE_MEMBERS):
+        return None
+    return float(getattr(fv.value, VALUE_MEMBERS[int(fv.valueType)]))
+
+
 def _memory_temp(values: Any) -> dict[str, float]:
-    fv = values[0]
-    return {family("DCGM_FI_DEV_MEMORY_TEMP"): float(fv.value.uiVal)} if fv.nvmlReturn == 0 else {}
+    value = field_value(values[0])
+    return {} if value is None else {family("DCGM_FI_DEV_MEMORY_TEMP"): value}
 
 
 MEMORY_V1 = Reading(Collector.MEMORY, "nvmlDeviceGetMemoryInfo", _memory)
@@ -107,9 +125,15 @@ READINGS: tuple[Reading, ...] = (
     ),
     Reading(
         Collector.THERMAL,
-        "nvmlDeviceGetTemperature",
+        "nvmlDeviceGetTemperatureV",
         _one("DCGM_FI_DEV_GPU_TEMP"),
         lambda lib: (lib.NVML_TEMPERATURE_GPU,),
+        fallback=Reading(
+            Collector.THERMAL,
+            "nvmlDeviceGetTemperature",
+            _one("DCGM_FI_DEV_GPU_TEMP"),
+            lambda lib: (lib.NVML_TEMPERATURE_GPU,),
+        ),
     ),
     Reading(
         Collector.THERMAL,

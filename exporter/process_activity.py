@@ -1,27 +1,41 @@
-"""Turn NVML's per-process utilization samples into time averages over a collect interval.
+"""Which rows of an `nvmlDeviceGetProcessUtilization` answer to believe, and where to ask from next.
 
-The driver keeps, per device, one sample per process per sample period, and only for periods in
-which the process was active; each sample's `smUtil` is the share of that period the process
-kept the SMs busy. The average over an interval is therefore the sum of the samples' shares times
-the period, divided by the interval: absent periods count as zero, and the result does not depend
-on when inside the interval the exporter happened to look. The period itself is not reported; it
-is estimated as the smallest gap between distinct sample timestamps seen so far (never smaller
-than the true period, so the estimate only errs high until two adjacent periods are seen).
-Pure functions, used by `exporter.nvml`.
+What NVML returns (nvml.h; answers printed in go-nvml#51 and nvtop#110): one row per process
+that was busy since the `lastSeenTimeStamp` passed in; `smUtil` / `memUtil` are that process's
+average since then, in percent; `timeStamp` is when the driver last sampled that process and
+differs from process to process. A running process without a row was idle (0); NotFound means
+every process was. So a row is the process's time average over the collect interval as it is, and
+nothing is summed or scaled.
+
+Rows are not all to be believed (as nvtop filters them, nvtop#110): a row for a PID that is not
+running (an exited or zombie process, or PID 0 padding) is dropped; a row with a percentage above
+100 or a timestamp in the future is junk; a row not newer than `lastSeenTimeStamp` is stale. A
+running process whose only rows were junk is unknown this cycle, not idle.
+
+The next `lastSeenTimeStamp` is the time of this read, taken just before the call (nvml.h: "the
+CPU timestamp in microseconds at which utilization samples were last read"), or the newest
+accepted row's timestamp if that is later; never an unaccepted row's, so one junk timestamp in
+the future cannot make every later answer NotFound (every process "idle" for good). Reading from
+the previous read, not from the newest row, keeps each process's average to the interval even
+though the processes' timestamps are staggered, and keeps a burst after a long idle spell from
+being averaged over all the idle time since the last busy row. Pure functions, used by
+`exporter.nvml_processes`.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+
+FUTURE_SLACK_US = 1_000_000  # the driver and the exporter read the same host clock
 
 
 @dataclass(frozen=True)
-class Sample:
+class Row:
     pid: int
     time_stamp_us: int
-    sm_util: int  # percent of the sample period
+    sm_util: int  # percent, the process's average since lastSeenTimeStamp
     mem_util: int
 
 
@@ -31,29 +45,43 @@ class Average:
     mem: float
 
 
-def estimate_period_us(stamps: Iterable[int], previous_us: int) -> int:
-    """The smallest positive gap between distinct timestamps, or `previous_us` if larger."""
-    distinct = sorted(set(stamps))
-    gaps = [b - a for a, b in itertools.pairwise(distinct) if b > a]
-    return min([previous_us, *gaps])
+@dataclass(frozen=True)
+class Accepted:
+    by_pid: Mapping[int, Average]  # running processes with a believable row
+    unknown: frozenset[int]  # running processes whose only rows were junk
+    newest_us: int | None  # the newest accepted timestamp
+    junk: int  # rows dropped as impossible
 
 
-def average_by_pid(
-    samples: Iterable[Sample], interval_s: float, period_s: float
-) -> dict[int, Average]:
-    """Each process's time-averaged SM and memory activity over an interval of `interval_s`.
+def accept(
+    rows: Iterable[Row], running: Collection[int], last_seen_us: int, now_us: int
+) -> Accepted:
+    """Pure: the rows to believe, per running PID (the newest row when a PID has several)."""
+    best: dict[int, Row] = {}
+    junk_pids: set[int] = set()
+    junk = 0
+    for row in rows:
+        if row.pid not in running:
+            continue  # exited, zombie or padding
+        if row.sm_util > 100 or row.mem_util > 100 or row.time_stamp_us > now_us + FUTURE_SLACK_US:
+            junk += 1
+            junk_pids.add(row.pid)
+            continue
+        if row.time_stamp_us <= last_seen_us:
+            continue
+        held = best.get(row.pid)
+        if held is None or row.time_stamp_us > held.time_stamp_us:
+            best[row.pid] = row
+    return Accepted(
+        by_pid=MappingProxyType(
+            {pid: Average(r.sm_util / 100.0, r.mem_util / 100.0) for pid, r in best.items()}
+        ),
+        unknown=frozenset(junk_pids - best.keys()),
+        newest_us=max((r.time_stamp_us for r in best.values()), default=None),
+        junk=junk,
+    )
 
-    Pure. `period_s` is the driver's sample period. Values are clamped to 0..1 (a sample period
-    straddling the interval's start can make a slightly longer effective window).
-    """
-    if interval_s <= 0:
-        return {}
-    sums: dict[int, list[float]] = {}
-    for s in samples:
-        acc = sums.setdefault(s.pid, [0.0, 0.0])
-        acc[0] += s.sm_util / 100.0
-        acc[1] += s.mem_util / 100.0
-    scale = period_s / interval_s
-    return {
-        pid: Average(min(1.0, sm * scale), min(1.0, mem * scale)) for pid, (sm, mem) in sums.items()
-    }
+
+def next_last_seen(last_seen_us: int, newest_us: int | None, read_at_us: int) -> int:
+    """Pure: the `lastSeenTimeStamp` for the next read, after a read made at `read_at_us`."""
+    return max(last_seen_us, read_at_us, newest_us if newest_us is not None else last_seen_us)

@@ -7,8 +7,10 @@ joined once, then reused for every family. Names, types and HELP texts come from
 Exactness over convention where dcgm-exporter compatibility needs it: DCGM counters keep their
 names without `_total` (prometheus_client would append it) and device series never carry pod
 labels. Per-pod families carry `namespace`, `pod`, `container`, `gpu`, `UUID`, `Hostname`, plus
-`GPU_I_ID` on MIG instances. A per-pod value that is unknown (NaN utilization) is left out, not
-written as NaN, so that sums and averages over pods stay numbers; the pod's other series remain.
+`GPU_I_ID` on MIG instances. A per-pod value that is unknown (NaN utilization; None memory and
+process count on a device whose processes could not be read) is left out, not written as NaN or
+0, so that sums and averages over pods stay numbers and nothing unknown reads as idle; the pod's
+other series remain.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from gpu_contract import (
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 GZIP_LEVEL = 6
 
-_POD_VALUES: dict[str, Callable[[PodUsage], float]] = {
+_POD_VALUES: dict[str, Callable[[PodUsage], float | None]] = {
     "gpu_pod_utilization_ratio": lambda p: p.utilization,
     "gpu_pod_memory_used_bytes": lambda p: p.memory_bytes,
     "gpu_pod_allocated": lambda p: 1 if p.allocated else 0,
@@ -131,7 +133,7 @@ def _families(
 
 def _pod_value(pod: PodUsage, name: str) -> float | None:
     value = _POD_VALUES[name](pod)
-    return None if math.isnan(value) else value
+    return None if value is None or math.isnan(value) else value
 
 
 def _self_families(out: list[str], snapshot: NodeSnapshot) -> None:

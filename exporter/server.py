@@ -2,8 +2,11 @@
 
 `/metrics` returns the bytes the collector rendered last (gzip-encoded when the client accepts
 it); the handler does no I/O and no rendering, so a scrape costs the same however large the node.
-`/readyz` answers 503 until the first snapshot is published, `/healthz` 200 while the process
-serves. The collector is the only writer; handlers read its `published` reference once.
+`/healthz` (and dcgm-exporter's `/health`) answers 503 once no collect cycle has completed for
+about three cycles, e.g. a call stuck in a wedged driver, so that the kubelet restarts the pod;
+`/readyz` answers 503 until the first snapshot is published and whenever the data served is that
+old (`exporter.health`). The collector is the only writer; handlers read its `published`
+reference once.
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ from exporter.render import CONTENT_TYPE
 class HasPublished(Protocol):
     @property
     def published(self) -> Published | None: ...
+
+    def liveness(self) -> str | None: ...
+
+    def readiness(self) -> str | None: ...
 
 
 def accepts_gzip(header: str) -> bool:
@@ -52,11 +59,15 @@ def make_app(collector: HasPublished) -> web.Application:
         return web.Response(body=exposition.body, headers=headers)
 
     async def healthz(_request: web.Request) -> web.Response:
+        problem = collector.liveness()
+        if problem is not None:
+            return web.Response(status=503, text=problem + "\n")
         return web.Response(text="ok\n")
 
     async def readyz(_request: web.Request) -> web.Response:
-        if collector.published is None:
-            return web.Response(status=503, text="waiting for the first collect cycle\n")
+        problem = collector.readiness()
+        if problem is not None:
+            return web.Response(status=503, text=problem + "\n")
         return web.Response(text="ready\n")
 
     async def index(_request: web.Request) -> web.Response:

@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-from exporter.config import ExporterConfig
+from exporter import simnvml
+from exporter.config import LOST, ExporterConfig, SimFault
 from exporter.nvml import NvmlSource
 from exporter.sim_fixtures import PodProcess, write_fixtures
 from exporter.sim_layout import REPLICAS, Activity, Placed, SimPod, activities, identities, place
@@ -28,7 +29,7 @@ from exporter.workloads import (
     WorkloadSpec,
     default_workloads,
     load_workloads,
-    shape_state,
+    spec_state,
 )
 
 PodKey = tuple[str, str]  # (namespace, pod)
@@ -154,7 +155,7 @@ class SimNode:
         ]
         idents = [PodIdentity(p.uid, p.spec.namespace, p.spec.pod) for p in self.pods]
         proc, podresources, pods_file = write_fixtures(root, procs, self.allocations(), idents)
-        source = NvmlSource(self.lib, clock=self.clock, default_period_s=self.period_s)
+        source = NvmlSource(self.lib, clock=self.clock)
         return BackendParts(source, proc, podresources, pods_file)
 
 
@@ -166,11 +167,7 @@ def make_pods(
     """SimPods with seeded identities; states default to each spec's shape."""
     out = []
     for i, (spec, (uid, cid, style)) in enumerate(zip(specs, identities(specs, seed), strict=True)):
-        state = (
-            states[i]
-            if states is not None
-            else partial(shape_state, spec.shape, seed=seed * 1000 + i)
-        )
+        state = states[i] if states is not None else partial(spec_state, spec, seed=seed * 1000 + i)
         out.append(SimPod(spec, uid, cid, style, state))
     return out
 
@@ -211,8 +208,8 @@ def build_sim_backend(
 def sim_backend_for(
     config: ExporterConfig, fixture_dir: Path, clock: Callable[[], float] = time.time
 ) -> tuple[BackendParts, SimNode]:
-    """The `sim` backend the CLI builds from `config`'s `--sim.*` flags."""
-    return build_sim_backend(
+    """The `sim` backend the CLI builds from `config`'s `--sim.*` flags, faults included."""
+    parts, node = build_sim_backend(
         gpus=config.sim_gpus,
         mig=config.sim_mig,
         pods=config.sim_pods,
@@ -222,3 +219,27 @@ def sim_backend_for(
         node_name=config.node_name,
         clock=clock,
     )
+    for fault in config.sim_faults:
+        apply_fault(node.lib, fault, later=clock() + config.collect_interval / 2)
+    return parts, node
+
+
+def apply_fault(lib: simnvml.SimNvml, fault: SimFault, *, later: float) -> None:
+    """Inject one `--sim.fault` into the emulator, or ValueError when it names a function or an
+    error the emulator does not have. A lost GPU and a hang start at `later` (after the first
+    cycle): a GPU falls off the bus, or its driver wedges, under an exporter that has seen it."""
+    if fault.call == LOST:
+        lib.inject("*", simnvml.NVML_ERROR_GPU_IS_LOST, index=fault.gpu, after=later)
+        return
+    if not callable(getattr(lib, fault.call, None)):
+        raise ValueError(f"--sim.fault {fault.call}: the NVML emulator has no such function")
+    if fault.error == "hang":
+        lib.inject_hang(fault.call, index=fault.gpu, after=later)
+        return
+    error = getattr(simnvml, f"NVMLError_{fault.error or 'Unknown'}", None)
+    if not (isinstance(error, type) and issubclass(error, simnvml.NVMLError)):
+        names = sorted(
+            n.removeprefix("NVMLError_") for n in dir(simnvml) if n.startswith("NVMLError_")
+        )
+        raise ValueError(f"--sim.fault {fault.error}: not an NVML error ({', '.join(names)}, hang)")
+    lib.inject(fault.call, error().value, index=fault.gpu)

@@ -3,7 +3,14 @@
 Every method first calls `check(name, index)` (count the call, raise an injected fault,
 Uninitialized before nvmlInit, advance the devices to the clock), then resolves the handle and
 answers from the device state. Which calls a MIG instance handle or a MIG-enabled GPU refuses
-follows NVML: utilization rates and process utilization are NotSupported there.
+follows NVML: utilization rates are NotSupported there, and the parent's aggregate memory needs
+privileges (nvml.h, nvmlDeviceGetMemoryInfo: "In MIG mode, if device handle is provided, the API
+returns aggregate information, only if the caller has appropriate privileges"), so an
+unprivileged emulator answers NoPermission. Functions newer than the emulated driver raise
+FunctionNotFound, as pynvml does for a symbol libnvidia-ml lacks (`_requires`; branches from the
+nvml.h history in NVIDIA/go-nvml: `nvmlDeviceGetMemoryInfo_v2` in NVML 11.6 = R510,
+`nvmlDeviceGetTemperatureV` in NVML 12.8 = R570). Field values fill the member of the
+`c_nvmlValue_t` union that their `valueType` names, and only that one.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from exporter.simnvml_errors import (
     NVML_ERROR_NOT_SUPPORTED,
     NVMLError_FunctionNotFound,
     NVMLError_InvalidArgument,
+    NVMLError_NoPermission,
     NVMLError_NotFound,
     NVMLError_NotSupported,
 )
@@ -24,17 +32,16 @@ from exporter.simnvml_structs import (
     NVML_CLOCK_SM,
     NVML_FI_DEV_MEMORY_TEMP,
     NVML_TEMPERATURE_GPU,
-    NVML_VALUE_TYPE_UNSIGNED_INT,
+    VALUE_MEMBERS,
     SimDeviceHandle,
     SimMigHandle,
     c_nvmlDeviceAttributes,
     c_nvmlFieldValue_t,
     c_nvmlMemory_t,
     c_nvmlMemory_v2_t,
-    c_nvmlProcessInfo_v3_t,
-    c_nvmlProcessUtilizationSample_t,
     c_nvmlUtilization_t,
     nvmlPciInfo_t,
+    nvmlTemperature_v1,
 )
 
 Handle = SimDeviceHandle | SimMigHandle
@@ -44,10 +51,22 @@ class SimNvmlCalls:
     gpus: list[SimGpu]
     clock: Callable[[], float]
     driver_version: str
+    privileged: bool
     initialized: int
 
     def check(self, call: str, index: int | None) -> None:
         raise NotImplementedError
+
+    @property
+    def driver_branch(self) -> int:
+        """The driver's branch: 550 for "550.54.15"."""
+        return int(self.driver_version.split(".", 1)[0])
+
+    def _requires(self, branch: int) -> None:
+        """FunctionNotFound unless the driver is of `branch` or newer (pynvml looks the symbol up
+        before calling, so nothing is counted or faulted)."""
+        if self.driver_branch < branch:
+            raise NVMLError_FunctionNotFound()
 
     # -- resolution ---------------------------------------------------------------------------
     def _gpu(self, call: str, handle: Handle) -> SimGpu:
@@ -132,9 +151,11 @@ class SimNvmlCalls:
     def nvmlDeviceGetMemoryInfo(
         self, handle: Handle, version: int | None = None
     ) -> c_nvmlMemory_t | c_nvmlMemory_v2_t:
+        if version:
+            self._requires(510)  # pynvml calls nvmlDeviceGetMemoryInfo_v2
         gpu = self._gpu("nvmlDeviceGetMemoryInfo", handle)
-        if version and not gpu.memory_info_v2_supported:
-            raise NVMLError_FunctionNotFound()  # pynvml calls nvmlDeviceGetMemoryInfo_v2
+        if gpu.mig_enabled and not isinstance(handle, SimMigHandle) and not self.privileged:
+            raise NVMLError_NoPermission()
         now = self.clock()
         if isinstance(handle, SimMigHandle):
             inst = self._instance(gpu, handle)
@@ -162,43 +183,20 @@ class SimNvmlCalls:
         gpu = self._full("nvmlDeviceGetDecoderUtilization", handle)
         return [gpu.decoder_util, 167000]
 
-    def nvmlDeviceGetProcessUtilization(
-        self,
-        handle: Handle,
-        timeStamp: int,
-    ) -> list[c_nvmlProcessUtilizationSample_t]:
-        gpu = self._full("nvmlDeviceGetProcessUtilization", handle)
-        if gpu.mig_enabled or not gpu.process_utilization_supported:
-            raise NVMLError_NotSupported()
-        out = [
-            c_nvmlProcessUtilizationSample_t(s.pid, s.time_stamp_us, s.sm_util, s.mem_util, 0, 0)
-            for s in gpu.samples
-            if s.time_stamp_us > timeStamp
-        ]
-        if not out:
-            raise NVMLError_NotFound()
-        return out
-
-    def nvmlDeviceGetComputeRunningProcesses(self, handle: Handle) -> list[c_nvmlProcessInfo_v3_t]:
-        gpu = self._gpu("nvmlDeviceGetComputeRunningProcesses", handle)
-        now = self.clock()
-        gi = (
-            self._instance(gpu, handle).gpu_instance_id
-            if isinstance(handle, SimMigHandle)
-            else None
-        )
-        out = []
-        for p in gpu.live_processes(now, gi):
-            info = c_nvmlProcessInfo_v3_t(p.pid, p.memory_bytes(now))
-            if p.gpu_instance_id is not None:
-                info.gpuInstanceId, info.computeInstanceId = p.gpu_instance_id, 0
-            out.append(info)
-        return out
-
     # -- sensors ------------------------------------------------------------------------------
     def nvmlDeviceGetTemperature(self, handle: Handle, sensor: int) -> int:
+        """Deprecated in nvml.h ("Use nvmlDeviceGetTemperatureV instead"), still in every driver."""
         gpu = self._full("nvmlDeviceGetTemperature", handle)
         if sensor != NVML_TEMPERATURE_GPU:
+            raise NVMLError_InvalidArgument()
+        return round(gpu.temperature_c)
+
+    def nvmlDeviceGetTemperatureV(
+        self, handle: Handle, sensor: int, version: int = nvmlTemperature_v1
+    ) -> int:
+        self._requires(570)
+        gpu = self._full("nvmlDeviceGetTemperatureV", handle)
+        if sensor != NVML_TEMPERATURE_GPU or version != nvmlTemperature_v1:
             raise NVMLError_InvalidArgument()
         return round(gpu.temperature_c)
 
@@ -210,10 +208,13 @@ class SimNvmlCalls:
         gpu = self._full("nvmlDeviceGetFieldValues", handle)
         out = []
         for field_id in fieldIds:
-            fv = c_nvmlFieldValue_t(fieldId=field_id, valueType=NVML_VALUE_TYPE_UNSIGNED_INT)
+            fv = c_nvmlFieldValue_t(fieldId=field_id)
             fv.timestamp = int(self.clock() * 1e6)
             if field_id == NVML_FI_DEV_MEMORY_TEMP and gpu.memory_temperature_supported:
-                fv.value.uiVal = round(gpu.temperature_c) + 6
+                fv.valueType = gpu.memory_temperature_type
+                member = VALUE_MEMBERS[fv.valueType]
+                celsius = round(gpu.temperature_c) + 6
+                setattr(fv.value, member, float(celsius) if member == "dVal" else celsius)
             else:
                 fv.nvmlReturn = NVML_ERROR_NOT_SUPPORTED
             out.append(fv)

@@ -3,20 +3,25 @@
 The simulator (or a test) describes each process by functions of time: its SM activity and
 memory-controller activity (ratios 0..1), its memory, and whether it is running. The device is
 advanced lazily, one sample period at a time, up to the time the emulator is asked something:
-at each period boundary it evaluates every live process at the middle of the period, emits one
-process-utilization sample per process that was active (as the driver does: idle processes emit
-nothing), and integrates energy and the GPM activity counters. Power, temperature and clocks
-follow the last period's activity. Nothing here knows about the NVML call surface.
+at each period boundary it evaluates every live process at the middle of the period, records one
+sample per live process in the driver's buffer (`exporter.simnvml_sampling`, idle periods too),
+and integrates energy and the GPM activity counters. Power, temperature and clocks follow the
+last period's activity. The first advance integrates `WARMUP_PERIODS` of history, as a GPU that
+ran before anyone looked: the state at time t then hardly depends on when the emulator was
+created, so two emulators of the same node (the exporter's and a fake nvidia-smi's) agree.
+Nothing here knows about the NVML call surface.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from exporter.simnvml_sampling import SampleBuffer, UtilizationRow
+
 MIB = 1 << 20
+WARMUP_PERIODS = 120
 NOT_AVAILABLE_U32 = 0xFFFFFFFF  # NVML_VALUE_NOT_AVAILABLE as an unsigned int
 
 
@@ -38,6 +43,7 @@ class SimProcess:
     alive: Callable[[float], bool] = _always
     mem_util: Callable[[float], float] | None = None  # default: 0.6 x SM activity
     gpu_instance_id: int | None = None  # the MIG GPU instance it runs in, None on a full GPU
+    mps: bool = False  # an MPS client: listed by the MPS call, its context held by the MPS server
 
     def activity(self, t: float) -> tuple[float, float]:
         sm = min(1.0, max(0.0, self.sm(t)))
@@ -55,14 +61,6 @@ class SimMigInstance:
     slices: int = 1
 
 
-@dataclass(frozen=True)
-class ProcessSample:
-    pid: int
-    time_stamp_us: int
-    sm_util: int  # percent of the sample period
-    mem_util: int
-
-
 @dataclass
 class SimGpu:
     """A physical GPU. `mig` is None when MIG is disabled, else one entry per MIG slot."""
@@ -78,8 +76,10 @@ class SimGpu:
     gpm_supported: bool = True
     process_utilization_supported: bool = True
     memory_temperature_supported: bool = True
-    memory_info_v2_supported: bool = True  # False: a pre-R510 driver
+    memory_temperature_type: int = 1  # the valueType of NVML_FI_DEV_MEMORY_TEMP (unsigned int)
     xid_events_supported: bool = True  # False: XidCriticalError missing from its event types
+    mps_server_pid: int | None = None  # the MPS control daemon's server, once a client runs
+    junk_every: int = 7  # every n-th non-empty process-utilization answer carries junk rows
     idle_watts: float = 70.0
     max_watts: float = 700.0
     sm_clock_max_mhz: int = 1980
@@ -92,12 +92,18 @@ class SimGpu:
     sample_period_s: float = 1.0
     buffer_s: float = 600.0  # how much history the driver keeps
     # Running state, advanced by `advance`.
-    samples: deque[ProcessSample] = field(default_factory=deque)
+    samples: SampleBuffer = field(default_factory=lambda: SampleBuffer(600.0))
+    utilization_answers: int = 0  # non-empty process-utilization answers so far (for the junk)
+    injected_rows: list[UtilizationRow] = field(default_factory=list)  # see inject_samples
     energy_mj: float = 0.0
     gpm: dict[int | None, list[float]] = field(default_factory=dict)  # gi -> [gr, tensor, dram]
     last_util: tuple[float, float] = (0.0, 0.0)  # (sm, mem) over the last period
     temperature_c: float = 32.0
     advanced_to: int | None = None  # the last period boundary integrated (period number)
+    sampled_to: int = 0  # the last period whose process samples are taken (one ahead)
+    _pending: dict[int, list[tuple[SimProcess, float, float]]] = field(
+        default_factory=dict, repr=False
+    )
 
     @property
     def mig_enabled(self) -> bool:
@@ -127,37 +133,59 @@ class SimGpu:
         return self.sm_clock_max_mhz if busy else self.sm_clock_idle_mhz
 
     def advance(self, now: float) -> None:
-        """Integrate every sample period that ended at or before `now`."""
+        """Integrate every sample period that ended at or before `now`. The processes' samples
+        of the period in progress are taken too: each becomes visible once its (staggered)
+        timestamp has passed, as a sample the driver recorded at that moment."""
         period = self.sample_period_s
         last_k = math.floor(now / period)
         if self.advanced_to is None:
-            self.advanced_to = last_k
-            return
+            self.samples.buffer_s = self.buffer_s
+            self.advanced_to = self.sampled_to = last_k - WARMUP_PERIODS
         first_k = self.advanced_to + 1
         max_periods = int(self.buffer_s / period)
         if last_k - first_k + 1 > max_periods:  # a long jump: integrate the gap coarsely
             skipped = last_k - max_periods - first_k + 1
-            self._integrate((first_k - 0.5) * period, skipped * period, None)
+            self._integrate(first_k, skipped * period, self._activity(first_k))
             first_k = last_k - max_periods + 1
-        for k in range(first_k, last_k + 1):
-            self._integrate((k - 0.5) * period, period, round(k * period * 1e6))
+            self.sampled_to = max(self.sampled_to, first_k - 1)
+        for k in range(first_k, last_k + 2):
+            activity = self._activity(k)
+            if k > self.sampled_to:
+                self._record_samples(k, activity)
+            if k <= last_k:
+                self._integrate(k, period, activity)
+                self._pending.pop(k, None)
+            else:
+                self._pending[k] = activity
         self.advanced_to = max(self.advanced_to, last_k)
-        horizon = int((now - self.buffer_s) * 1e6)
-        while self.samples and self.samples[0].time_stamp_us < horizon:
-            self.samples.popleft()
+        self.samples.expire(now)
 
-    def _integrate(self, mid: float, span: float, stamp_us: int | None) -> None:
+    def _activity(self, k: int) -> list[tuple[SimProcess, float, float]]:
+        """Every live process's (sm, mem) over period k, evaluated at its middle, once."""
+        cached = self._pending.get(k)
+        if cached is not None:
+            return cached
+        mid = (k - 0.5) * self.sample_period_s
+        return [(proc, *proc.activity(mid)) for proc in self.live_processes(mid)]
+
+    def _record_samples(self, k: int, activity: list[tuple[SimProcess, float, float]]) -> None:
+        self.sampled_to = k
+        if self.mig_enabled:  # NVML keeps no per-process samples under MIG
+            return
+        period_us = round(self.sample_period_s * 1e6)
+        boundary_us = k * period_us
+        for proc, sm, mem in activity:
+            self.samples.record(proc.pid, boundary_us, period_us, sm, mem)
+
+    def _integrate(
+        self, k: int, span: float, activity: list[tuple[SimProcess, float, float]]
+    ) -> None:
         by_instance: dict[int | None, list[float]] = {}
         total_sm = total_mem = 0.0
-        for proc in self.live_processes(mid):
-            sm, mem = proc.activity(mid)
+        for proc, sm, mem in activity:
             total_sm, total_mem = total_sm + sm, total_mem + mem
             acc = by_instance.setdefault(proc.gpu_instance_id, [0.0, 0.0])
             acc[0], acc[1] = acc[0] + sm, acc[1] + mem
-            if stamp_us is not None and not self.mig_enabled and (sm > 0 or mem > 0):
-                self.samples.append(
-                    ProcessSample(proc.pid, stamp_us, round(sm * 100), round(mem * 100))
-                )
         if self.mig is not None:  # instances share the GPU's slices
             total_sm, total_mem = total_sm / len(self.mig), total_mem / len(self.mig)
         self.last_util = (min(1.0, total_sm), min(1.0, total_mem))

@@ -207,6 +207,11 @@ class NVMLError_Unknown(NVMLError):
     _code = NVML_ERROR_UNKNOWN
 
 
+class NVMLLibraryMismatchError(Exception):
+    """pynvml's error for an unversioned call whose versioned symbol the driver lacks: not an
+    NVMLError, and without `.value` (pynvml.py, `throwOnVersionMismatch`)."""
+
+
 # Every subclass above, by its code (a class added above is mapped without a second list).
 _BY_CODE: dict[int, type[NVMLError]] = {
     c._code: c for c in NVMLError.__subclasses__() if c._code is not None

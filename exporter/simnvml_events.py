@@ -12,7 +12,11 @@ empty queue it raises Timeout at once, whatever the timeout (the clock is inject
 freed or foreign set raises InvalidArgument.
 
 `raise_xid(index, xid, gpu_instance_id=None)` is not an NVML call (not counted, no faults): it
-is the driver reporting an XID on GPU `index` (or on one of its MIG GPU instances).
+is the driver reporting an XID on GPU `index` (or on one of its MIG GPU instances). An
+unprivileged emulator does not deliver per-instance events (nvml.h, nvmlEventSetWait_v2: "In MIG
+mode, if device handle is provided, the API reports all the events for the available instances,
+only if the caller has appropriate privileges. In absence of required privileges, only the events
+which affect all the instances (i.e. whole device) are reported.").
 """
 
 from __future__ import annotations
@@ -126,6 +130,8 @@ class SimNvmlEventCalls(SimNvmlCalls):
             if inst is None:
                 raise ValueError(f"GPU {index} has no GPU instance {gpu_instance_id}")
             gi, ci = inst.gpu_instance_id, inst.compute_instance_id
+            if not self.privileged:
+                return 0
         delivered = 0
         for event_set in self.event_sets:
             if event_set.registered.get(index, 0) & nvmlEventTypeXidCriticalError:

@@ -4,6 +4,8 @@ NVML's GPM (Hopper and newer) works on pairs of samples: `nvmlGpmSampleGet` /
 `nvmlGpmMigSampleGet` snapshot a GPU's (or one GPU instance's) counters, and `nvmlGpmMetricsGet`
 turns two snapshots into rates over the time between them. The emulator's counters are the
 integrals of activity that `SimGpu.advance` accumulates; each metric sets its own `nvmlReturn`.
+GPM arrived with NVML 12.0 (R525, per the nvml.h history in NVIDIA/go-nvml): older drivers lack
+the functions (FunctionNotFound).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from exporter.simnvml_structs import (
     c_nvmlGpmSupport_t,
 )
 
+R525 = 525
 _GPM_COUNTER = {  # metric -> (counter index, scale)
     NVML_GPM_METRIC_GRAPHICS_UTIL: (0, 100.0),
     NVML_GPM_METRIC_SM_UTIL: (0, 100.0),
@@ -36,10 +39,12 @@ _GPM_COUNTER = {  # metric -> (counter index, scale)
 class SimNvmlGpmCalls(SimNvmlCalls):
     # -- GPM ----------------------------------------------------------------------------------
     def nvmlGpmQueryDeviceSupport(self, handle: Handle) -> c_nvmlGpmSupport_t:
+        self._requires(R525)
         gpu = self._full("nvmlGpmQueryDeviceSupport", handle)
         return c_nvmlGpmSupport_t(1, int(gpu.gpm_supported))
 
     def nvmlGpmSampleAlloc(self) -> c_nvmlGpmSample_t:
+        self._requires(R525)
         self.check("nvmlGpmSampleAlloc", None)
         return c_nvmlGpmSample_t()
 
@@ -64,6 +69,7 @@ class SimNvmlGpmCalls(SimNvmlCalls):
     def _gpm_fill(
         self, call: str, device: Handle, gi: int | None, sample: c_nvmlGpmSample_t
     ) -> c_nvmlGpmSample_t:
+        self._requires(R525)
         gpu = self._full(call, device)
         if not gpu.gpm_supported:
             raise NVMLError_NotSupported()
@@ -78,6 +84,7 @@ class SimNvmlGpmCalls(SimNvmlCalls):
         self,
         metricsGet: c_nvmlGpmMetricsGet_t,
     ) -> c_nvmlGpmMetricsGet_t:
+        self._requires(R525)
         self.check("nvmlGpmMetricsGet", None)
         s1, s2 = metricsGet.sample1, metricsGet.sample2
         if s1 is None or s2 is None or not (s1.filled and s2.filled):

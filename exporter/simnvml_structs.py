@@ -2,11 +2,14 @@
 
 Each class has the attribute names of the pynvml ctypes structure it stands for (byte strings
 where ctypes would give bytes, e.g. `nvmlPciInfo_t.busId`), so code that reads pynvml results
-reads these unchanged. Constants carry pynvml's values.
+reads these unchanged. Constants carry pynvml's values. `c_nvmlValue_t` is a real ctypes union
+with pynvml's members, so reading a member other than the one a field value's `valueType` names
+gives the same reinterpreted bytes it gives on a real driver.
 """
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass, field
 
 NVML_TEMPERATURE_GPU = 0
@@ -16,7 +19,15 @@ NVML_CLOCK_MEM = 2
 NVML_DEVICE_MIG_DISABLE = 0
 NVML_DEVICE_MIG_ENABLE = 1
 NVML_FI_DEV_MEMORY_TEMP = 82
+NVML_VALUE_TYPE_DOUBLE = 0
 NVML_VALUE_TYPE_UNSIGNED_INT = 1
+NVML_VALUE_TYPE_UNSIGNED_LONG = 2
+NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3
+NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4
+NVML_VALUE_TYPE_SIGNED_INT = 5
+NVML_VALUE_TYPE_UNSIGNED_SHORT = 6
+VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")  # by valueType
+nvmlTemperature_v1 = 0x100000C
 NVML_VALUE_NOT_AVAILABLE_uint = 0xFFFFFFFF
 nvmlMemory_v2 = 0x02000028
 NVML_GPM_METRIC_GRAPHICS_UTIL = 1
@@ -86,13 +97,23 @@ class c_nvmlProcessInfo_v3_t:
     computeInstanceId: int = NVML_VALUE_NOT_AVAILABLE_uint
 
 
-@dataclass
-class c_nvmlValue_t:
-    dVal: float = 0.0
-    uiVal: int = 0
-    ulVal: int = 0
-    ullVal: int = 0
-    sllVal: int = 0
+class c_nvmlValue_t(ctypes.Union):
+    _fields_ = [
+        ("dVal", ctypes.c_double),
+        ("uiVal", ctypes.c_uint),
+        ("ulVal", ctypes.c_ulong),
+        ("ullVal", ctypes.c_ulonglong),
+        ("sllVal", ctypes.c_longlong),
+        ("siVal", ctypes.c_int),
+        ("usVal", ctypes.c_ushort),
+    ]
+    dVal: float
+    uiVal: int
+    ulVal: int
+    ullVal: int
+    sllVal: int
+    siVal: int
+    usVal: int
 
 
 @dataclass

@@ -10,7 +10,9 @@ the simulator, the ground truth and the history backfill all read the same funct
 
 Workloads come either from `default_workloads` (deterministic names such as
 `team-a/train-resnet-0`) or from a YAML list (`load_workloads`) of
-`{namespace, pod, container, shape, gpus, shared, mig}`.
+`{namespace, pod, container, shape, gpus, shared, mig, demand, start, end}`: `shape: constant`
+wants `demand` (default 1.0) all the time, and `start` / `end` (Unix seconds) bound when any pod
+has a process at all, so that a check can script "one pod at 100%, then two at 45%".
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Shape(StrEnum):
     HPSEARCH = "hpsearch"
     NOTEBOOK = "notebook"
     DATALOADING = "dataloading"
+    CONSTANT = "constant"
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,10 @@ def _dataloading(_t: float, _seed: int) -> PodState:
     return IDLE_NO_PROCESS  # the GPU is allocated; only the CPU reads data
 
 
+def _constant(_t: float, _seed: int) -> PodState:
+    return PodState(1.0, True, 8 * GIB)  # a spec's `demand` replaces the 1.0
+
+
 _PIPELINE = (  # (seconds, phase)
     (600.0, _dataloading),
     (900.0, _preprocessing),
@@ -124,6 +131,7 @@ _SHAPES = {
     Shape.HPSEARCH: _hpsearch,
     Shape.NOTEBOOK: _notebook,
     Shape.DATALOADING: _dataloading,
+    Shape.CONSTANT: _constant,
 }
 
 
@@ -141,6 +149,19 @@ class WorkloadSpec:
     gpus: int = 1
     shared: bool = False  # on a time-sliced GPU (nvidia.com/gpu with replicas)
     mig: bool = False  # on a MIG instance (nvidia.com/mig-1g.10gb)
+    demand: float | None = None  # shape constant: the ratio of a GPU it wants
+    start: float | None = None  # Unix seconds: no process before
+    end: float | None = None  # Unix seconds: no process from then on
+
+
+def spec_state(spec: WorkloadSpec, t: float, seed: int) -> PodState:
+    """Pure: what the pod of `spec` does at t (its shape, its demand, its time window)."""
+    if (spec.start is not None and t < spec.start) or (spec.end is not None and t >= spec.end):
+        return IDLE_NO_PROCESS
+    state = shape_state(spec.shape, t, seed)
+    if spec.demand is not None and state.has_process:
+        return PodState(spec.demand, True, state.memory_bytes)
+    return state
 
 
 class WorkloadError(ValueError):
@@ -149,7 +170,39 @@ class WorkloadError(ValueError):
         self.errors = errors
 
 
-_FIELDS = {"namespace", "pod", "container", "shape", "gpus", "shared", "mig"}
+_FIELDS = {
+    "namespace",
+    "pod",
+    "container",
+    "shape",
+    "gpus",
+    "shared",
+    "mig",
+    "demand",
+    "start",
+    "end",
+}
+
+
+def _number(row: dict[str, Any], key: str, i: int, errors: list[str]) -> float | None:
+    value = row.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        errors.append(f"[{i}].{key}: must be a number")
+        return None
+    return float(value)
+
+
+def _timing(row: dict[str, Any], i: int, errors: list[str]) -> tuple[float | None, ...]:
+    demand, start, end = (_number(row, k, i, errors) for k in ("demand", "start", "end"))
+    if demand is not None and not 0.0 <= demand <= 1.0:
+        errors.append(f"[{i}].demand: must be between 0 and 1")
+    if demand is not None and row.get("shape") != Shape.CONSTANT.value:
+        errors.append(f"[{i}].demand: only for shape constant")
+    if start is not None and end is not None and start >= end:
+        errors.append(f"[{i}]: start must be before end")
+    return demand, start, end
 
 
 def _spec(i: int, row: Any, errors: list[str]) -> WorkloadSpec | None:
@@ -172,6 +225,7 @@ def _spec(i: int, row: Any, errors: list[str]) -> WorkloadSpec | None:
             errors.append(f"[{i}].{key}: must be true or false")
     if row.get("mig") and row.get("shared"):
         errors.append(f"[{i}]: a pod is either shared or on MIG, not both")
+    demand, start, end = _timing(row, i, errors)
     if len(errors) > before:
         return None
     return WorkloadSpec(
@@ -182,6 +236,9 @@ def _spec(i: int, row: Any, errors: list[str]) -> WorkloadSpec | None:
         gpus=gpus,
         shared=bool(row.get("shared", False)),
         mig=bool(row.get("mig", False)),
+        demand=demand,
+        start=start,
+        end=end,
     )
 
 

@@ -4,7 +4,10 @@
 from, waits until it serves every family that collector read, and scrapes it twice.
 `label_problems` then requires, for every (family, device) the collector read, exactly one served
 series with the device's identity labels and exactly the label names `gpu_contract` gives the
-family. `check_smi` compares `nvidia-smi --query-gpu` with the collector's last readings.
+family. `check_smi` compares `nvidia-smi --query-gpu` with the collector's readings of the same
+moment: UUIDs exactly, memory total and used within 1% of the total, power within 10% (15 W at
+least), temperature within 3 C, SM and memory clocks within 10%; a field nvidia-smi gives as
+[N/A] is not compared.
 """
 
 from __future__ import annotations
@@ -19,26 +22,31 @@ import time
 import urllib.error
 import urllib.request
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpu_check_env import Check
+
 from exporter.model import DeviceReading
-from exporter.nvml_readings import FB_FREE, FB_RESERVED, FB_USED
+from exporter.nvml_readings import FB_FREE, FB_RESERVED, FB_USED, family
 from gpu_contract import BY_NAME, promtool_problems
 
 REPO = Path(__file__).resolve().parent.parent
 NODE = "gpu-check"  # the Hostname label both exporters are given
-SMI_QUERY = "index,uuid,utilization.gpu,memory.used,memory.total"
+SMI_QUERY = (
+    "index,uuid,utilization.gpu,memory.used,memory.total,"
+    "power.draw,temperature.gpu,clocks.sm,clocks.mem"
+)
+SMI_FIELDS = len(SMI_QUERY.split(","))
+# nvidia-smi column -> (exporter family, absolute tolerance, relative tolerance)
+SENSORS = {
+    5: (family("DCGM_FI_DEV_POWER_USAGE"), 15.0, 0.10),
+    6: (family("DCGM_FI_DEV_GPU_TEMP"), 3.0, 0.0),
+    7: (family("DCGM_FI_DEV_SM_CLOCK"), 0.0, 0.10),
+    8: (family("DCGM_FI_DEV_MEM_CLOCK"), 0.0, 0.10),
+}
 _SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(?:\{(.*)\})? \S+$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool | None  # None: skipped (nothing to check against here)
-    detail: str
 
 
 def memory_total_mib(d: DeviceReading) -> float | None:
@@ -182,20 +190,42 @@ def check_smi(smi: str | None, devices: tuple[DeviceReading, ...]) -> tuple[Chec
 
 
 def smi_problems(rows: list[str], ours: dict[str, DeviceReading]) -> list[str]:
-    """UUIDs must match exactly; memory total and used within 1% of nvidia-smi's total."""
+    """UUIDs must match exactly; memory total and used within 1% of nvidia-smi's total; power,
+    temperature and clocks within their tolerances (`SENSORS`)."""
     fields = [[x.strip() for x in r.split(",")] for r in rows]
-    theirs = {f[1]: f for f in fields if len(f) == 5}
-    problems = [f"unreadable row {r!r}" for r, f in zip(rows, fields, strict=True) if len(f) != 5]
+    theirs = {f[1]: f for f in fields if len(f) == SMI_FIELDS}
+    problems = [
+        f"unreadable row {r!r}" for r, f in zip(rows, fields, strict=True) if len(f) != SMI_FIELDS
+    ]
     if set(ours) != set(theirs):
         problems.append(f"UUIDs {sorted(ours)} != {sorted(theirs)}")
     for uuid in sorted(set(ours) & set(theirs)):
+        problems += _memory_problems(uuid, theirs[uuid], ours[uuid])
+        problems += _sensor_problems(uuid, theirs[uuid], ours[uuid])
+    return problems
+
+
+def _memory_problems(uuid: str, row: list[str], mine: DeviceReading) -> list[str]:
+    try:
+        total, used = float(row[4]), float(row[3])
+    except ValueError:
+        return [f"{uuid}: unreadable memory {row[3:5]}"]
+    problems = []
+    ours = (memory_total_mib(mine), mine.values.get(FB_USED))
+    for what, a, b in (("total", ours[0], total), ("used", ours[1], used)):
+        if a is None or abs(a - b) > 0.01 * total:
+            problems.append(f"{uuid} memory {what}: exporter {a} MiB, nvidia-smi {b} MiB")
+    return problems
+
+
+def _sensor_problems(uuid: str, row: list[str], mine: DeviceReading) -> list[str]:
+    problems = []
+    for column, (fam, absolute, relative) in SENSORS.items():
         try:
-            total, used = float(theirs[uuid][4]), float(theirs[uuid][3])
-        except ValueError:
-            problems.append(f"{uuid}: unreadable memory {theirs[uuid][3:]}")
+            theirs = float(row[column])
+        except ValueError:  # [N/A], [Not Supported]: nothing to compare
             continue
-        mine = (memory_total_mib(ours[uuid]), ours[uuid].values.get(FB_USED))
-        for what, a, b in (("total", mine[0], total), ("used", mine[1], used)):
-            if a is None or abs(a - b) > 0.01 * total:
-                problems.append(f"{uuid} memory {what}: exporter {a} MiB, nvidia-smi {b} MiB")
+        ours = mine.values.get(fam)
+        if ours is None or abs(ours - theirs) > max(absolute, relative * abs(theirs)):
+            problems.append(f"{uuid} {fam}: exporter {ours}, nvidia-smi {theirs}")
     return problems

@@ -90,9 +90,13 @@ class Clock:
 class EmulatedNode:
     """Emulated GPUs read through the real `NvmlSource`, on a clock that moves only on `sweep`."""
 
-    def __init__(self, gpus: list[SimGpu]) -> None:
+    def __init__(
+        self, gpus: list[SimGpu], *, driver: str = DRIVER, privileged: bool = True
+    ) -> None:
         self.now = 10_000.0
-        self.lib = SimNvml(gpus, clock=lambda: self.now)
+        self.lib = SimNvml(
+            gpus, clock=lambda: self.now, driver_version=driver, privileged=privileged
+        )
         self.source = NvmlSource(self.lib, clock=lambda: self.now)
 
     def sweep(self, seconds: float = 10.0) -> DeviceSweep:

@@ -90,6 +90,44 @@ def test_time_sliced_pods_never_exceed_their_gpu(sim: tuple[Collector, SimNode, 
             assert total <= device.values["DCGM_FI_DEV_GPU_UTIL"] / 100 + 1e-9
 
 
+BUSY_AND_HALVES = """
+- {namespace: ml, pod: busy, shape: constant, demand: 1.0}
+- {namespace: ml, pod: half-a, shape: constant, demand: 0.45, shared: true}
+- {namespace: ml, pod: half-b, shape: constant, demand: 0.45, shared: true}
+"""
+
+
+def test_a_pod_at_100_and_two_pods_at_45_read_as_such_over_15_s_intervals(
+    tmp_path: Path,
+) -> None:
+    """The issue's reproduction, through the NVML source on the emulator answering as real
+    NVML does: before, 0.067 and 0.017 (one sample per process read as one period's worth)."""
+    (tmp_path / "w.yaml").write_text(BUSY_AND_HALVES)
+    clock = Clock(T0)
+    parts, _ = build_sim_backend(
+        gpus=2,
+        mig=0,
+        pods=0,
+        seed=5,
+        workloads_file=tmp_path / "w.yaml",
+        fixture_dir=tmp_path / "fx",
+        node_name="sim-node",
+        clock=clock,
+    )
+    collector = fixture_collector(parts, clock)
+    collector.collect_once()
+    for _ in range(4):
+        clock.now += 15.0
+        snapshot = collector.collect_once().snapshot
+        got = {u.ref.pod: (u.utilization, u.device.index) for u in snapshot.pods}
+        assert got["busy"][0] >= 0.85
+        assert got["half-a"][0] == pytest.approx(0.45, abs=0.02)
+        assert got["half-b"][0] == pytest.approx(0.45, abs=0.02)
+        assert got["half-a"][1] == got["half-b"][1] != got["busy"][1]  # one GPU, time-sliced
+        text = collector.published.exposition.body.decode() if collector.published else ""
+        assert 'gpu_pod_utilization_ratio{namespace="ml",pod="busy"' in text
+
+
 @pytest.mark.prometheus
 def test_promtool_on_the_sim_backend(sim: tuple[Collector, SimNode, Clock]) -> None:
     collector, _, clock = sim

@@ -97,6 +97,7 @@ def test_a_cycle_attributes_time_sliced_pods_and_idle_holders(
         [("gpu=0", "pod=one"), ("gpu=0", "pod=two"), ("gpu=0", "pod=idle")], 1.0
     )
     assert samples(collector, "gpu_exporter_collector_success") == {
+        ("collector=cycle",): 1.0,
         ("collector=kubernetes",): 1.0,
         ("collector=podresources",): 1.0,
         ("collector=proc",): 1.0,
@@ -129,7 +130,8 @@ def test_no_kubelet_socket_means_device_metrics_a_warning_and_a_self_metric(
         for _ in range(3):
             collector.collect_once()
     assert samples(collector, "gpu_exporter_collector_success") == {
-        ("collector=podresources",): 0.0
+        ("collector=cycle",): 1.0,
+        ("collector=podresources",): 0.0,
     }
     assert samples(collector, "gpu_exporter_errors_total") == {("call=podresources_list",): 3.0}
     assert samples(collector, "gpu_pod_utilization_ratio") == {}
@@ -147,7 +149,10 @@ def test_sweep_errors_and_collector_failures_accumulate() -> None:
     assert samples(collector, "gpu_exporter_errors_total") == {
         ("call=nvmlDeviceGetTemperature",): 2.0
     }
-    assert samples(collector, "gpu_exporter_collector_success") == {("collector=temperature",): 0.0}
+    assert samples(collector, "gpu_exporter_collector_success") == {
+        ("collector=cycle",): 1.0,
+        ("collector=temperature",): 0.0,
+    }
 
 
 async def test_the_loop_survives_failing_cycles_and_stops_when_asked() -> None:

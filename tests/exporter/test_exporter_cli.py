@@ -87,6 +87,38 @@ def test_parse_listen_address(text: str, expected: tuple[str | None, int]) -> No
             "cannot start the sim backend: no free device",
             id="sim-pods-do-not-fit",
         ),
+        pytest.param(
+            ["--backend", "sim", "--sim.fault", "nvmlDeviceGetPowerUsage"],
+            "--sim.fault=nvmlDeviceGetPowerUsage: expected CALL:GPU",
+            id="fault-without-gpu",
+        ),
+        pytest.param(
+            ["--backend", "sim", "--sim.fault", "GetPowerUsage:0"],
+            "neither a pynvml function name",
+            id="fault-not-a-pynvml-name",
+        ),
+        pytest.param(
+            ["--backend", "sim", "--sim.gpus", "2", "--sim.fault", "lost:5"],
+            "GPU 5 does not exist (--sim.gpus is 2)",
+            id="fault-on-a-missing-gpu",
+        ),
+        pytest.param(
+            ["--backend", "sim", "--sim.fault", "lost:x"],
+            "GPU 'x' is not a GPU index",
+            id="fault-gpu-not-a-number",
+        ),
+        pytest.param(["--sim.fault", "lost:0"], "only used with --backend=sim", id="fault-nvml"),
+        pytest.param(
+            ["--backend", "sim", "--sim.fault", "nvmlDeviceGetWarpDrive:0"],
+            "cannot start the sim backend: --sim.fault nvmlDeviceGetWarpDrive: the NVML "
+            "emulator has no such function",
+            id="fault-unknown-function",
+        ),
+        pytest.param(
+            ["--backend", "sim", "--sim.fault", "nvmlDeviceGetPowerUsage:0:Oops"],
+            "--sim.fault Oops: not an NVML error",
+            id="fault-unknown-error",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(

@@ -15,14 +15,17 @@ from exporter.simnvml_device import SimGpu, SimProcess, h100
 from gpu_contract import BY_NAME, DEVICE_METRICS
 
 GIB = 1 << 30
-# Every NVML error the driver can return, except the two with their own meaning.
+# NotSupported, FunctionNotFound (an older driver) and NoPermission disable a call on a device.
+DISABLING = [("NOT_SUPPORTED", 3), ("FUNCTION_NOT_FOUND", 13), ("NO_PERMISSION", 4)]
+# NVML's state is gone: the sweep ends and NVML is initialized again.
+RESTARTING = [("UNINITIALIZED", 1), ("DRIVER_NOT_LOADED", 9), ("LIB_RM_VERSION_MISMATCH", 18)]
+# Every other NVML error the driver can return fails the call's collector on that device.
 FAILURE_CODES = sorted(
     (name, code)
     for name, code in vars(simnvml).items()
-    if name.startswith("NVML_ERROR_") and code not in (3, 6, 13)
+    if name.startswith("NVML_ERROR_")
+    and code not in {c for _, c in DISABLING + RESTARTING} | {0, 6}
 )
-# NotSupported, and FunctionNotFound (an older driver), disable a call for good.
-DISABLING = [("NOT_SUPPORTED", 3), ("FUNCTION_NOT_FOUND", 13)]
 # (call, collector, family it feeds) for each per-device reading.
 DEVICE_CALLS = [
     ("nvmlDeviceGetMemoryInfo", Collector.MEMORY, "DCGM_FI_DEV_FB_USED"),
@@ -108,15 +111,13 @@ def test_not_supported_disables_the_call_without_failing(
 
 
 def test_memory_falls_back_to_v1_on_older_drivers() -> None:
-    gpus = _busy_gpus(1)
-    gpus[0].memory_info_v2_supported = False
-    node = EmulatedNode(gpus)
+    node = EmulatedNode(_busy_gpus(1), driver="470.256.02")  # before R510: no _v2 symbol
     sweeps = [node.sweep() for _ in range(3)]
     (dev,) = sweeps[-1].devices
     assert all(all(s.collector_success.values()) and not s.errors for s in sweeps)
     assert dev.values["DCGM_FI_DEV_FB_USED"] == 1024.0 + 527.0  # v1 `used` includes reserved
     assert "DCGM_FI_DEV_FB_RESERVED" not in dev.values
-    assert node.lib.calls["nvmlDeviceGetMemoryInfo"] == 1 + 3  # v2 tried once, then v1 only
+    assert node.lib.calls["nvmlDeviceGetMemoryInfo"] == 3  # v1 only: v2 was never found
 
 
 def test_close_frees_gpm_samples_and_shuts_down() -> None:

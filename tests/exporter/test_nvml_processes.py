@@ -1,130 +1,226 @@
-"""Per-process utilization is a time average over the collect interval, not a point sample."""
+"""Per-process utilization through the real NVML source against the emulator answering as real
+NVML does: one averaged row per busy process, staggered timestamps, stale PIDs and junk rows."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from exporter import simnvml
 from exporter.nvml import NvmlSource
-from exporter.process_activity import Average, Sample, average_by_pid, estimate_period_us
-from exporter.simnvml_device import SimProcess, h100
+from exporter.process_activity import FUTURE_SLACK_US, Average, Row, accept, next_last_seen
+from exporter.simnvml_device import SimGpu, SimProcess, h100
+from exporter.simnvml_sampling import UtilizationRow
+
+T0 = 1_700_000_000.0
+INTERVAL = 15.0  # the collect interval of the issue's reproduction
+S = 1_000_000  # µs per second
+
+
+class Node:
+    """Emulated GPUs read through the real `NvmlSource` on a clock moved by `sweep`."""
+
+    def __init__(self, gpus: list[SimGpu], driver: str = "550.54.15") -> None:
+        self.now = T0
+        self.lib = simnvml.SimNvml(gpus, clock=lambda: self.now, driver_version=driver)
+        self.source = NvmlSource(self.lib, clock=lambda: self.now)
+
+    def sweep(self, seconds: float = INTERVAL) -> dict[int, float]:
+        """{pid: SM activity} of GPU 0 after `seconds`."""
+        self.now += seconds
+        sweep = self.source.read()
+        assert sweep.devices[0].processes is not None
+        return {p.pid: p.sm_util for p in sweep.devices[0].processes}
+
+
+def gpu_with(*procs: SimProcess) -> SimGpu:
+    gpu = h100(0)
+    gpu.processes.extend(procs)
+    return gpu
+
+
+def steady(pid: int, sm: float) -> SimProcess:
+    return SimProcess(pid, sm=lambda t: sm, memory_bytes=lambda t: 1 << 30)
 
 
 @pytest.mark.parametrize(
-    ("stamps", "previous", "expected"),
+    ("activity", "expected"),
     [
-        ([], 1_000_000, 1_000_000),
-        ([5_000_000], 1_000_000, 1_000_000),
-        ([1_000_000, 1_000_000, 3_000_000], 1_000_000, 1_000_000),
-        ([1_000_000, 1_500_000, 3_000_000], 1_000_000, 500_000),
-        ([10_000_000, 4_000_000], 9_000_000, 6_000_000),
+        pytest.param({11: 1.0}, {11: 1.0}, id="one-process-at-100"),
+        pytest.param({11: 0.45, 12: 0.45}, {11: 0.45, 12: 0.45}, id="two-time-slicing-at-45"),
+        pytest.param({11: 0.7, 12: 0.0}, {11: 0.7, 12: 0.0}, id="busy-beside-idle"),
+        pytest.param({11: 0.0}, {11: 0.0}, id="idle-notfound"),
     ],
-    ids=["none", "one", "duplicates", "half-second", "shrinks-only"],
 )
-def test_estimate_period(stamps: list[int], previous: int, expected: int) -> None:
-    assert estimate_period_us(stamps, previous) == expected
-
-
-@pytest.mark.parametrize(
-    ("samples", "interval", "period", "expected"),
-    [
-        ([], 10.0, 1.0, {}),
-        ([Sample(1, 1, 100, 50)] * 3, 10.0, 1.0, {1: Average(0.3, 0.15)}),
-        (
-            [Sample(1, 1, 100, 0), Sample(2, 1, 40, 0)],
-            2.0,
-            1.0,
-            {1: Average(0.5, 0.0), 2: Average(0.2, 0.0)},
-        ),
-        ([Sample(1, 1, 100, 100)] * 30, 10.0, 1.0, {1: Average(1.0, 1.0)}),
-    ],
-    ids=["no-samples", "duty-30", "two-pids", "clamped"],
-)
-def test_average_by_pid(
-    samples: list[Sample], interval: float, period: float, expected: dict[int, Average]
+def test_each_process_reads_its_average_over_the_interval(
+    activity: dict[int, float], expected: dict[int, float]
 ) -> None:
-    got = average_by_pid(samples, interval, period)
-    assert got.keys() == expected.keys()
-    for pid, avg in expected.items():
-        assert got[pid].sm == pytest.approx(avg.sm) and got[pid].mem == pytest.approx(avg.mem)
+    node = Node([gpu_with(*(steady(pid, sm) for pid, sm in activity.items()))])
+    readings = [node.sweep() for _ in range(6)]
+    for got in readings:
+        assert got == {pid: pytest.approx(v, abs=0.011) for pid, v in expected.items()}
+    if 11 in expected and expected[11] == 1.0:
+        assert all(r[11] >= 0.85 for r in readings)  # the issue's bar
 
 
-@settings(max_examples=40, deadline=None)
-@given(
-    cycle_periods=st.sampled_from([4, 10, 20]),
-    on_periods=st.integers(min_value=2, max_value=20),
-    period=st.sampled_from([0.5, 1.0]),
-    cycles_per_read=st.integers(min_value=1, max_value=3),
-    default_period=st.sampled_from([1.0, 2.0]),
-)
-def test_duty_cycle_time_average(
-    cycle_periods: int, on_periods: int, period: float, cycles_per_read: int, default_period: float
-) -> None:
-    """A process busy for `on` of every `cycle` sample periods reads as on/cycle, every time.
-
-    `on` >= 2: two adjacent samples reveal the driver's period to the source (see below)."""
-    on = min(on_periods, cycle_periods)
-    cycle = cycle_periods * period
-    gpu = h100(0)
-    gpu.sample_period_s = period
-    gpu.processes.append(SimProcess(42, sm=lambda t: 1.0 if (t % cycle) < on * period else 0.0))
-    now = [1_000_000.0]
-    lib = simnvml.SimNvml([gpu], clock=lambda: now[0])
-    source = NvmlSource(lib, clock=lambda: now[0], default_period_s=default_period)
-    readings = []
-    for _ in range(4):
-        now[0] += cycle * cycles_per_read
-        (dev,) = source.read().devices
-        readings.append(dev.processes[0].sm_util if dev.processes else 0.0)
-    # The first interval may over-estimate until two adjacent samples reveal the period.
-    assert readings[1:] == [pytest.approx(on / cycle_periods, abs=1e-9)] * 3
+def test_a_duty_cycle_reads_as_its_time_average() -> None:
+    """Busy the first 5 s of every 15 s: one third, whatever the phase of the reads."""
+    node = Node([gpu_with(SimProcess(11, sm=lambda t: 1.0 if (t % 15.0) < 5.0 else 0.0))])
+    node.sweep(7.0)
+    for _ in range(5):
+        assert node.sweep()[11] == pytest.approx(1 / 3, abs=1 / 15 + 0.01)
 
 
-def test_a_process_that_exits_mid_interval_keeps_its_share() -> None:
-    gpu = h100(0)
-    gpu.processes.append(SimProcess(1, sm=lambda t: 1.0, alive=lambda t: t < 1_000_005))
-    now = [1_000_000.0]
-    lib = simnvml.SimNvml([gpu], clock=lambda: now[0])
-    source = NvmlSource(lib, clock=lambda: now[0])
-    now[0] += 10
-    (dev,) = source.read().devices
-    (proc,) = dev.processes
-    assert proc.sm_util == pytest.approx(0.5) and proc.memory_bytes is None
+def test_a_burst_after_a_long_idle_spell_is_not_diluted() -> None:
+    """Idle for 10 minutes, then busy: the first busy interval reads busy, not 15/615."""
+    start = T0 + 600.0
+    node = Node([gpu_with(SimProcess(11, sm=lambda t: 1.0 if t >= start else 0.0))])
+    for _ in range(40):
+        assert node.sweep()[11] == 0.0
+    assert node.sweep()[11] >= 0.85
 
 
-def test_process_utilization_not_supported_reports_unknown_not_zero() -> None:
-    gpu = h100(0)
-    gpu.process_utilization_supported = False
-    gpu.processes.append(SimProcess(1, sm=lambda t: 1.0, memory_bytes=lambda t: 5))
-    now = [1_000_000.0]
-    source = NvmlSource(simnvml.SimNvml([gpu], clock=lambda: now[0]), clock=lambda: now[0])
-    now[0] += 10
-    sweep = source.read()
-    (proc,) = sweep.devices[0].processes
-    assert proc.sm_util != proc.sm_util  # NaN: the driver cannot say
-    assert proc.memory_bytes == 5 and all(sweep.collector_success.values())
-
-
-@pytest.mark.parametrize(
-    ("default_period", "expected"),
-    [(0.5, 0.25), (1.0, 0.5)],
-    ids=["default-matches-driver", "default-too-long-overestimates"],
-)
-def test_isolated_samples_need_the_right_default_period(
-    default_period: float, expected: float
-) -> None:
-    """Known limit: samples never adjacent (busy 1 period in 4) cannot reveal the period."""
-    gpu = h100(0)
-    gpu.sample_period_s = 0.5
-    gpu.processes.append(SimProcess(42, sm=lambda t: 1.0 if (t % 2.0) < 0.5 else 0.0))
-    now = [1_000_000.0]
-    source = NvmlSource(
-        simnvml.SimNvml([gpu], clock=lambda: now[0]),
-        clock=lambda: now[0],
-        default_period_s=default_period,
+def test_a_process_that_exited_is_dropped_not_summed() -> None:
+    """NVML keeps rows for exited PIDs (nvtop#110); only running processes count."""
+    node = Node(
+        [gpu_with(steady(11, 0.5), SimProcess(12, sm=lambda t: 1.0, alive=lambda t: t < T0 + 20))]
     )
-    now[0] += 20
-    (dev,) = source.read().devices
-    assert dev.processes[0].sm_util == pytest.approx(expected)
+    node.sweep()
+    assert node.sweep() == {11: pytest.approx(0.5, abs=0.011)}
+
+
+def test_junk_rows_are_dropped_and_a_future_timestamp_cannot_freeze_the_readings() -> None:
+    gpu = gpu_with(steady(11, 0.6), steady(12, 0.3), steady(13, 0.0))
+    node = Node([gpu])
+    node.sweep()
+    future = int((node.now + 86_400) * S)
+    node.lib.inject_samples(
+        0,
+        [
+            UtilizationRow(11, future, 50, 10),  # a running PID stamped tomorrow
+            UtilizationRow(12, int(node.now * S), 37_100, 50_583),  # impossible percentages
+            UtilizationRow(13, int(node.now * S), 2_147_483_632, 0),  # DCGM#83's value
+            UtilizationRow(0, 0, 0, 0),  # padding
+        ],
+    )
+    got = node.sweep()
+    assert got[11] == pytest.approx(0.6, abs=0.011)  # its good row wins over the junk one
+    assert got[12] == pytest.approx(0.3, abs=0.011)
+    assert math.isnan(got[13])  # only junk for it: unknown this cycle, not idle
+    for _ in range(3):  # lastSeenTimeStamp never took tomorrow's timestamp
+        assert node.sweep() == {
+            11: pytest.approx(0.6, abs=0.011),
+            12: pytest.approx(0.3, abs=0.011),
+            13: 0.0,
+        }
+
+
+def test_the_emulators_own_junk_never_shows() -> None:
+    gpu = gpu_with(steady(11, 0.8))
+    gpu.junk_every = 2
+    node = Node([gpu])
+    assert [round(node.sweep(1.0)[11], 2) for _ in range(12)] == [0.8] * 12
+
+
+def test_utilization_not_supported_is_unknown_not_zero() -> None:
+    gpu = gpu_with(steady(11, 1.0))
+    gpu.process_utilization_supported = False
+    node = Node([gpu])
+    sweep = (node.sweep(), node.source.read())[1]
+    (proc,) = sweep.devices[0].processes or ()
+    assert math.isnan(proc.sm_util) and proc.memory_bytes == 1 << 30
+    assert all(sweep.collector_success.values()) and not sweep.errors
+
+
+def test_no_rows_reported_as_success_is_idle_not_a_failure() -> None:
+    """pynvml raises NVMLError(NVML_SUCCESS) if the driver's sizing call finds nothing."""
+    node = Node([gpu_with(steady(11, 0.9))])
+    node.sweep()
+    node.lib.inject("nvmlDeviceGetProcessUtilization", simnvml.NVML_SUCCESS, times=1)
+    node.now += INTERVAL
+    sweep = node.source.read()
+    assert [p.sm_util for p in sweep.devices[0].processes or ()] == [0.0]
+    assert not sweep.errors and all(sweep.collector_success.values())
+
+
+def test_mps_clients_are_listed_with_their_own_activity() -> None:
+    gpu = gpu_with(
+        SimProcess(21, sm=lambda t: 0.3, memory_bytes=lambda t: 2 << 30, mps=True),
+        SimProcess(22, sm=lambda t: 0.5, memory_bytes=lambda t: 3 << 30, mps=True),
+    )
+    gpu.mps_server_pid = 20
+    node = Node([gpu])
+    node.sweep()
+    node.now += INTERVAL
+    (dev,) = node.source.read().devices
+    by_pid = {p.pid: p for p in dev.processes or ()}
+    assert set(by_pid) == {20, 21, 22}  # the server and both clients
+    assert by_pid[21].sm_util == pytest.approx(0.3, abs=0.011)
+    assert by_pid[22].sm_util == pytest.approx(0.5, abs=0.011)
+    assert (by_pid[21].memory_bytes, by_pid[22].memory_bytes) == (2 << 30, 3 << 30)
+    assert by_pid[20].sm_util == 0.0
+
+
+@pytest.mark.parametrize("driver", ["470.256.02", "535.183.01", "570.86.15"])
+def test_drivers_before_r510_fall_back_to_v2_listings(driver: str) -> None:
+    node = Node([gpu_with(steady(11, 0.5))], driver=driver)
+    node.sweep()
+    node.now += INTERVAL
+    sweep = node.source.read()
+    (proc,) = sweep.devices[0].processes or ()
+    assert (proc.pid, proc.memory_bytes) == (11, 1 << 30)
+    assert proc.sm_util == pytest.approx(0.5, abs=0.011)
+    assert not sweep.errors and all(sweep.collector_success.values())
+    v2 = node.lib.calls.get("nvmlDeviceGetComputeRunningProcesses_v2", 0)
+    assert (v2 > 0) == driver.startswith("470")
+
+
+NOW = 100 * S
+LAST = 80 * S
+ROWS_CASES = [
+    pytest.param([Row(1, 99 * S, 40, 10)], {1}, {1: Average(0.4, 0.1)}, set(), 99 * S, id="one"),
+    pytest.param([Row(9, 99 * S, 40, 10)], {1}, {}, set(), None, id="not-running"),
+    pytest.param([Row(0, 0, 0, 0)], {1}, {}, set(), None, id="padding"),
+    pytest.param([Row(1, 99 * S, 101, 0)], {1}, {}, {1}, None, id="over-100"),
+    pytest.param([Row(1, 99 * S, 0, 3000)], {1}, {}, {1}, None, id="mem-over-100"),
+    pytest.param([Row(1, NOW + FUTURE_SLACK_US + 1, 10, 0)], {1}, {}, {1}, None, id="future"),
+    pytest.param(
+        [Row(1, NOW + 10, 10, 0)], {1}, {1: Average(0.1, 0.0)}, set(), NOW + 10, id="slack"
+    ),
+    pytest.param([Row(1, LAST, 10, 0)], {1}, {}, set(), None, id="stale"),
+    pytest.param(
+        [Row(1, 90 * S, 10, 0), Row(1, 95 * S, 20, 0), Row(1, 99 * S, 999, 0)],
+        {1},
+        {1: Average(0.2, 0.0)},
+        set(),
+        95 * S,
+        id="newest-good-row-wins",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rows", "running", "by_pid", "unknown", "newest"), ROWS_CASES)
+def test_accept(
+    rows: list[Row],
+    running: set[int],
+    by_pid: dict[int, Average],
+    unknown: set[int],
+    newest: int | None,
+) -> None:
+    got = accept(rows, running, LAST, NOW)
+    assert dict(got.by_pid) == by_pid
+    assert got.unknown == unknown and got.newest_us == newest
+
+
+@pytest.mark.parametrize(
+    ("last", "newest", "expected"),
+    [
+        pytest.param(LAST, 99 * S, NOW, id="the-read-time"),
+        pytest.param(LAST, None, NOW, id="idle-the-read-time"),
+        pytest.param(LAST, NOW + 10, NOW + 10, id="a-newer-accepted-row"),
+        pytest.param(NOW + 5, None, NOW + 5, id="never-goes-back"),
+    ],
+)
+def test_next_last_seen(last: int, newest: int | None, expected: int) -> None:
+    assert next_last_seen(last, newest, NOW) == expected

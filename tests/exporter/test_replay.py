@@ -62,7 +62,7 @@ def test_replayed_pods_follow_their_trace(duty_cycle: Path, tmp_path: Path) -> N
         for dev in sweep.devices:
             for proc in dev.processes:
                 spec = pid_to_pod[proc.pid]
-                assert proc.sm_util == pytest.approx(truth[(spec.namespace, spec.pod)], abs=0.006)
+                assert proc.sm_util == pytest.approx(truth[(spec.namespace, spec.pod)], abs=0.011)
         # And the truth is the trace itself: mean of the percent values in that trace window.
         for (ns, pod), ip in node.trace_ids.items():
             rows = frame[frame["container_ip"] == ip].set_index("timestamp_anon")["value"]

@@ -62,21 +62,46 @@ def test_calls_before_init_raise_uninitialized(clock: list[float]) -> None:
         lib.nvmlDeviceGetHandleByIndex(0)
 
 
-def test_process_utilization_returns_only_newer_samples(clock: list[float]) -> None:
+def test_process_utilization_answers_one_averaged_row_per_busy_process(
+    clock: list[float],
+) -> None:
+    """nvml.h: one structure per process; go-nvml#51 / nvtop#110: per-process timestamps."""
     gpu = h100(0)
+    gpu.junk_every = 0
     gpu.processes.append(SimProcess(7, sm=lambda t: 0.5, memory_bytes=lambda t: 1 << 30))
+    gpu.processes.append(SimProcess(8, sm=lambda t: 1.0 if t % 10 < 3 else 0.0))
+    gpu.processes.append(SimProcess(9, sm=lambda t: 0.0))
+    lib = _lib(clock, [gpu])
+    handle = lib.nvmlDeviceGetHandleByIndex(0)
+    since = int(clock[0] * 1e6)
+    clock[0] += 10
+    rows = {s.pid: s for s in lib.nvmlDeviceGetProcessUtilization(handle, since)}
+    assert set(rows) == {7, 8}  # 9 was idle: no row
+    assert (rows[7].smUtil, rows[8].smUtil) == (50, 30)  # averages over the 10 s, in percent
+    assert rows[7].timeStamp != rows[8].timeStamp  # sampled on their own phases
+    now = int(clock[0] * 1e6)
+    assert all(now - 1_000_000 < r.timeStamp <= now for r in rows.values())
+    with pytest.raises(simnvml.NVMLError_NotFound):
+        lib.nvmlDeviceGetProcessUtilization(handle, now)
+    clock[0] += 3
+    newer = {r.pid: r for r in lib.nvmlDeviceGetProcessUtilization(handle, now)}
+    assert {pid: r.smUtil for pid, r in newer.items()} == {7: 50, 8: 100}
+    assert all(r.timeStamp > now for r in newer.values())
+
+
+def test_exited_processes_keep_rows_and_junk_comes_every_nth_answer(clock: list[float]) -> None:
+    gpu = h100(0)
+    gpu.junk_every = 2
+    gpu.processes.append(SimProcess(7, sm=lambda t: 0.5, alive=lambda t: t < 1_005))
     lib = _lib(clock, [gpu])
     handle = lib.nvmlDeviceGetHandleByIndex(0)
     clock[0] += 10
-    samples = lib.nvmlDeviceGetProcessUtilization(handle, 0)
-    assert [s.smUtil for s in samples] == [50] * 10
-    last = max(s.timeStamp for s in samples)
-    with pytest.raises(simnvml.NVMLError_NotFound):
-        lib.nvmlDeviceGetProcessUtilization(handle, last)
-    clock[0] += 3
-    newer = lib.nvmlDeviceGetProcessUtilization(handle, last)
-    assert len(newer) == 3
-    assert all(s.timeStamp > last and s.pid == 7 for s in newer)
+    assert lib.nvmlDeviceGetComputeRunningProcesses(handle) == []
+    first = lib.nvmlDeviceGetProcessUtilization(handle, 0)
+    assert [r.pid for r in first] == [7]  # exited, still in the driver's buffer
+    second = lib.nvmlDeviceGetProcessUtilization(handle, 0)
+    junk = [r for r in second if r.pid != 7]
+    assert {r.pid for r in junk} >= {0} and any(r.smUtil > 100 for r in junk)
 
 
 def test_idle_process_emits_no_samples(clock: list[float]) -> None:
@@ -90,6 +115,79 @@ def test_idle_process_emits_no_samples(clock: list[float]) -> None:
     (proc,) = lib.nvmlDeviceGetComputeRunningProcesses(handle)
     assert (proc.pid, proc.usedGpuMemory) == (7, 1 << 30)
     assert proc.gpuInstanceId == simnvml.NVML_VALUE_NOT_AVAILABLE_uint
+
+
+@pytest.mark.parametrize(
+    ("driver", "missing"),
+    [
+        pytest.param(
+            "470.256.02",
+            {
+                "nvmlDeviceGetComputeRunningProcesses_v3",
+                "nvmlDeviceGetMPSComputeRunningProcesses_v3",
+                "nvmlDeviceGetTemperatureV",
+                "nvmlGpmSampleAlloc",
+            },
+            id="r470",
+        ),
+        pytest.param("535.183.01", {"nvmlDeviceGetTemperatureV"}, id="r535"),
+        pytest.param("570.86.15", set(), id="r570"),
+    ],
+)
+def test_functions_follow_the_driver_branch(
+    clock: list[float], driver: str, missing: set[str]
+) -> None:
+    lib = simnvml.SimNvml([h100(0)], clock=lambda: clock[0], driver_version=driver)
+    lib.nvmlInit()
+    h = lib.nvmlDeviceGetHandleByIndex(0)
+    calls = {
+        "nvmlDeviceGetComputeRunningProcesses_v3": lambda: (
+            lib.nvmlDeviceGetComputeRunningProcesses_v3(h)
+        ),
+        "nvmlDeviceGetMPSComputeRunningProcesses_v3": lambda: (
+            lib.nvmlDeviceGetMPSComputeRunningProcesses_v3(h)
+        ),
+        "nvmlDeviceGetTemperatureV": lambda: lib.nvmlDeviceGetTemperatureV(h, 0),
+        "nvmlGpmSampleAlloc": lib.nvmlGpmSampleAlloc,
+    }
+    for name, call in calls.items():
+        if name in missing:
+            with pytest.raises(simnvml.NVMLError_FunctionNotFound):
+                call()
+        else:
+            call()
+    if "nvmlDeviceGetComputeRunningProcesses_v3" in missing:  # pynvml's unversioned wrapper
+        with pytest.raises(simnvml.NVMLLibraryMismatchError) as err:
+            lib.nvmlDeviceGetComputeRunningProcesses(h)
+        assert not hasattr(err.value, "value")
+        assert lib.nvmlDeviceGetComputeRunningProcesses_v2(h) == []
+
+
+def test_unprivileged_mig_parent_refuses_aggregates(clock: list[float]) -> None:
+    """nvml.h: in MIG mode the parent's aggregates need privileges; instances answer."""
+    gpu = h100(0, mig=True)
+    lib = simnvml.SimNvml([gpu], clock=lambda: clock[0], privileged=False)
+    lib.nvmlInit()
+    parent = lib.nvmlDeviceGetHandleByIndex(0)
+    for call in (
+        lambda: lib.nvmlDeviceGetMemoryInfo(parent),
+        lambda: lib.nvmlDeviceGetComputeRunningProcesses(parent),
+    ):
+        with pytest.raises(simnvml.NVMLError_NoPermission):
+            call()
+    mig = lib.nvmlDeviceGetMigDeviceHandleByIndex(parent, 0)
+    assert lib.nvmlDeviceGetMemoryInfo(mig).total == 9856 << 20
+    assert lib.nvmlDeviceGetComputeRunningProcesses(mig) == []
+
+
+@pytest.mark.parametrize("value_type", range(7))
+def test_field_values_fill_the_member_their_type_names(clock: list[float], value_type: int) -> None:
+    gpu = h100(0)
+    gpu.memory_temperature_type = value_type
+    lib = _lib(clock, [gpu])
+    (fv,) = lib.nvmlDeviceGetFieldValues(lib.nvmlDeviceGetHandleByIndex(0), [82])
+    member = simnvml.VALUE_MEMBERS[value_type]
+    assert fv.valueType == value_type and getattr(fv.value, member) == round(gpu.temperature_c) + 6
 
 
 def test_mig_enumeration_and_refusals(clock: list[float]) -> None:
@@ -176,10 +274,12 @@ def test_energy_and_power_follow_activity(clock: list[float]) -> None:
     busy, idle = h100(0), h100(1)
     busy.processes.append(SimProcess(1, sm=lambda t: 1.0))
     lib = _lib(clock, [busy, idle])
-    clock[0] += 100
     h_busy, h_idle = lib.nvmlDeviceGetHandleByIndex(0), lib.nvmlDeviceGetHandleByIndex(1)
+    before = [lib.nvmlDeviceGetTotalEnergyConsumption(h) for h in (h_busy, h_idle)]
+    clock[0] += 100
     assert lib.nvmlDeviceGetPowerUsage(h_busy) == busy.max_watts * 1000
-    assert lib.nvmlDeviceGetTotalEnergyConsumption(h_busy) == pytest.approx(busy.max_watts * 100e3)
-    assert lib.nvmlDeviceGetTotalEnergyConsumption(h_idle) == pytest.approx(idle.idle_watts * 100e3)
+    after = [lib.nvmlDeviceGetTotalEnergyConsumption(h) for h in (h_busy, h_idle)]
+    assert after[0] - before[0] == pytest.approx(busy.max_watts * 100e3)
+    assert after[1] - before[1] == pytest.approx(idle.idle_watts * 100e3)
     sm = lib.nvmlDeviceGetClockInfo(h_busy, simnvml.NVML_CLOCK_SM)
     assert sm > lib.nvmlDeviceGetClockInfo(h_idle, simnvml.NVML_CLOCK_SM)

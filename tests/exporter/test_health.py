@@ -1,0 +1,178 @@
+"""Liveness and readiness: the pure rules, and the served endpoints of a collect loop whose NVML
+call hangs or whose cycles fail (real aiohttp server on loopback, real `NvmlSource` on the
+emulator)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import asdict
+from pathlib import Path
+from types import MappingProxyType
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+from exporter_fakes import Clock, ScriptedDevices, alloc, gpu, proc, uid, write_proc
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter import health
+from exporter.collector import AttributionSources, Collector
+from exporter.nvml import NvmlSource
+from exporter.podresources import AllocationsFile
+from exporter.pods import PodIndex, PodLookup
+from exporter.server import make_app
+from exporter.simnvml import SimNvml
+from exporter.simnvml_device import h100
+from exporter.sources import DeviceSweep
+
+T0 = 1_700_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("now", "completed", "duration", "alive"),
+    [
+        pytest.param(T0 + 2.9, T0, None, True, id="within-three-intervals"),
+        pytest.param(T0 + 3.1, T0, None, False, id="three-intervals-late"),
+        pytest.param(T0 + 20.0, T0, 8.0, True, id="slow-node-cycles-count"),
+        pytest.param(T0 + 30.0, None, None, True, id="first-cycle-grace"),
+        pytest.param(T0 + 61.0, None, None, False, id="first-cycle-never-ends"),
+    ],
+)
+def test_liveness(now: float, completed: float | None, duration: float | None, alive: bool) -> None:
+    assert (health.liveness(now, T0, completed, 1.0, duration) is None) is alive
+
+
+@pytest.mark.parametrize(
+    ("now", "taken", "ready"),
+    [
+        pytest.param(T0 + 1.0, None, False, id="nothing-yet"),
+        pytest.param(T0 + 2.5, T0, True, id="fresh"),
+        pytest.param(T0 + 3.5, T0, False, id="stale"),
+    ],
+)
+def test_readiness(now: float, taken: float | None, ready: bool) -> None:
+    assert (health.readiness(now, taken, 1.0, 0.01) is None) is ready
+
+
+@asynccontextmanager
+async def served(collector: Collector) -> AsyncIterator[Callable[[str], object]]:
+    server = TestServer(make_app(collector), host="127.0.0.1")
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as http:
+
+            async def get(path: str) -> tuple[int, str]:
+                async with http.get(f"http://127.0.0.1:{server.port}{path}") as r:
+                    return r.status, await r.text()
+
+            yield get
+    finally:
+        await server.close()
+
+
+async def test_a_hung_nvml_call_fails_healthz_until_it_returns() -> None:
+    gpus = [h100(0)]
+    lib = SimNvml(gpus)
+    collector = Collector(NvmlSource(lib), None, hostname="n", interval=0.05)
+    stop = asyncio.Event()
+    async with served(collector) as get:
+        loop_task = asyncio.create_task(collector.run(stop))
+        while collector.published is None:
+            await asyncio.sleep(0.01)
+        assert await get("/healthz") == (200, "ok\n")
+        lib.inject_hang("nvmlDeviceGetPowerUsage")
+        await asyncio.sleep(0.5)
+        status, reason = await get("/healthz")  # type: ignore[misc]
+        ready, _ = await get("/readyz")  # type: ignore[misc]
+        lib.release_hangs()  # the call returns (GpuIsLost) and cycles complete again
+        lib.clear_faults()
+        await asyncio.sleep(0.3)
+        after = await get("/healthz")
+        stop.set()
+        await asyncio.wait_for(loop_task, 10)
+    assert status == 503 and "the last collect cycle completed" in reason
+    assert ready == 503
+    assert after == (200, "ok\n")
+
+
+class FailingPods:
+    """A pod source whose lookups raise once `broken` is set: an exception escapes the cycle."""
+
+    def __init__(self) -> None:
+        self.broken = False
+
+    def want(self, uids: Iterable[str]) -> None:
+        pass
+
+    def lookup(self) -> PodLookup:
+        if self.broken:
+            raise RuntimeError("a bug nobody expected")
+        return PodLookup(PodIndex(MappingProxyType({})), ok=True)
+
+    def close(self) -> None:
+        pass
+
+
+def sample(text: str, name: str, **labels: str) -> float | None:
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == name and labels.items() <= s.labels.items():
+                return float(s.value)
+    return None
+
+
+async def until(check: Callable[[], bool]) -> None:
+    for _ in range(500):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition never met")
+
+
+async def test_failing_cycles_are_counted_and_their_stale_data_is_not_served_as_idle(
+    tmp_path: Path,
+) -> None:
+    clock = Clock(T0)
+    device = gpu(0, processes=(proc(101, 0.0),), values={"DCGM_FI_DEV_GPU_UTIL": 0.0})
+    (tmp_path / "proc").mkdir()
+    write_proc(tmp_path / "proc", 101, uid(1))
+    rows = [{**asdict(alloc("ns", "idle-pod", device.uuid)), "device_ids": [device.uuid]}]
+    (tmp_path / "podresources.json").write_text(json.dumps(rows))
+    pods = FailingPods()
+    sources = AttributionSources(
+        AllocationsFile(tmp_path / "podresources.json"), pods, tmp_path / "proc"
+    )
+    devices = ScriptedDevices(lambda: DeviceSweep((device,)))
+    collector = Collector(devices, sources, hostname="n", interval=0.02, clock=clock)
+    stop = asyncio.Event()
+    async with served(collector) as get:
+        loop_task = asyncio.create_task(collector.run(stop))
+        await until(lambda: collector.published is not None)
+        text = (await get("/metrics"))[1]  # type: ignore[index]
+        assert sample(text, "gpu_pod_utilization_ratio", pod="idle-pod") == 0
+        pods.broken = True
+        clock.now += 0.03  # within three 0.02 s intervals
+        reads = devices.reads
+        await until(lambda: devices.reads > reads + 2)
+        _, text = await get("/metrics")  # type: ignore[misc]
+        assert sample(text, "gpu_exporter_errors_total", call="collect_cycle") >= 1  # type: ignore[operator]
+        assert sample(text, "gpu_exporter_collector_success", collector="cycle") == 0
+        assert sample(text, "gpu_pod_utilization_ratio", pod="idle-pod") == 0  # still fresh
+        assert (await get("/readyz"))[0] == 200  # type: ignore[index]
+        clock.now += 0.1
+        reads = devices.reads
+        await until(lambda: devices.reads > reads + 2)
+        _, text = await get("/metrics")  # type: ignore[misc]
+        ready = await get("/readyz")
+        live = await get("/healthz")
+        stop.set()
+        await asyncio.wait_for(loop_task, 10)
+    assert ready[0] == 503 and "collected 0.1 s ago" in ready[1]  # type: ignore[index]
+    assert live == (200, "ok\n")  # cycles do complete: the process is alive
+    assert sample(text, "gpu_pod_utilization_ratio", pod="idle-pod") is None  # unknown, not idle
+    assert sample(text, "gpu_pod_allocated", pod="idle-pod") == 1
+    assert sample(text, "DCGM_FI_DEV_GPU_UTIL") is None
+    assert sample(text, "gpu_exporter_last_collect_timestamp_seconds") == T0
