@@ -7,6 +7,8 @@ Failures raise `PromError` carrying a `PromErrorKind`, so callers can tell "down
 A success that is not clean is never passed off as clean: Prometheus' `warnings` travel with the
 `QueryResult` (callers treat them as partial data), and a result of the wrong type is an error.
 `requests` counts HTTP requests sent, retries included, for tests and the request-budget report.
+Credentials (`reclaimer.prom_auth.Credentials`) add their headers to every request, and every
+error message is scrubbed of them; the base URL appears only redacted.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
+
+from reclaimer.prom_auth import CredentialError, Credentials, redact_url
 
 
 class PromErrorKind(StrEnum):
@@ -80,8 +85,14 @@ class PromClient:
         base_url: str,
         retry: RetryPolicy | None = None,
         sleep: Sleep = asyncio.sleep,
+        credentials: Credentials | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.shown_url = redact_url(self.base_url)
+        self.credentials = credentials or Credentials()
+        if self.credentials.url_password is None:
+            self.credentials.url_password = urlsplit(self.base_url).password
+            self.credentials.check()
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
         self._session: aiohttp.ClientSession | None = None
@@ -117,21 +128,31 @@ class PromClient:
             try:
                 body = await self._post(path, form)
             except PromError as err:
-                last = err
+                last = self._scrubbed(err)
                 if _retryable(err):
                     continue
-                raise
+                raise last from None
             return _parse(form["query"], body, types)
         assert last is not None
         raise last
 
+    def _scrubbed(self, err: PromError) -> PromError:
+        detail = self.credentials.scrub(err.detail.replace(self.base_url, self.shown_url))
+        return PromError(err.kind, detail, err.status)
+
     async def _post(self, path: str, form: dict[str, str]) -> Any:
         if self._session is None:
-            self._session = aiohttp.ClientSession()
+            connector = aiohttp.TCPConnector(ssl=self.credentials.ssl_context())
+            self._session = aiohttp.ClientSession(connector=connector)
         self.requests += 1
         timeout = aiohttp.ClientTimeout(total=self.retry.timeout)
         try:
-            async with self._session.post(self.base_url + path, data=form, timeout=timeout) as r:
+            headers = self.credentials.request_headers()
+        except CredentialError as err:
+            raise PromError(PromErrorKind.UNREACHABLE, f"credentials: {err}") from err
+        url = self.base_url + path
+        try:
+            async with self._session.post(url, data=form, timeout=timeout, headers=headers) as r:
                 text = await r.text()
                 status = r.status
         except TimeoutError as err:
@@ -139,7 +160,7 @@ class PromClient:
                 PromErrorKind.TIMEOUT, f"no answer within {self.retry.timeout:g}s"
             ) from err
         except aiohttp.ClientError as err:
-            raise PromError(PromErrorKind.UNREACHABLE, f"{self.base_url}: {err}") from err
+            raise PromError(PromErrorKind.UNREACHABLE, f"{self.shown_url}: {err}") from err
         return _decode(text, status)
 
 

@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -33,6 +34,7 @@ from reclaimer.fleet import render as render_fleet
 from reclaimer.history import HistoryParams, MetricsSource
 from reclaimer.policy import Policy, PolicyError, load_policy
 from reclaimer.prom import PromClient
+from reclaimer.prom_auth import CredentialError, Credentials, parse_header
 from reclaimer.quantities import parse_duration
 from reclaimer.run_wiring import UsageError, Wiring, wire
 from reclaimer.server import make_app, parse_listen_address, report_dict
@@ -43,6 +45,33 @@ log = logging.getLogger("gpu_reclaimer")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prometheus-url", required=True, help="e.g. http://prometheus:9090")
+    p.add_argument(
+        "--prometheus.bearer-token-file",
+        dest="prom_token_file",
+        metavar="FILE",
+        help="send 'Authorization: Bearer <file content>' (re-read when it changes)",
+    )
+    p.add_argument(
+        "--prometheus.basic-auth-file",
+        dest="prom_basic_auth_file",
+        metavar="FILE",
+        help="basic auth from a file holding username:password on its first line",
+    )
+    p.add_argument("--prometheus.ca-file", dest="prom_ca_file", metavar="FILE")
+    p.add_argument(
+        "--prometheus.insecure-skip-verify",
+        dest="prom_insecure",
+        action="store_true",
+        help="do not verify Prometheus' TLS certificate (development only)",
+    )
+    p.add_argument(
+        "--prometheus.header",
+        dest="prom_headers",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="extra request header, repeatable (e.g. X-Scope-OrgID=tenant-a)",
+    )
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube)")
     p.add_argument("--config", metavar="POLICY.yaml", help="reclaim policy (default: built-in)")
     p.add_argument("--apply", action="store_true", help="act on the cluster (default: dry-run)")
@@ -76,13 +105,34 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         policy, config, interval = _settings(args)
+        credentials = prometheus_credentials(args)
         wiring = wire(args, policy, config, time.time)
     except UsageError as err:
         print(f"gpu-reclaimer run: {err}", file=sys.stderr)
         return 2
+    args.prom_credentials = credentials
     if args.once:
         return asyncio.run(_once(args, policy, config, wiring))
     return asyncio.run(_serve(args, policy, config, interval, wiring))
+
+
+def prometheus_credentials(args: argparse.Namespace) -> Credentials:
+    """The Prometheus credential flags, checked (files readable, one auth kind) before start."""
+    try:
+        return Credentials(
+            bearer_token_file=_path(args.prom_token_file),
+            basic_auth_file=_path(args.prom_basic_auth_file),
+            headers=dict(parse_header(h) for h in args.prom_headers),
+            ca_file=_path(args.prom_ca_file),
+            insecure_skip_verify=args.prom_insecure,
+            url_password=urlsplit(args.prometheus_url).password,
+        )
+    except CredentialError as err:
+        raise UsageError(str(err)) from err
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
 
 
 def _settings(args: argparse.Namespace) -> tuple[Policy, ControllerConfig, float]:
@@ -150,7 +200,7 @@ async def _once(
     args: argparse.Namespace, policy: Policy, config: ControllerConfig, wiring: Wiring
 ) -> int:
     metrics = ReclaimerMetrics()
-    async with PromClient(args.prometheus_url) as prom:
+    async with PromClient(args.prometheus_url, credentials=args.prom_credentials) as prom:
         try:
             async with _leading(wiring) as refused:
                 if refused:
@@ -222,7 +272,7 @@ async def _serve(
         loop.add_signal_handler(sig, stop.set)
     metrics = ReclaimerMetrics()
     host, port = parse_listen_address(args.listen)
-    async with PromClient(args.prometheus_url) as prom:
+    async with PromClient(args.prometheus_url, credentials=args.prom_credentials) as prom:
         controller = _controller(
             policy=policy, config=config, wiring=wiring, prom=prom, metrics=metrics
         )
