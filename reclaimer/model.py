@@ -81,6 +81,12 @@ class Job:
     managed_by: str = ""  # another controller admits it (Kueue): stopping it would be undone
 
 
+def spares_a_retry(retries_left: int) -> bool:
+    """Whether a Volcano Job can afford a stop: a resume counts as a retry, and Volcano fails a
+    restarting job at maxRetry, so an abort/resume round needs a retry to spare beyond it."""
+    return retries_left > 1
+
+
 @dataclass(frozen=True)
 class Pod:
     key: str

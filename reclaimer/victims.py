@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from reclaimer.capacity import Placement, is_opted_out
-from reclaimer.kube.volcano import spares_a_retry
-from reclaimer.model import Forecast, Job, Queue, Reason, Skip, Snapshot
+from reclaimer.model import Forecast, Job, Queue, Reason, Skip, Snapshot, spares_a_retry
 from reclaimer.policy import VOLCANO_COOLDOWN, Policy
 from reclaimer.quantities import format_duration, parse_duration
 

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from reclaimer.kube import fields as f
 from reclaimer.kube.resources import VOLCANO_COMMANDS, VOLCANO_JOBS
+from reclaimer.model import spares_a_retry
 
 Obj = dict[str, Any]
 
@@ -54,11 +55,6 @@ def retries(job: f.Obj) -> tuple[int, int]:
     """(`status.retryCount`, `spec.maxRetry`) of a Job; an unset maxRetry is Volcano's default."""
     used = f.int_field(f.dig(job, "status", "retryCount"), 0)
     return used, f.int_field(f.dig(job, "spec", "maxRetry"), 0) or DEFAULT_MAX_RETRY
-
-
-def spares_a_retry(retries_left: int) -> bool:
-    """True when an abort/resume round (one retry) still leaves the Job a retry to fail on."""
-    return retries_left > 1
 
 
 def refusal(job: Obj, action: CommandAction) -> str | None:
