@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Protocol
@@ -107,16 +107,10 @@ def build_snapshot(view: ClusterView, read: MetricsRead) -> Snapshot:
         replace(n, gpu_stats=read.node_stats[n.name]) if n.name in read.node_stats else n
         for n in view.nodes
     )
-    quality = DataQuality(read.metrics_at, read.complete, read.problems)
+    seen = {f.name: getattr(view, f.name) for f in fields(ClusterView)}
     return Snapshot(
-        taken_at=view.taken_at,
-        queues=view.queues,
-        jobs=view.jobs,
-        pods=view.pods,
-        nodes=nodes,
-        pending=view.pending,
-        quality=quality,
-        last_actions=view.last_actions,
+        **{**seen, "nodes": nodes},
+        quality=DataQuality(read.metrics_at, read.complete, read.problems),
         unknown_usage=MappingProxyType(dict(read.unknown)),
     )
 

@@ -158,17 +158,12 @@ class ClusterView:
     problems: tuple[str, ...] = ()  # e.g. "Volcano CRDs not installed: preemption disabled"
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    taken_at: float
-    queues: tuple[Queue, ...]
-    jobs: tuple[Job, ...]
-    pods: tuple[Pod, ...]
-    nodes: tuple[Node, ...]
-    pending: tuple[PendingDemand, ...]
+@dataclass(frozen=True, kw_only=True)
+class Snapshot(ClusterView):
+    """One cycle's planning input: the cluster view (`last_actions`: job or node key -> time the
+    reclaimer last acted on it, for cool-downs), with the measurements joined to it."""
+
     quality: DataQuality
-    last_actions: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
-    """Job or node key -> time the reclaimer last acted on it (cool-downs)."""
     unknown_usage: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Job key -> why its recent utilization cannot be known (missing samples): never idle."""
 
