@@ -44,6 +44,7 @@ from reclaimer.model import (
     Skip,
     Snapshot,
 )
+from reclaimer.plan import data_gate
 from reclaimer.policy import Policy
 from reclaimer.prom import PromClient
 from reclaimer.telemetry import ReclaimerMetrics
@@ -115,22 +116,15 @@ def build_snapshot(view: ClusterView, read: MetricsRead) -> Snapshot:
     )
 
 
-def gate(plan: Plan, quality: DataQuality, now: float, max_age: float) -> tuple[Plan, str | None]:
-    """Turn every action into a skip when the data cannot be trusted; pure."""
-    if quality.metrics_at is None or now - quality.metrics_at > max_age:
-        reason, why = Reason.STALE_DATA, _staleness(quality, now, max_age)
-    elif not quality.complete:
-        reason, why = Reason.INCOMPLETE_DATA, "; ".join(quality.problems) or "incomplete data"
-    else:
+def gate(plan: Plan, quality: DataQuality, now: float, policy: Policy) -> tuple[Plan, str | None]:
+    """Turn every action into a skip when the data cannot be trusted (the planner's own
+    `data_gate` decides, whatever planner produced `plan`); pure."""
+    stop = data_gate(quality, policy, now)
+    if stop is None:
         return plan, None
-    skips = tuple(Skip(a.target, reason, f"{a.kind} withheld: {why}") for a in plan.actions)
+    why = stop.detail
+    skips = tuple(Skip(a.target, stop.reason, f"{a.kind} withheld: {why}") for a in plan.actions)
     return Plan(plan.created_at, (), plan.skipped + skips, plan.warnings), why
-
-
-def _staleness(quality: DataQuality, now: float, max_age: float) -> str:
-    if quality.metrics_at is None:
-        return "no utilization samples"
-    return f"newest sample {now - quality.metrics_at:.0f}s old (max {max_age:.0f}s)"
 
 
 class Controller:
@@ -227,7 +221,7 @@ class Controller:
             self._planner(snapshot, forecasts, self._policy, now),
             snapshot.quality,
             now,
-            self._policy.max_data_age_seconds,
+            self._policy,
         )
         result, message = CycleResult.SUCCESS, f"{len(plan.actions)} action(s) planned"
         if withheld is not None:

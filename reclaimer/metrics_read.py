@@ -7,8 +7,8 @@ to fetch (one chunk up to 10,000 steps: the first read's whole window, then only
 and three instant queries for node GPU stats; all but the probe run concurrently. A failed
 utilization or freshness query raises `MetricsUnavailable` (nothing to plan on); a failed stats
 query or Prometheus warnings clear `complete`; jobs missing series (left out of the history, so
-never forecast idle, listed in `unknown` with why) and data older than `max_age` (the planner's
-`metrics_at` check) are reported in `problems`.
+never forecast idle, listed in `unknown` with why) are reported in `problems`; whether the data
+is too old is the planner's `data_gate` to say, from `metrics_at`.
 """
 
 from __future__ import annotations
@@ -96,11 +96,7 @@ async def read_metrics(
     stats, stats_problems = _node_stats(dict(zip(stats_q, answers[1 + len(chunks) :], strict=True)))
     problems += stats_problems
     complete = not problems  # failed or partial queries; what follows is reported, not fatal
-    metrics_at = _newest(fresh)
-    if metrics_at is None:
-        problems.append("no samples in the last 5 minutes: is the exporter scraped?")
-    elif now - metrics_at > params.max_age:
-        problems.append(f"newest sample is {now - metrics_at:.0f}s old (max {params.max_age:.0f}s)")
+    metrics_at = _newest(fresh)  # stale or missing: `plan.data_gate` decides and says so
     pods = merge_pods(previous, pod_frame(ranges), start, align(now - params.window, params.step))
     recent = Recent(start=now - params.horizon, step=params.step, fresh_since=now - params.max_age)
     jobs = job_frame(pods, view, recent)

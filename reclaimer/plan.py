@@ -144,9 +144,13 @@ def _demands(snap: Snapshot) -> list[PendingDemand]:
 
 
 def data_gate(quality: DataQuality, policy: Policy, now: float) -> Skip | None:
-    """The skip that stops the whole cycle, when metrics are missing, stale or incomplete."""
+    """The skip that stops the whole cycle, when metrics are missing, stale or incomplete.
+
+    The one place staleness is decided: the controller gates any plan with it too.
+    """
     if quality.metrics_at is None:
-        return Skip(CLUSTER, Reason.STALE_DATA, "no metrics at all")
+        why = "no utilization samples in the last 5 minutes: is the exporter scraped?"
+        return Skip(CLUSTER, Reason.STALE_DATA, why)
     age = now - quality.metrics_at
     if age > policy.max_data_age_seconds:
         limit = format_duration(policy.max_data_age_seconds)

@@ -233,7 +233,7 @@ async def test_loop_stops_when_asked_and_counts_cycles() -> None:
 )
 def test_gate(quality: DataQuality, acts: bool) -> None:
     plan = one_preemption(None, {}, Policy(), NOW)  # type: ignore[arg-type]
-    gated, why = gate(plan, quality, NOW, 300.0)
+    gated, why = gate(plan, quality, NOW, Policy(max_data_age_seconds=300.0))
     assert (gated == plan) is acts and (why is None) is acts
     assert len(gated.actions) + len(gated.skipped) == 1
 

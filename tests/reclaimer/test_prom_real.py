@@ -21,6 +21,9 @@ from promserver import PromServer, history_base, openmetrics, start_prometheus
 import gpu_contract as gc
 from reclaimer.history import HistoryParams, MetricsSource
 from reclaimer.metrics_read import read_metrics
+from reclaimer.model import DataQuality
+from reclaimer.plan import data_gate
+from reclaimer.policy import Policy
 from reclaimer.prom import PromClient
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
@@ -244,7 +247,9 @@ async def test_data_gone_quiet_is_reported(prom: PromServer, base: float) -> Non
             client, cluster(), now, HistoryParams(window=3600.0), MetricsSource.GPU_RECLAIM
         )
     assert read.metrics_at is None  # nothing within Prometheus' 5-minute lookback
-    assert any("no samples" in p for p in read.problems)
+    stop = data_gate(DataQuality(read.metrics_at), Policy(), now)
+    assert stop is not None and "is the exporter scraped?" in stop.detail
+    assert set(read.unknown) == {"team-a/train-a", "team-b/idle-b", "team-c/wave-c"}
 
 
 async def test_later_reads_fetch_only_the_new_tail(
