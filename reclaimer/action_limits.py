@@ -3,7 +3,9 @@
 The planner already respects the policy; the actuator checks again, action by action, because it
 is the last step before the cluster changes and may be handed a plan built from other inputs.
 One `CycleBudget` lives for one `Actuator.apply` call; dry-run spends it the same way, so a
-dry-run shows exactly what applying would do. Refusals carry the model's `Reason`.
+dry-run shows exactly what applying would do. Preemptions are counted by the planner's own
+`budget.Budget` (one counter for both), over the job's bound pods as the planner sees them;
+resumes, reshapes, cool-downs and opt-outs are checked here. Refusals carry the model's `Reason`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from reclaimer.budget import Budget, Taken
 from reclaimer.capacity import is_opted_out
 from reclaimer.model import Action, ActionKind, ClusterView, Job, Reason
 from reclaimer.policy import Policy
@@ -35,17 +38,21 @@ class CycleBudget:
     view: ClusterView
     now: float
     done: Counter[ActionKind] = field(default_factory=Counter)
-    per_namespace: Counter[str] = field(default_factory=Counter)
-    pods_per_node: Counter[str] = field(default_factory=Counter)
-    gpus_freed: int = 0
     touched: set[str] = field(default_factory=set)
+    preemptions: Budget = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.preemptions = Budget(self.policy.limits)
 
     def _job(self, key: str) -> Job | None:
         return next((j for j in self.view.jobs if j.key == key), None)
 
-    def _job_nodes(self, job: Job) -> Counter[str]:
+    def _taken(self, job: Job) -> Taken:
+        """What stopping `job` takes, counted over its bound pods as the planner counts them."""
         mine = set(job.pods)
-        return Counter(p.node for p in self.view.pods if p.key in mine and p.node)
+        bound = [p for p in self.view.pods if p.key in mine and not p.releasing]
+        nodes = Counter(p.node for p in bound if p.node is not None)
+        return Taken(job.namespace, sum(p.gpus for p in bound if p.node), nodes)
 
     def _cooling(self, target: str, cooldown: float, extra: float | None = None) -> Refusal | None:
         times = [t for t in (self.view.last_actions.get(target), extra) if t is not None]
@@ -87,21 +94,10 @@ class CycleBudget:
         return None
 
     def _preempt_refusal(self, job: Job) -> Refusal | None:
-        limits = self.policy.limits
         if opted_out(job, self.view, self.policy):
             return Refusal(Reason.OPTED_OUT, f"{job.key} is marked not preemptable")
-        if self.done[ActionKind.PREEMPT] >= limits.max_preemptions_per_cycle:
-            return Refusal(Reason.LIMIT_REACHED, "maxPreemptionsPerCycle reached")
-        if self.per_namespace[job.namespace] >= limits.max_preemptions_per_namespace:
-            return Refusal(
-                Reason.LIMIT_REACHED, f"maxPreemptionsPerNamespace reached in {job.namespace}"
-            )
-        for node, n in self._job_nodes(job).items():
-            if self.pods_per_node[node] + n > limits.max_pods_per_node:
-                return Refusal(Reason.LIMIT_REACHED, f"maxPreemptedPodsPerNode reached on {node}")
-        if self.gpus_freed + job.gpus > limits.max_gpus_freed_per_cycle:
-            return Refusal(Reason.LIMIT_REACHED, "maxGpusFreedPerCycle reached")
-        return None
+        limit = self.preemptions.blocker(self._taken(job))
+        return None if limit is None else Refusal(Reason.LIMIT_REACHED, f"{limit} reached")
 
     def _reshape_refusal(self, action: Action) -> Refusal | None:
         node = next((n for n in self.view.nodes if n.name == action.target), None)
@@ -124,6 +120,4 @@ class CycleBudget:
         self.touched.add(action.target)
         job = self._job(action.target)
         if action.kind is ActionKind.PREEMPT and job is not None:
-            self.per_namespace[job.namespace] += 1
-            self.pods_per_node.update(self._job_nodes(job))
-            self.gpus_freed += job.gpus
+            self.preemptions.take(self._taken(job))

@@ -62,6 +62,14 @@ class Victim:
     def gpus(self) -> int:
         return self.placement.gpus
 
+    @property
+    def namespace(self) -> str:
+        return self.job.namespace
+
+    @property
+    def pods_by_node(self) -> Mapping[str, int]:
+        return self.placement.pods_by_node
+
     @cached_property
     def rank(self) -> tuple[bool, float, float, int, str]:
         """Sort key: idle first, most confident band, least work lost, lowest priority, key."""
