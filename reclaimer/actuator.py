@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Protocol
 
 from reclaimer.action_limits import CycleBudget
@@ -29,9 +27,11 @@ from reclaimer.kube.write import KubeWriter, NotLeader, event_body
 from reclaimer.model import (
     Action,
     ActionKind,
+    ActionResult,
     ClusterView,
     Evidence,
     JobKind,
+    Outcome,
     Plan,
     Reason,
     Skip,
@@ -39,23 +39,6 @@ from reclaimer.model import (
 from reclaimer.policy import Policy
 
 log = logging.getLogger(__name__)
-
-
-class Outcome(StrEnum):
-    APPLIED = "applied"
-    DRY_RUN = "dry_run"
-    SKIPPED = "skipped"
-    FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class ActionResult:
-    action: Action
-    outcome: Outcome
-    detail: str = ""
-    skip_reason: Reason | None = None  # set for skips refused by limits, cool-downs, opt-outs
-    http_status: int | None = None  # the API's answer when one decided the outcome
-    writes: int = 0  # API writes sent for this action (dry-run ones included)
 
 
 class EventRecorder(Protocol):

@@ -34,8 +34,8 @@ from reclaimer.forecast import INSUFFICIENT_HISTORY, SILENT
 from reclaimer.history import HistoryParams, MetricsSource
 from reclaimer.metrics_read import MetricsRead, MetricsUnavailable, probe_recorded, read_metrics
 from reclaimer.model import (
-    Action,
     ActionKind,
+    ActionResult,
     ClusterView,
     DataQuality,
     Forecast,
@@ -56,19 +56,13 @@ Planner = Callable[[Snapshot, Mapping[str, Forecast], Policy, float], Plan]
 
 
 class Applier(Protocol):
-    """The actuator's face as the controller sees it (`reclaimer.actuator.Actuator`).
+    """The actuator's face as the controller sees it (`reclaimer.actuator.Actuator`)."""
 
-    Each result has `.action` and `.outcome` (applied, dry_run, skipped or failed).
-    """
-
-    def apply(self, plan: Plan, view: ClusterView) -> Sequence[object]: ...
+    def apply(self, plan: Plan, view: ClusterView) -> Sequence[ActionResult]: ...
 
     def warn(self, warnings: Sequence[Skip], view: ClusterView) -> int: ...
 
 
-# `reclaimer.actuator.Outcome` values counted as applied; "skipped" (refused: PDB, limits,
-# vanished) and "failed" count as failed.
-_APPLIED = frozenset({"applied", "dry_run"})
 # Forecast methods that mean "could not decide" (counted as outcome="unknown").
 UNDECIDED_METHODS = frozenset({INSUFFICIENT_HISTORY, SILENT})
 
@@ -89,7 +83,7 @@ class CycleReport:
     quality: DataQuality | None = None
     summary: FleetSummary | None = None
     forecasts: Mapping[str, Forecast] = field(default_factory=lambda: MappingProxyType({}))
-    outcomes: tuple[object, ...] = ()  # the actuator's results, in plan order
+    outcomes: tuple[ActionResult, ...] = ()  # the actuator's results, in plan order
     acted: bool = False  # the plan reached the actuator
     requests: int = 0  # Prometheus requests this cycle
 
@@ -251,7 +245,7 @@ class Controller:
         m.releases_overdue.set(sum(w.reason is Reason.RELEASE_OVERDUE for w in plan.warnings))
         m.usage_unknown.set(len(snapshot.unknown_usage))
 
-    async def _act(self, plan: Plan, view: ClusterView) -> tuple[object, ...]:
+    async def _act(self, plan: Plan, view: ClusterView) -> tuple[ActionResult, ...]:
         if self._actuator is None:
             return ()
         return tuple(await asyncio.to_thread(self._actuator.apply, plan, view))
@@ -297,9 +291,7 @@ class Controller:
         for action in report.plan.actions if report.plan else ():
             m.count_action(m.planned, action)
         for result in report.outcomes:
-            done, outcome = getattr(result, "action", None), str(getattr(result, "outcome", ""))
-            if isinstance(done, Action):
-                m.count_action(m.applied if outcome in _APPLIED else m.failed, done)
+            m.count_action(m.applied if result.outcome.done else m.failed, result.action)
 
     async def run(self, interval: float, stop: asyncio.Event) -> None:
         """Cycle every `interval` seconds until `stop` is set; a cycle in flight finishes."""

@@ -261,6 +261,29 @@ class Skip:
     detail: str = ""
 
 
+class Outcome(StrEnum):
+    """What the actuator did with an action: `applied` and `dry_run` count as done."""
+
+    APPLIED = "applied"
+    DRY_RUN = "dry_run"
+    SKIPPED = "skipped"  # refused (limits, cool-down, PDB, precondition) or vanished
+    FAILED = "failed"
+
+    @property
+    def done(self) -> bool:
+        return self in (Outcome.APPLIED, Outcome.DRY_RUN)
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    action: Action
+    outcome: Outcome
+    detail: str = ""
+    skip_reason: Reason | None = None  # set for skips refused by limits, cool-downs, opt-outs
+    http_status: int | None = None  # the API's answer when one decided the outcome
+    writes: int = 0  # API writes sent for this action (dry-run ones included)
+
+
 @dataclass(frozen=True)
 class Plan:
     created_at: float

@@ -20,10 +20,10 @@ from kube.plan_fixture import (
     resume,
     run,
 )
-from reclaimer.actuator import Actuator, Outcome
+from reclaimer.actuator import Actuator
 from reclaimer.kube import resources as r
 from reclaimer.kube.read import read_cluster_sync
-from reclaimer.model import Action, Reason
+from reclaimer.model import Action, Outcome, Reason
 from reclaimer.policy import Actions, Limits, Policy
 
 

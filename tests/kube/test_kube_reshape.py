@@ -6,9 +6,8 @@ import yaml
 from fakeapi import FakeCluster
 
 from kube.plan_fixture import CM, NODE, NOW, events_for, reshape, run
-from reclaimer.actuator import Outcome
 from reclaimer.kube import resources as r
-from reclaimer.model import Reason
+from reclaimer.model import Outcome, Reason
 from reclaimer.policy import Policy, TimeSlicing
 
 

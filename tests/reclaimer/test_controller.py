@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 import pandas as pd
 import pytest
@@ -22,10 +21,12 @@ from reclaimer.history import HistoryParams
 from reclaimer.model import (
     Action,
     ActionKind,
+    ActionResult,
     ClusterView,
     DataQuality,
     Evidence,
     Forecast,
+    Outcome,
     Plan,
     Reason,
     Snapshot,
@@ -67,19 +68,16 @@ def no_forecasts(history: pd.DataFrame, policy: Policy, now: float) -> dict[str,
     return {}
 
 
-@dataclass(frozen=True)
-class Outcome:
-    action: Action
-    outcome: str
-
-
 class RecordingActuator:
     def __init__(self) -> None:
         self.plans: list[Plan] = []
 
-    def apply(self, plan: Plan, view: ClusterView) -> list[Outcome]:
+    def apply(self, plan: Plan, view: ClusterView) -> list[ActionResult]:
         self.plans.append(plan)
-        return [Outcome(a, "dry_run") for a in plan.actions]
+        return [ActionResult(a, Outcome.DRY_RUN) for a in plan.actions]
+
+    def warn(self, warnings: object, view: ClusterView) -> int:
+        return 0
 
 
 def make(
