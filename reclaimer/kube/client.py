@@ -31,10 +31,6 @@ class KubeError(Exception):
         self.reason = reason
         self.message = message
 
-    @property
-    def transient(self) -> bool:
-        return self.status in (0, 429) or self.status >= 500
-
 
 class KubeConfigError(Exception):
     """No usable credentials (bad kubeconfig path, not in a cluster)."""
