@@ -42,9 +42,12 @@ import pandas as pd
 
 import gpu_contract as gc
 from reclaimer.coverage import Recent, running_gpu_pods, unknown_usage
+from reclaimer.forecast_params import ForecastParams
 from reclaimer.model import ClusterView, GpuStats
+from reclaimer.policy import Policy
 from reclaimer.prom import QueryResult
 
+_POLICY = Policy()
 PROMETHEUS_MAX_POINTS = 11_000
 UNREADABLE = -1.0  # the query's value for "allocated, utilization not readable"
 
@@ -56,12 +59,12 @@ class MetricsSource(StrEnum):
 
 @dataclass(frozen=True)
 class HistoryParams:
-    window: float = 86400.0  # seconds of history kept (the forecaster's default lookback)
+    window: float = ForecastParams.lookback_seconds  # history kept: what the forecaster reads
     step: float = 60.0  # seconds between points; also the averaging window per point
     max_points: int = 10_000  # per series per request, under PROMETHEUS_MAX_POINTS
     stats_window: float = 600.0  # seconds averaged for node GPU stats
-    max_age: float = 300.0  # newest sample older than this: the data is stale
-    horizon: float = 900.0  # every sample of this recent span must be there (policy horizon)
+    max_age: float = _POLICY.max_data_age_seconds  # newest sample older: the data is stale
+    horizon: float = _POLICY.horizon_seconds  # every sample of this recent span must be there
     refetch_steps: int = 5  # later cycles re-read this many recent steps (late scrapes)
     # Recorded series replace the raw ones only once they are this old (None: the whole window),
     # so a fresh rules install never shortens the forecaster's history.

@@ -28,7 +28,8 @@ import pandas as pd
 from reclaimer.actuator import Actuator
 from reclaimer.clusterfile import ClusterFileError, load_cluster_file
 from reclaimer.controller import Applier, Controller, ControllerConfig, Forecaster, Planner
-from reclaimer.forecast import ForecastParams, forecast
+from reclaimer.forecast import forecast
+from reclaimer.forecast_params import for_policy
 from reclaimer.kube.client import KubeConfigError, build_api
 from reclaimer.kube.lease import LeaderElector, LeaseConfig
 from reclaimer.kube.read import read_cluster_sync
@@ -59,12 +60,7 @@ class Wiring:
 
 
 def policy_forecaster(history: pd.DataFrame, policy: Policy, now: float) -> Mapping[str, Forecast]:
-    params = ForecastParams(
-        horizon_seconds=policy.horizon_seconds,
-        threshold=policy.threshold,
-        min_confidence=policy.min_confidence,
-    )
-    return forecast(history, params, now)
+    return forecast(history, for_policy(policy), now)
 
 
 def _elected_loop(elector: LeaderElector) -> RunLoop:
