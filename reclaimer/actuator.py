@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from reclaimer.action_limits import CycleBudget
+from reclaimer.kube import kinds, reshaping
 from reclaimer.kube import operations as ops
-from reclaimer.kube import reshaping
 from reclaimer.kube import resources as r
 from reclaimer.kube.client import KubeApi, KubeError
 from reclaimer.kube.timeslicing import TimeSlicingError
@@ -66,11 +66,13 @@ EVENT_REASONS = {
     ActionKind.RESHAPE: "GpuReclaimReshaped",
 }
 WARNING_EVENT_REASONS = {Reason.RELEASE_OVERDUE: "GpuReclaimReleaseOverdue"}
-JOB_RESOURCES = {
-    JobKind.PYTORCH_JOB: r.PYTORCH_JOBS,
-    JobKind.VOLCANO_JOB: r.VOLCANO_JOBS,
-    JobKind.POD: r.PODS,
-}
+JOB_RESOURCES = {**{w.job_kind: w.resource for w in kinds.WORKLOADS}, JobKind.POD: r.PODS}
+
+
+def _stopped_detail(wk: kinds.WorkloadKind, stopped: bool) -> str:
+    if wk.stop is kinds.Stop.NOTEBOOK:
+        return f"{kinds.NOTEBOOK_STOPPED} {'set' if stopped else 'removed'}"
+    return f"{'.'.join(wk.suspend_path[1:])}={str(stopped).lower()}"
 
 
 def describe(action: Action, dry_run: bool) -> str:
@@ -239,9 +241,10 @@ class Actuator:
             else ops.resume_record(now)
         )
         pods = [p for p in view.pods if p.job == job.key]
-        if job.kind is JobKind.PYTORCH_JOB:
-            obj = ops.set_pytorchjob_suspend(w, job, preempt, record, pods)
-            return ops.involved(obj, r.PYTORCH_JOBS), f"runPolicy.suspend={str(preempt).lower()}"
+        wk = kinds.BY_JOB_KIND.get(job.kind)
+        if wk is not None and wk.stop in (kinds.Stop.SUSPEND, kinds.Stop.NOTEBOOK):
+            obj = ops.set_suspended(w, job, preempt, record, pods)
+            return ops.involved(obj, wk.resource), _stopped_detail(wk, preempt)
         if job.kind is JobKind.VOLCANO_JOB:
             obj = ops.volcano_command(
                 w, job, preempt, record, describe(action, self.dry_run), pods=pods

@@ -24,8 +24,19 @@ class QueueState(StrEnum):
 
 
 class JobKind(StrEnum):
+    """A workload the reclaimer stops whole (`reclaimer.kube.kinds` says how)."""
+
     PYTORCH_JOB = "PyTorchJob"
-    VOLCANO_JOB = "Job"
+    TF_JOB = "TFJob"
+    MPI_JOB = "MPIJob"
+    XGBOOST_JOB = "XGBoostJob"
+    PADDLE_JOB = "PaddleJob"
+    JAX_JOB = "JAXJob"
+    NOTEBOOK = "Notebook"
+    BATCH_JOB = "BatchJob"  # batch/v1 Job
+    JOBSET = "JobSet"
+    RAY_JOB = "RayJob"
+    VOLCANO_JOB = "Job"  # batch.volcano.sh Job
     POD = "Pod"
 
 
@@ -156,6 +167,8 @@ class ClusterView:
     pending: tuple[PendingDemand, ...]
     last_actions: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     problems: tuple[str, ...] = ()  # e.g. "Volcano CRDs not installed: preemption disabled"
+    unmanaged: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Bound GPU pod key -> why it belongs to no workload the reclaimer can stop."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,6 +228,7 @@ class Reason(StrEnum):
     UNKNOWN_USAGE = "UsageUnknown"  # samples missing in the last horizon: unknown is not idle
     DISRUPTION_BUDGET = "DisruptionBudget"  # a PDB allows fewer disruptions than stopping causes
     MANAGED_ELSEWHERE = "ManagedByAnotherController"  # Kueue would unsuspend it at once
+    UNSUPPORTED_KIND = "OwnerKindNotSupported"  # a GPU pod in no workload the reclaimer can stop
     ROOM_IN_FLIGHT = "RoomInFlight"  # pending job: room is already being freed for it
     RELEASE_OVERDUE = "ReleaseOverdue"  # warning: a stopped job's pods outlive releaseTimeout
     # added with the planner

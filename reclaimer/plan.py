@@ -74,6 +74,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         now=now,
         timeout=policy.release_timeout_seconds,
     )
+    skips += [Skip(k, Reason.UNSUPPORTED_KIND, why) for k, why in snap.unmanaged.items()]
     actions: list[Action] = []
     victims: list[Victim] = []
     if policy.actions.preempt:

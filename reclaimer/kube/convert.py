@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from reclaimer.kube import disruption, gangs
+from reclaimer.kube import disruption, gangs, kinds, workloads
 from reclaimer.kube import fields as f
 from reclaimer.kube import resources as r
+from reclaimer.kube.owners import OwnerIndex
 from reclaimer.kube.timeslicing import TimeSlicingError, replicas_of
 from reclaimer.model import ClusterView, Job, Node, PendingDemand, Pod, Queue, QueueState
 
@@ -32,7 +33,8 @@ class ClusterObjects:
     queues: Sequence[Obj] = ()
     podgroups: Sequence[Obj] = ()
     volcano_jobs: Sequence[Obj] = ()
-    pytorch_jobs: Sequence[Obj] = ()
+    workloads: Sequence[Obj] = ()  # every suspendable kind (`kube.kinds.SUSPENDABLE`)
+    controllers: Sequence[Obj] = ()  # between pods and workloads (`kube.kinds.OWNER_CHAIN`)
     pods: Sequence[Obj] = ()
     nodes: Sequence[Obj] = ()
     configmaps: Sequence[Obj] = ()
@@ -46,7 +48,8 @@ KIND_FIELDS: Mapping[tuple[str, str], str] = {
     (r.QUEUES.group, "Queue"): "queues",
     (r.PODGROUPS.group, "PodGroup"): "podgroups",
     (r.VOLCANO_JOBS.group, "Job"): "volcano_jobs",
-    (r.PYTORCH_JOBS.group, "PyTorchJob"): "pytorch_jobs",
+    **{w.key: "workloads" for w in kinds.SUSPENDABLE},
+    **{(c.group, c.kind): "controllers" for c in kinds.OWNER_CHAIN},
     ("", "Pod"): "pods",
     ("", "Node"): "nodes",
     ("", "ConfigMap"): "configmaps",
@@ -122,19 +125,17 @@ def node(
 
 def _jobs(objs: ClusterObjects, prio: Mapping[str, int], problems: list[str]) -> dict[str, Job]:
     jobs: dict[str, Job] = {}
-    makers: list[tuple[str, Sequence[Obj], Callable[[Obj, Mapping[str, int]], Job | None]]] = [
-        ("PyTorchJob", objs.pytorch_jobs, gangs.pytorch_job),
-        ("Job.batch.volcano.sh", objs.volcano_jobs, gangs.volcano_job),
-    ]
-    for kind, items, make in makers:
-        for obj in items:
-            job = _safe(problems, f"{kind} {f.key(obj)}", partial(make, obj, prio))
-            if job is None:
-                continue
-            if job.key in jobs:
-                problems.append(f"{kind} {job.key}: skipped, another gang has the same key")
-                continue
-            jobs[job.key] = job
+    made = [(obj, partial(gangs.volcano_job, obj, prio)) for obj in objs.volcano_jobs]
+    made += [(obj, partial(workloads.build, obj, prio)) for obj in objs.workloads]
+    for obj, make in made:
+        kind = str(obj.get("kind", "?"))
+        job = _safe(problems, f"{kind} {f.key(obj)}", make)
+        if job is None:
+            continue
+        if job.key in jobs:
+            problems.append(f"{kind} {job.key}: skipped, another gang has the same key")
+            continue
+        jobs[job.key] = job
     return jobs
 
 
@@ -142,23 +143,31 @@ def _place_pod(
     obj: Obj,
     ctx: _Context,
 ) -> None:
-    job_key, owner_kind = gangs.owner_job_key(obj)
+    owner = ctx.owners.resolve(obj)
     pg_name = gangs.podgroup_name(obj)
     pg = ctx.podgroups.get(f"{f.namespace(obj)}/{pg_name}") if pg_name else None
-    if owner_kind is None and pg is not None:
-        job_key, _ = gangs.owner_job_key(pg)
-    pod = gangs.pod(obj, job_key if job_key in ctx.jobs else None)
+    if owner.key is None and not owner.other and pg is not None:
+        found = ctx.owners.resolve(pg)  # Volcano's PodGroup of a bare pod is owned by the pod
+        owner = found if found.key is not None else owner
+    pod = gangs.pod(obj, owner.key if owner.key in ctx.jobs else None)
     if not gangs.is_live(pod) or (pod.gpus == 0 and pod.job is None):
         return
-    if job_key is None and owner_kind is None:  # a bare GPU pod
-        queue = gangs.pod_queue(obj, pg)
+    queue = gangs.pod_queue(obj, pg)
+    ctx.pod_queues[pod.key] = queue
+    if owner.key is None and not owner.other:  # a bare GPU pod
         if pod.node:
             ctx.jobs[pod.key] = gangs.bare_pod_job(obj, pod, queue, ctx.priorities)
             pod = dataclasses.replace(pod, job=pod.key)
         elif pg is None:
             ctx.pending.append(PendingDemand(queue, pod.key, pod.gpus, since=pod.start_time))
-    elif pod.job is None:
-        ctx.unmanaged += 1
+    elif pod.job is None and pod.node and pod.gpus > 0:
+        ctx.unmanaged[pod.key] = (
+            f"run by {owner.other}: not a kind the reclaimer can stop (its controller would "
+            "recreate the pod)"
+            if owner.other
+            else f"its {owner.kind.resource.kind if owner.kind else 'workload'} {owner.key} "
+            "is finished or could not be read"
+        )
     ctx.pods.append(pod)
 
 
@@ -167,10 +176,12 @@ class _Context:
     jobs: dict[str, Job]
     podgroups: dict[str, Obj]
     priorities: Mapping[str, int]
-    pods: list[Pod]
-    pending: list[PendingDemand]
-    problems: list[str]
-    unmanaged: int = 0
+    owners: OwnerIndex
+    pods: list[Pod] = field(default_factory=list)
+    pending: list[PendingDemand] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    pod_queues: dict[str, str] = field(default_factory=dict)
+    unmanaged: dict[str, str] = field(default_factory=dict)  # GPU pod key -> why in no gang
 
 
 def _pending_podgroups(ctx: _Context) -> None:
@@ -181,7 +192,7 @@ def _pending_podgroups(ctx: _Context) -> None:
             k = f"{p.namespace}/{pg_name}"
             member_gpus[k] = member_gpus.get(k, 0) + p.gpus
     for pg_key, pg in sorted(ctx.podgroups.items()):
-        owner_key, _ = gangs.owner_job_key(pg)
+        owner_key = ctx.owners.resolve(pg).key
         job = ctx.jobs.get(owner_key) if owner_key else None
         if job is not None and job.suspended:
             continue
@@ -229,14 +240,20 @@ def to_cluster_view(
     priorities: dict[str, int] = {}
     for pc in objs.priority_classes:
         priorities[f.name(pc)] = f.int_field(pc.get("value"), 0)
-    ctx = _Context(_jobs(objs, priorities, problems), {}, priorities, [], [], problems)
-    ctx.podgroups = {f.key(pg): pg for pg in objs.podgroups}
+    ctx = _Context(
+        _jobs(objs, priorities, problems),
+        {f.key(pg): pg for pg in objs.podgroups},
+        priorities,
+        OwnerIndex([*objs.workloads, *objs.volcano_jobs, *objs.controllers]),
+        problems=problems,
+    )
     for obj in objs.pods:
         _safe(problems, f"Pod {f.key(obj)}", partial(_place_pod, obj, ctx))
     _pending_podgroups(ctx)
     if ctx.unmanaged:
-        problems.append(f"{ctx.unmanaged} GPU pods run under other controllers: not reclaimable")
-    jobs = _with_budgets(gangs.attach_pods(ctx.jobs, ctx.pods), ctx.pods, objs.pdbs)
+        problems.append(f"{len(ctx.unmanaged)} GPU pods in no workload the reclaimer can stop")
+    gangs_ = gangs.attach_pods(ctx.jobs, ctx.pods, ctx.pod_queues)
+    jobs = _with_budgets(gangs_, ctx.pods, objs.pdbs)
     return ClusterView(
         taken_at=taken_at,
         queues=_queues(objs, problems),
@@ -246,6 +263,7 @@ def to_cluster_view(
         pending=tuple(sorted(ctx.pending, key=lambda d: (d.queue, d.since, d.job))),
         last_actions=MappingProxyType(_last_actions(jobs, objs.nodes)),
         problems=tuple(problems),
+        unmanaged=MappingProxyType(dict(sorted(ctx.unmanaged.items()))),
     )
 
 

@@ -1,18 +1,20 @@
 """Pods grouped into gangs (the model's `Job`) and pending demand, from plain object dicts. Pure.
 
-A gang is what the reclaimer preempts as a whole: a Kubeflow PyTorchJob, a Volcano Job, or a
-bare GPU pod (no controller; Volcano gives such a pod its own PodGroup). A pod joins a gang by
-its controller owner reference, or failing that through its PodGroup (`scheduling.k8s.io/
-group-name`) and the PodGroup's owner. Pods run by other controllers (Deployments, batch Jobs...)
-join no gang: evicting one only makes its controller recreate it. Pending demand is every
-PodGroup in Pending/Inqueue, plus unscheduled bare GPU pods that have no PodGroup.
+A gang is what the reclaimer preempts as a whole: a workload it knows how to stop
+(`kube.kinds`: every training-operator kind, Notebook, batch Job, JobSet, RayJob, Volcano Job;
+built by `kube.workloads` and here), or a bare GPU pod (no controller; Volcano gives such a pod
+its own PodGroup). A pod joins the topmost known workload on its chain of controller owners
+(`kube.owners`), or failing that the one owning its PodGroup (`scheduling.k8s.io/group-name`).
+Pods run by other controllers (a Deployment's ReplicaSet, an unknown CRD) join no gang: evicting
+one only makes its controller recreate it; they are reported with the controller's kind. A
+workload whose spec names no queue takes its pods' queue. Pending demand is every PodGroup in
+Pending/Inqueue, plus unscheduled bare GPU pods that have no PodGroup.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from reclaimer.kube import fields as f
 from reclaimer.kube import volcano
@@ -39,26 +41,17 @@ _VOLCANO_FINISHED = frozenset({"Completed", "Failed", "Terminated", "Terminating
 _LIVE_POD = frozenset({PodPhase.PENDING, PodPhase.RUNNING, PodPhase.UNKNOWN})
 
 
-@dataclass(frozen=True)
-class Workloads:
-    jobs: tuple[Job, ...]
-    pods: tuple[Pod, ...]
-    pending: tuple[PendingDemand, ...]
-    last_actions: Mapping[str, float]
-    problems: tuple[str, ...]
-
-
 def last_action_time(annotations: Mapping[str, str]) -> float | None:
     times = [f.timestamp(annotations.get(k)) for k in ACTION_TIME_KEYS]
     found = [t for t in times if t is not None]
     return max(found) if found else None
 
 
-def _priority(class_name: object, priorities: Mapping[str, int]) -> int:
+def priority_of(class_name: object, priorities: Mapping[str, int]) -> int:
     return priorities.get(str(class_name), 0) if class_name else 0
 
 
-def _job_from_meta(obj: Obj, kind: JobKind, **values: object) -> Job:
+def job_from_meta(obj: Obj, kind: JobKind, **values: object) -> Job:
     annotations = f.annotations_of(obj)
     labels = f.labels_of(obj)
     return Job(
@@ -95,39 +88,6 @@ def managed_elsewhere(obj: Obj) -> str:
     return ""
 
 
-def _finished(conditions: object) -> bool:
-    items = conditions if isinstance(conditions, list) else []
-    return any(
-        isinstance(c, dict)
-        and c.get("type") in ("Succeeded", "Failed")
-        and c.get("status") == "True"
-        for c in items
-    )
-
-
-def pytorch_job(obj: Obj, priorities: Mapping[str, int]) -> Job | None:
-    """A Kubeflow PyTorchJob as a gang; None once it succeeded or failed."""
-    if _finished(f.dig(obj, "status", "conditions")):
-        return None
-    specs = f.dig(obj, "spec", "pytorchReplicaSpecs") or {}
-    replicas = {n: f.int_field(s.get("replicas"), 1) for n, s in specs.items()}
-    gpus = sum(
-        replicas[n] * f.pod_spec_gpus(f.dig(s, "template", "spec")) for n, s in specs.items()
-    )
-    policy = f.dig(obj, "spec", "runPolicy") or {}
-    sched = policy.get("schedulingPolicy") or {}
-    return _job_from_meta(
-        obj,
-        JobKind.PYTORCH_JOB,
-        queue=str(sched.get("queue") or DEFAULT_QUEUE),
-        gpus=gpus,
-        min_member=f.int_field(sched.get("minAvailable"), sum(replicas.values()) or 1),
-        priority=_priority(sched.get("priorityClass"), priorities),
-        start_time=f.timestamp(f.dig(obj, "status", "startTime")) or f.created_at(obj),
-        suspended=bool(policy.get("suspend")),
-    )
-
-
 def volcano_job(obj: Obj, priorities: Mapping[str, int]) -> Job | None:
     """A Volcano batch Job as a gang; None once it completed, failed or terminated."""
     phase = f.dig(obj, "status", "state", "phase") or "Pending"
@@ -141,31 +101,17 @@ def volcano_job(obj: Obj, priorities: Mapping[str, int]) -> Job | None:
     )
     spec = obj.get("spec") or {}
     used, max_retry = volcano.retries(obj)
-    return _job_from_meta(
+    return job_from_meta(
         obj,
         JobKind.VOLCANO_JOB,
         retries_left=max_retry - used,
         queue=str(spec.get("queue") or DEFAULT_QUEUE),
         gpus=gpus,
         min_member=f.int_field(spec.get("minAvailable"), sum(replicas) or 1),
-        priority=_priority(spec.get("priorityClassName"), priorities),
+        priority=priority_of(spec.get("priorityClassName"), priorities),
         start_time=f.created_at(obj),
         suspended=phase in _VOLCANO_SUSPENDED,
     )
-
-
-def owner_job_key(obj: Obj) -> tuple[str | None, str | None]:
-    """(job key, owner kind) of a pod or PodGroup's controller, as far as gangs go."""
-    owner = f.controller_owner(obj)
-    if owner is None:
-        return None, None
-    api = str(owner.get("apiVersion", ""))
-    kind = str(owner.get("kind", ""))
-    if (kind == "PyTorchJob" and api.startswith("kubeflow.org/")) or (
-        kind == "Job" and api.startswith("batch.volcano.sh/")
-    ):
-        return f"{f.namespace(obj)}/{owner.get('name')}", kind
-    return None, kind
 
 
 def _pod_phase(obj: Obj) -> PodPhase:
@@ -222,34 +168,39 @@ def is_releasing(obj: Obj) -> bool:
 def bare_pod_job(obj: Obj, p: Pod, queue: str, priorities: Mapping[str, int]) -> Job:
     spec = obj.get("spec") or {}
     priority = spec.get("priority")
-    return _job_from_meta(
+    return job_from_meta(
         obj,
         JobKind.POD,
         queue=queue,
         gpus=p.gpus,
         priority=int(priority)
         if isinstance(priority, int)
-        else _priority(spec.get("priorityClassName"), priorities),
+        else priority_of(spec.get("priorityClassName"), priorities),
         start_time=p.start_time,
         pods=(p.key,),
     )
 
 
-def attach_pods(jobs: Mapping[str, Job], pods: Sequence[Pod]) -> list[Job]:
-    """Each job with its (sorted) pod keys and, where pods ran, the earliest pod start."""
+def attach_pods(
+    jobs: Mapping[str, Job], pods: Sequence[Pod], pod_queues: Mapping[str, str]
+) -> list[Job]:
+    """Each job with its (sorted) pod keys, where pods ran the earliest pod start, and, when its
+    spec names no queue, its pods' queue (`pod_queues`: pod key -> queue)."""
     members: dict[str, list[Pod]] = {}
     for p in pods:
         if p.job is not None:
             members.setdefault(p.job, []).append(p)
     out = []
     for key, job in sorted(jobs.items()):
-        mine = members.get(key, [])
+        mine = sorted(members.get(key, []), key=lambda p: p.key)
         started = [p.start_time for p in mine if p.phase == PodPhase.RUNNING and p.start_time]
+        queues = [pod_queues[p.key] for p in mine if p.key in pod_queues]
         out.append(
             dataclasses.replace(
                 job,
-                pods=tuple(sorted(p.key for p in mine)) or job.pods,
+                pods=tuple(p.key for p in mine) or job.pods,
                 start_time=min(started) if started else job.start_time,
+                queue=job.queue or (queues[0] if queues else DEFAULT_QUEUE),
             )
         )
     return out
@@ -276,7 +227,7 @@ def pending_from_podgroup(
         gpus=need,
         min_member=f.int_field(spec.get("minMember"), 1),
         since=pending_since(pg),
-        priority=_priority(spec.get("priorityClassName"), priorities),
+        priority=priority_of(spec.get("priorityClassName"), priorities),
     )
 
 

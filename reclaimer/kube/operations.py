@@ -26,7 +26,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reclaimer.kube import disruption, volcano
+from reclaimer.kube import disruption, kinds, volcano
 from reclaimer.kube import fields as f
 from reclaimer.kube import resources as r
 from reclaimer.kube.client import KubeError
@@ -96,39 +96,69 @@ def check_budgets(w: KubeWriter, job: Job, pods: Sequence[Pod]) -> None:
         raise Precondition(why)
 
 
-def set_pytorchjob_suspend(
+def set_suspended(
     w: KubeWriter,
     job: Job,
     suspend: bool,
     record: Mapping[str, str | None],
     pods: Sequence[Pod] = (),
 ) -> Obj:
-    obj = w.get_custom(r.PYTORCH_JOBS, job.namespace, job.name)
+    """Stop or resume a suspendable workload the way its kind is stopped (`kube.kinds`)."""
+    wk = kinds.BY_JOB_KIND[job.kind]
+    obj = w.get_custom(wk.resource, job.namespace, job.name)
     _check_uid(obj, job.uid, job.key)
     if suspend:
         check_budgets(w, job, pods)
-    suspended = bool(f.dig(obj, "spec", "runPolicy", "suspend"))
-    if suspended == suspend:
+    if _is_stopped(obj, wk) == suspend:
         raise Precondition(f"{job.key} is already {'suspended' if suspend else 'running'}")
     if not suspend and r.SUSPENDED_BY not in _annotations(obj):
         raise Precondition(f"{job.key} was not suspended by the reclaimer: leaving it")
-    body = {
-        "metadata": {"resourceVersion": _rv(obj), "annotations": dict(record)},
-        "spec": {"runPolicy": {"suspend": suspend}},
-    }
+    body = _stop_patch(wk, suspend, record, stamp=record.get(r.SUSPENDED_AT))
+    body["metadata"]["resourceVersion"] = _rv(obj)
     try:
-        w.patch_custom(r.PYTORCH_JOBS, job.namespace, job.name, body)
+        w.patch_custom(wk.resource, job.namespace, job.name, body)
     except KubeError as exc:
-        if exc.status == 400 and "suspend" in exc.message:
-            raise KubeError(400, "BadRequest", NO_SUSPEND + f" ({exc.message})") from exc
+        if exc.status == 400 and wk.suspend_path and wk.suspend_path[-1] in exc.message:
+            raise KubeError(400, "BadRequest", f"{_no_suspend(wk)} ({exc.message})") from exc
         raise
     return obj
 
 
-NO_SUSPEND = (
-    "the PyTorchJob CRD does not declare spec.runPolicy.suspend (training-operator older than "
-    "v1.7): the job cannot be suspended; upgrade the training-operator"
-)
+def _is_stopped(obj: Obj, wk: kinds.WorkloadKind) -> bool:
+    if wk.stop is kinds.Stop.NOTEBOOK:
+        return kinds.NOTEBOOK_STOPPED in _annotations(obj)
+    return bool(f.dig(obj, *wk.suspend_path))
+
+
+def _stop_patch(
+    wk: kinds.WorkloadKind, suspend: bool, record: Mapping[str, str | None], stamp: str | None
+) -> dict[str, Any]:
+    """One merge patch: the stop (a field, or the Notebook annotation) with the record."""
+    notes: dict[str, str | None] = dict(record)
+    if wk.stop is kinds.Stop.NOTEBOOK:
+        notes[kinds.NOTEBOOK_STOPPED] = stamp if suspend else None
+        return {"metadata": {"annotations": notes}}
+    spec: dict[str, Any] = {wk.suspend_path[-1]: suspend}
+    for part in reversed(wk.suspend_path[1:-1]):
+        spec = {part: spec}
+    return {"metadata": {"annotations": notes}, "spec": spec}
+
+
+# the release that added the stop field, per kind: an older CRD prunes it (see `set_suspended`)
+_SINCE = {
+    kinds.BATCH_JOB.job_kind: "Kubernetes 1.24",
+    kinds.JOBSET.job_kind: "JobSet v0.2",
+    kinds.RAY_JOB.job_kind: "KubeRay v1.0",
+}
+
+
+def _no_suspend(wk: kinds.WorkloadKind) -> str:
+    since = _SINCE.get(wk.job_kind, "training-operator v1.7")
+    field = ".".join(wk.suspend_path)
+    return (
+        f"the {wk.resource.kind} CRD does not declare {field} (older than {since}): the job "
+        f"cannot be suspended; upgrade it"
+    )
 
 
 def volcano_command(

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from reclaimer.kube import kinds
 from reclaimer.kube import resources as r
 from reclaimer.kube.client import KubeApi, KubeError, call
 from reclaimer.kube.convert import ClusterObjects, to_cluster_view
@@ -24,9 +25,14 @@ PAGE_SIZE = 500
 _DISABLED = {
     r.QUEUES: "Volcano Queues not served (scheduling.volcano.sh/v1beta1): queue shares unknown",
     r.PODGROUPS: "Volcano PodGroups not served (scheduling.volcano.sh/v1beta1): no pending demand",
-    r.VOLCANO_JOBS: "Volcano Jobs not served (batch.volcano.sh/v1alpha1): Volcano jobs ignored",
-    r.PYTORCH_JOBS: "Kubeflow PyTorchJobs not served (kubeflow.org/v1): PyTorchJobs ignored",
 }
+
+
+def _disabled(res: r.Resource) -> str:
+    what = _DISABLED.get(res)
+    if what is not None:
+        return what
+    return f"{res.kind}s not served ({res.api_version}): {res.kind}s ignored"
 
 
 class ClusterReadError(Exception):
@@ -57,8 +63,8 @@ def _pages(api: KubeApi, method: Callable[..., Any], *args: Any, **kwargs: Any) 
 
 
 def _with_kind(items: list[Any], res: r.Resource) -> list[Any]:
-    # list items from the API carry no kind/apiVersion; the converter does not need them,
-    # but dumps and logs are clearer with them
+    # list items from the API carry no kind/apiVersion: the converter tells workload kinds
+    # apart by them (a batch/v1 Job from a Volcano Job), as it does for a dump
     for item in items:
         item.setdefault("kind", res.kind)
         item.setdefault("apiVersion", res.api_version)
@@ -73,8 +79,8 @@ def list_custom(api: KubeApi, res: r.Resource, problems: list[str]) -> list[Any]
         )
     except KubeError as exc:
         if exc.status == 404:
-            log.warning("%s; continuing without them", _DISABLED[res])
-            problems.append(_DISABLED[res])
+            log.info("%s; continuing without them", _disabled(res))
+            problems.append(_disabled(res))
             return []
         raise ClusterReadError(f"listing {res.plural}.{res.group}: {exc}") from exc
     return _with_kind(items, res)
@@ -93,6 +99,18 @@ def read_device_plugin(api: KubeApi, ref: r.ConfigMapRef, problems: list[str]) -
     return _with_kind([cm], r.CONFIGMAPS)
 
 
+def _optional(api: KubeApi, resources: list[r.Resource], problems: list[str]) -> list[Any]:
+    """Objects of kinds a cluster may not have installed; the missing ones noted in one line."""
+    found: list[Any] = []
+    missing: list[str] = []
+    for res in resources:
+        found += list_custom(api, res, missing)
+    if missing:
+        kinds_ = ", ".join(m.split(" not served")[0].removesuffix("s") for m in missing)
+        problems.append(f"not installed, so ignored: {kinds_}")
+    return found
+
+
 def _list_core(api: KubeApi, res: r.Resource, method: Callable[..., Any], **kw: Any) -> list[Any]:
     try:
         return _with_kind(_paged(api, method, **kw), res)
@@ -108,7 +126,8 @@ def list_objects(api: KubeApi, device_plugin: r.ConfigMapRef) -> ClusterObjects:
         queues=list_custom(api, r.QUEUES, problems),
         podgroups=list_custom(api, r.PODGROUPS, problems),
         volcano_jobs=list_custom(api, r.VOLCANO_JOBS, problems),
-        pytorch_jobs=list_custom(api, r.PYTORCH_JOBS, problems),
+        workloads=_optional(api, [w.resource for w in kinds.SUSPENDABLE], problems),
+        controllers=_optional(api, list(kinds.OWNER_CHAIN), problems),
         pods=_list_core(
             api, r.PODS, api.core.list_pod_for_all_namespaces, field_selector=live_pods
         ),

@@ -7,9 +7,10 @@ field "..."` instead. This is how a training-operator whose CRD predates `runPol
 (added in v1.7; kubeflow/training-operator pkg/apis/kubeflow.org/v1/common_types.go `RunPolicy`)
 would silently drop a suspend patch while the job keeps running.
 
-Only the parts of the PyTorchJob schema the reclaimer writes are declared field by field
-(`spec`, `spec.runPolicy`, `spec.runPolicy.schedulingPolicy`); deeper parts (replica specs,
-templates, status) are kept whole, as their schemas accept what the tests store there.
+Only the parts of the training-operator schemas the reclaimer writes are declared field by field
+(`spec.runPolicy` and `spec.runPolicy.schedulingPolicy` for every training kind; the whole of
+`spec` for PyTorchJob); deeper parts (replica specs, templates, status) are kept whole, as their
+schemas accept what the tests store there.
 """
 
 from __future__ import annotations
@@ -21,6 +22,16 @@ from fakeapi.errors import ApiError
 Obj = dict[str, Any]
 Res = tuple[str, str, str]
 PYTORCHJOBS: Res = ("kubeflow.org", "v1", "pytorchjobs")
+TRAINING: frozenset[Res] = frozenset(
+    {
+        PYTORCHJOBS,
+        ("kubeflow.org", "v1", "tfjobs"),
+        ("kubeflow.org", "v1", "xgboostjobs"),
+        ("kubeflow.org", "v1", "paddlejobs"),
+        ("kubeflow.org", "v1", "jaxjobs"),
+        ("kubeflow.org", "v2beta1", "mpijobs"),
+    }
+)
 
 # RunPolicy fields by training-operator release (common_types.go at each tag)
 RUN_POLICY_V16 = frozenset(
@@ -46,13 +57,14 @@ TOP = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
 
 def prune(res: Res, obj: Obj, *, operator: str, strict: bool) -> Obj:
     """`obj` as the API server would store it; 400 under Strict when a field would be dropped."""
-    if res != PYTORCHJOBS:
+    if res not in TRAINING:
         return obj
     dropped: list[str] = []
     _keep(obj, TOP, "", dropped)
     spec = obj.get("spec")
     if isinstance(spec, dict):
-        _keep(spec, PYTORCH_SPEC, "spec", dropped)
+        if res == PYTORCHJOBS:
+            _keep(spec, PYTORCH_SPEC, "spec", dropped)
         policy = spec.get("runPolicy")
         if isinstance(policy, dict):
             _keep(policy, RUN_POLICY[operator], "spec.runPolicy", dropped)
@@ -64,8 +76,7 @@ def prune(res: Res, obj: Obj, *, operator: str, strict: bool) -> Obj:
         raise ApiError(
             400,
             "BadRequest",
-            f'PyTorchJob in version "v1" cannot be handled as a '
-            f"PyTorchJob: strict decoding error: {fields}",
+            f"{obj.get('kind', 'object')} cannot be handled: strict decoding error: {fields}",
         )
     return obj
 

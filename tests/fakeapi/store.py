@@ -39,12 +39,31 @@ KNOWN: dict[tuple[str, str, str], tuple[str, bool]] = {
     ("batch.volcano.sh", "v1alpha1", "jobs"): ("Job", True),
     ("bus.volcano.sh", "v1alpha1", "commands"): ("Command", True),
     ("kubeflow.org", "v1", "pytorchjobs"): ("PyTorchJob", True),
+    ("kubeflow.org", "v1", "tfjobs"): ("TFJob", True),
+    ("kubeflow.org", "v1", "xgboostjobs"): ("XGBoostJob", True),
+    ("kubeflow.org", "v1", "paddlejobs"): ("PaddleJob", True),
+    ("kubeflow.org", "v1", "jaxjobs"): ("JAXJob", True),
+    ("kubeflow.org", "v2beta1", "mpijobs"): ("MPIJob", True),
+    ("kubeflow.org", "v1", "notebooks"): ("Notebook", True),
+    ("batch", "v1", "jobs"): ("Job", True),
+    ("apps", "v1", "statefulsets"): ("StatefulSet", True),
+    ("jobset.x-k8s.io", "v1alpha2", "jobsets"): ("JobSet", True),
+    ("ray.io", "v1", "rayjobs"): ("RayJob", True),
+    ("ray.io", "v1", "rayclusters"): ("RayCluster", True),
     ("nvidia.com", "v1", "clusterpolicies"): ("ClusterPolicy", False),
 }
 PODS = ("", "v1", "pods")
 PDBS = ("policy", "v1", "poddisruptionbudgets")
 CRD_GROUPS = frozenset(
-    {"scheduling.volcano.sh", "batch.volcano.sh", "bus.volcano.sh", "kubeflow.org", "nvidia.com"}
+    {
+        "scheduling.volcano.sh",
+        "batch.volcano.sh",
+        "bus.volcano.sh",
+        "kubeflow.org",
+        "nvidia.com",
+        "jobset.x-k8s.io",
+        "ray.io",
+    }
 )
 
 

@@ -401,7 +401,7 @@ def test_suspend_on_a_training_operator_without_suspend_fails_loudly(
     before = _state(cluster)
     [res] = run(api, [preempt("research/bert-train")], dry_run=dry_run)
     assert (res.outcome, res.http_status) == (Outcome.FAILED, 400)
-    assert "training-operator older than v1.7" in res.detail
+    assert "older than training-operator v1.7" in res.detail
     assert _state(cluster) == before
     patch = next(q for q in cluster.writes() if q.method == "PATCH")
     assert patch.query["fieldValidation"] == ["Strict"]

@@ -114,7 +114,11 @@ def test_pods_keep_gpu_pods_only_live(view: Any) -> None:
     assert "team-a/done-job" not in pods  # Succeeded holds no GPU
     assert pods["serving/infer-7d9f-abc"].job is None  # a Deployment's pod joins no gang
     assert pods["team-b/waiting-0"].phase is PodPhase.PENDING
-    assert any("other controllers" in p for p in view.problems)
+    assert dict(view.unmanaged) == {
+        "serving/infer-7d9f-abc": "run by ReplicaSet (apps/v1): not a kind the reclaimer can stop "
+        "(its controller would recreate the pod)"
+    }
+    assert "1 GPU pods in no workload the reclaimer can stop" in view.problems
 
 
 def test_nodes_and_timeslicing(view: Any) -> None:
@@ -168,8 +172,10 @@ def test_last_actions_and_pdb(view: Any) -> None:
             "'gone' not found",
         ),
         (
-            "pytorch_jobs",
+            "workloads",
             {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "PyTorchJob",
                 "metadata": {"name": "j", "namespace": "n"},
                 "spec": {
                     "pytorchReplicaSpecs": {
