@@ -123,10 +123,18 @@ def node(
     )
 
 
-def _jobs(objs: ClusterObjects, prio: Mapping[str, int], problems: list[str]) -> dict[str, Job]:
+def _jobs(
+    objs: ClusterObjects, owners: OwnerIndex, prio: Mapping[str, int], problems: list[str]
+) -> dict[str, Job]:
+    """Every top workload as a gang; one owned by another known workload (a JobSet's Jobs) is
+    part of that one's gang, not a gang of its own."""
     jobs: dict[str, Job] = {}
     made = [(obj, partial(gangs.volcano_job, obj, prio)) for obj in objs.volcano_jobs]
-    made += [(obj, partial(workloads.build, obj, prio)) for obj in objs.workloads]
+    made += [
+        (obj, partial(workloads.build, obj, prio))
+        for obj in objs.workloads
+        if owners.resolve(obj).key is None
+    ]
     for obj, make in made:
         kind = str(obj.get("kind", "?"))
         job = _safe(problems, f"{kind} {f.key(obj)}", make)
@@ -240,11 +248,12 @@ def to_cluster_view(
     priorities: dict[str, int] = {}
     for pc in objs.priority_classes:
         priorities[f.name(pc)] = f.int_field(pc.get("value"), 0)
+    owners = OwnerIndex([*objs.workloads, *objs.volcano_jobs, *objs.controllers])
     ctx = _Context(
-        _jobs(objs, priorities, problems),
+        _jobs(objs, owners, priorities, problems),
         {f.key(pg): pg for pg in objs.podgroups},
         priorities,
-        OwnerIndex([*objs.workloads, *objs.volcano_jobs, *objs.controllers]),
+        owners,
         problems=problems,
     )
     for obj in objs.pods:

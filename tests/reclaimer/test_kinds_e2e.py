@@ -1,0 +1,121 @@
+"""Every suspendable kind end to end: a day of idle history in a real Prometheus, the cluster in
+the fake API server, `gpu-reclaimer run --once --apply` through the real client. The idle
+workload is stopped whole, by its own kind's stop, for the guaranteed job that waits."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fakeapi import FakeCluster, served_kubeconfig
+from kube.workload_objects import NAMES, WORLDS, world
+from promserver import PromServer, openmetrics, start_prometheus
+from runonce import run_once
+
+import gpu_contract as gc
+
+pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
+HISTORY_S = 24 * 3600
+
+
+def _ts(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _ns(kind: str) -> str:
+    return kind.lower()
+
+
+def _gpu_pods(kind: str) -> list[dict[str, Any]]:
+    return [o for o in world(kind, _ns(kind)) if o["kind"] == "Pod"]
+
+
+@pytest.fixture(scope="module")
+def now() -> float:
+    return time.time()
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
+    times = np.arange(now - HISTORY_S, now - 15.0, 60.0)
+    series = []
+    for kind in WORLDS:
+        for i, p in enumerate(_gpu_pods(kind)):
+            gpus = int(p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"])
+            for g in range(gpus):
+                lab = {
+                    "namespace": _ns(kind),
+                    "pod": p["metadata"]["name"],
+                    "container": "main",
+                    "gpu": str(i + g),
+                    "Hostname": "gpu-node-1",
+                    "UUID": f"GPU-{kind}-{i}-{g}",
+                }
+                series.append((gc.POD_UTILIZATION, lab, [(float(t), 0.0) for t in times]))
+                series.append((gc.POD_ALLOCATED, lab, [(float(t), 1.0) for t in times]))
+    with start_prometheus(tmp_path_factory.mktemp("prom"), history=openmetrics(series)) as s:
+        yield s
+
+
+def _cluster(kind: str, now: float) -> FakeCluster:
+    c = FakeCluster()
+    queue = "scheduling.volcano.sh/v1beta1"
+    for name, reclaimable in (("research", True), ("prod", False)):
+        c.add(
+            {
+                "apiVersion": queue,
+                "kind": "Queue",
+                "metadata": {"name": name},
+                "spec": {"deserved": {"nvidia.com/gpu": "2"}, "reclaimable": reclaimable},
+                "status": {"state": "Open"},
+            }
+        )
+    c.add(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "gpu-node-1", "labels": {"nvidia.com/gpu.count": "2"}},
+            "status": {"capacity": {"nvidia.com/gpu": "2"}},
+        },
+        {
+            "apiVersion": queue,
+            "kind": "PodGroup",
+            "metadata": {"name": "llm", "namespace": "prod", "creationTimestamp": _ts(now - 1800)},
+            "spec": {"minMember": 1, "queue": "prod", "minResources": {"nvidia.com/gpu": "2"}},
+            "status": {"phase": "Inqueue"},
+        },
+        *world(kind, _ns(kind)),
+    )
+    return c
+
+
+def _stopped(obj: dict[str, Any], kind: str) -> bool:
+    if kind == "Notebook":
+        return "kubeflow-resource-stopped" in obj["metadata"].get("annotations", {})
+    spec = obj["spec"]
+    return bool(spec.get("runPolicy", spec).get("suspend"))
+
+
+@pytest.mark.parametrize("kind", sorted(WORLDS))
+def test_an_idle_workload_of_every_kind_is_stopped_whole(
+    prom: PromServer, now: float, tmp_path: Path, kind: str
+) -> None:
+    cluster = _cluster(kind, now)
+    top = world(kind, _ns(kind))[0]
+    res = cluster.resource_of(top)
+    with served_kubeconfig(cluster, tmp_path / "kubeconfig") as kubeconfig:
+        code, report = run_once(prom, kubeconfig, "--apply")
+    assert code == 0, report["cycle"]
+    target = f"{_ns(kind)}/{NAMES[kind]}"
+    assert [(a["kind"], a["target"]) for a in report["plan"]["actions"]] == [("preempt", target)]
+    assert [o["outcome"] for o in report["outcomes"]] == ["applied"], report["outcomes"]
+    stored = cluster.get(*res, NAMES[kind], _ns(kind))
+    assert stored is not None and _stopped(stored, kind)
+    assert stored["metadata"]["annotations"]["gpu-reclaim.io/room-for"] == "prod/llm"
+    patches = [w for w in cluster.writes() if w.method == "PATCH"]
+    assert patches and all(w.query.get("fieldValidation") == ["Strict"] for w in patches)
