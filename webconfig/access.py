@@ -4,7 +4,9 @@ Both read `LiveWebConfig.current()` on every request, so a reloaded password or 
 the next request. Auth is the outermost middleware, so it runs before the app's own and for every
 path, unknown ones included (an unauthenticated client learns nothing, not even a 404), except the
 `open_paths` the caller names (exact matches of the decoded path, as the router sees it). The
-headers are set when any response is prepared, the 401 included, as exporter-toolkit does.
+headers are set when any response is prepared, the 401 included, as exporter-toolkit does. While
+too many password checks wait for bcrypt (see `auth`), an uncached password gets 503 with
+Retry-After instead of a verdict.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Awaitable, Callable, Collection
 
 from aiohttp import web
 
-from webconfig.auth import BasicAuth
+from webconfig.auth import BasicAuth, Outcome
 from webconfig.live import LiveWebConfig
 
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -30,8 +32,11 @@ def install_access_rules(
         users = live.current().config.basic_auth_users
         if not users or request.path in open_set:
             return await handler(request)
-        if await auth.allows(users, request.headers.get("Authorization")):
+        outcome = await auth.check(users, request.headers.get("Authorization"))
+        if outcome is Outcome.ALLOWED:
             return await handler(request)
+        if outcome is Outcome.BUSY:
+            return web.Response(status=503, text="busy\n", headers={"Retry-After": "1"})
         return web.Response(
             status=401, text="Unauthorized\n", headers={"WWW-Authenticate": "Basic"}
         )

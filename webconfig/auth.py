@@ -6,6 +6,9 @@ bcrypt is slow on purpose (cost 10 is ~70 ms of CPU), so:
   bcrypt once. Failures are not cached, so a wrong guess always pays the full price;
 - checks run in a worker thread (bcrypt releases the GIL), one at a time, so a flood of wrong
   passwords costs at most one core and never stalls the event loop that serves other scrapes;
+- at most `max_queued` checks wait for that thread; beyond, the answer is BUSY (503) at once.
+  Otherwise a flood of wrong passwords would park every connection slot in the queue for seconds
+  and lock out scrapers, whose cached credentials need no bcrypt at all;
 - an unknown user is checked against a fixed hash, so timing does not tell which users exist.
 """
 
@@ -18,6 +21,7 @@ import hashlib
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from enum import StrEnum
 
 import bcrypt
 
@@ -47,6 +51,12 @@ def bcrypt_matches(password: str, hashed: str) -> bool:
         return False
 
 
+class Outcome(StrEnum):
+    ALLOWED = "allowed"
+    DENIED = "denied"
+    BUSY = "busy"  # too many checks already waiting for bcrypt: not checked
+
+
 class BasicAuth:
     """Checks `Authorization` headers against a user -> bcrypt hash map (given per call, so a
     reloaded config applies at once). One instance per server: it owns the cache and the lock."""
@@ -55,30 +65,40 @@ class BasicAuth:
         self,
         *,
         cache_size: int = 100,
+        max_queued: int = 8,
         matches: Callable[[str, str], bool] = bcrypt_matches,
     ) -> None:
         self._cache: OrderedDict[bytes, None] = OrderedDict()
         self._cache_size = cache_size
         self._matches = matches
         self._lock = asyncio.Lock()
+        self._max_queued = max_queued
+        self._queued = 0
         self.bcrypt_checks = 0  # how many checks paid bcrypt's cost (tests pin the cache with it)
 
-    async def allows(self, users: Mapping[str, str], header: str | None) -> bool:
+    async def check(self, users: Mapping[str, str], header: str | None) -> Outcome:
         credentials = parse_basic_authorization(header)
         if credentials is None:
-            return False
+            return Outcome.DENIED
         user, password = credentials
         hashed = users.get(user)
         key = hashlib.sha256(json.dumps([user, hashed, password]).encode("utf-8")).digest()
         if hashed is not None and key in self._cache:
             self._cache.move_to_end(key)
-            return True
-        async with self._lock:
-            self.bcrypt_checks += 1
-            ok = await asyncio.to_thread(self._matches, password, hashed or _UNKNOWN_USER_HASH)
+            return Outcome.ALLOWED
+        if self._queued >= self._max_queued:
+            return Outcome.BUSY
+        self._queued += 1
+        try:
+            async with self._lock:
+                self.bcrypt_checks += 1
+                stored = hashed or _UNKNOWN_USER_HASH
+                ok = await asyncio.to_thread(self._matches, password, stored)
+        finally:
+            self._queued -= 1
         if not ok or hashed is None:
-            return False
+            return Outcome.DENIED
         self._cache[key] = None
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
-        return True
+        return Outcome.ALLOWED

@@ -198,3 +198,11 @@ async def test_an_address_in_use_raises_oserror() -> None:
     async with running() as first:
         with pytest.raises(OSError):
             await serve(make_app(), "127.0.0.1", first.port)
+
+
+def test_limits_refuse_nonsense_all_at_once() -> None:
+    with pytest.raises(ValueError) as caught:
+        Limits(header_timeout=0, max_connections=0, max_header_bytes=10)
+    message = str(caught.value)
+    assert "header_timeout" in message and "max_connections" in message
+    assert "max_header_bytes" in message

@@ -226,3 +226,12 @@ def test_the_error_names_the_file_and_every_problem() -> None:
         parse_web_config("a: 1\nb: 2\n", DIR, source="/etc/web/web.yml")
     assert str(caught.value).splitlines()[0] == "invalid web config /etc/web/web.yml:"
     assert len(caught.value.problems) == 2
+
+
+def test_the_documented_example_is_valid() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "security-webconfig.md").read_text()
+    example = page.split("```yaml\n", 1)[1].split("```", 1)[0]
+    config = parse_web_config(example, DIR)
+    assert config.tls is not None and config.tls.client_ca_file == DIR / "client-ca.crt"
+    assert set(config.basic_auth_users) == {"prometheus"}
+    assert len(config.headers) == 5
