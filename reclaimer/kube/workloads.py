@@ -12,8 +12,9 @@ no gang at all), when it started, its queue and priority when its spec says them
   Complete or Failed, or its job status final);
 - Notebook (one pod of its template; stopped while `kubeflow-resource-stopped` is set; never
   finished).
-A workload whose spec names no queue takes its pods' (Volcano's PodGroup or the queue label or
-annotation), resolved when pods are attached (`gangs.attach_pods`).
+A workload whose spec names no queue takes the Volcano queue its pod template is annotated or
+labelled with, else its pods' (Volcano's PodGroup or the queue label or annotation), resolved
+when pods are attached (`gangs.attach_pods`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from reclaimer.kube import fields as f
 from reclaimer.kube import kinds
 from reclaimer.kube.gangs import job_from_meta, priority_of
-from reclaimer.kube.resources import DEFAULT_QUEUE
+from reclaimer.kube.resources import DEFAULT_QUEUE, QUEUE_LABELS
 from reclaimer.model import Job
 
 Obj = Mapping[str, Any]
@@ -71,17 +72,29 @@ def training_job(obj: Obj, wk: kinds.WorkloadKind, priorities: Mapping[str, int]
     )
 
 
-def _pods_job(obj: Obj, wk: kinds.WorkloadKind, gpus: int, pods: int, **more: Any) -> Job:
-    """A workload whose queue comes from its pods (set when they are attached)."""
+def _template_queue(template: object) -> str:
+    """The Volcano queue a pod template's annotations or labels name; "" when none."""
+    meta = f.dig(template, "metadata") if isinstance(template, Mapping) else None
+    for where in ("annotations", "labels"):
+        found = f.dig(meta, where) if isinstance(meta, Mapping) else None
+        for key in QUEUE_LABELS:
+            if isinstance(found, Mapping) and found.get(key):
+                return str(found[key])
+    return ""
+
+
+def _pods_job(
+    obj: Obj, wk: kinds.WorkloadKind, gpus: int, pods: int, template: object = None
+) -> Job:
+    """A workload whose queue is its pod template's, else its pods' (set when attached)."""
     return job_from_meta(
         obj,
         wk.job_kind,
-        queue="",
+        queue=_template_queue(template),
         gpus=gpus,
         min_member=max(1, pods),
         start_time=_start(obj),
         suspended=_suspended(obj, wk),
-        **more,
     )
 
 
@@ -96,18 +109,20 @@ def batch_job(obj: Obj, wk: kinds.WorkloadKind, priorities: Mapping[str, int]) -
     if _condition(obj, "Complete", "Failed"):
         return None
     pods, gpus = _job_template(obj.get("spec"))
-    return _pods_job(obj, wk, gpus, pods)
+    return _pods_job(obj, wk, gpus, pods, f.dig(obj, "spec", "template"))
 
 
 def jobset(obj: Obj, wk: kinds.WorkloadKind, priorities: Mapping[str, int]) -> Job | None:
     if _condition(obj, "Completed", "Failed"):
         return None
     pods = gpus = 0
+    first = None
     for rj in f.dig(obj, "spec", "replicatedJobs") or []:
         copies = f.int_field(rj.get("replicas"), 1)
         p, g = _job_template(f.dig(rj, "template", "spec"))
         pods, gpus = pods + copies * p, gpus + copies * g
-    return _pods_job(obj, wk, gpus, pods)
+        first = first or f.dig(rj, "template", "spec", "template")
+    return _pods_job(obj, wk, gpus, pods, first)
 
 
 _RAY_DONE = frozenset({"Complete", "Failed"})
@@ -119,17 +134,18 @@ def ray_job(obj: Obj, wk: kinds.WorkloadKind, priorities: Mapping[str, int]) -> 
     if status.get("jobDeploymentStatus") in _RAY_DONE or status.get("jobStatus") in _RAY_JOB_DONE:
         return None
     cluster = f.dig(obj, "spec", "rayClusterSpec") or {}
-    pods, gpus = 1, f.pod_spec_gpus(f.dig(cluster, "headGroupSpec", "template", "spec"))
+    head = f.dig(cluster, "headGroupSpec", "template")
+    pods, gpus = 1, f.pod_spec_gpus(f.dig(head, "spec") if head else None)
     for group in cluster.get("workerGroupSpecs") or []:
         copies = f.int_field(group.get("replicas"), 1)
         pods += copies
         gpus += copies * f.pod_spec_gpus(f.dig(group, "template", "spec"))
-    return _pods_job(obj, wk, gpus, pods)
+    return _pods_job(obj, wk, gpus, pods, head)
 
 
 def notebook(obj: Obj, wk: kinds.WorkloadKind, priorities: Mapping[str, int]) -> Job | None:
     gpus = f.pod_spec_gpus(f.dig(obj, "spec", "template", "spec"))
-    return _pods_job(obj, wk, gpus, 1)
+    return _pods_job(obj, wk, gpus, 1, f.dig(obj, "spec", "template"))
 
 
 BUILDERS: Mapping[str, Builder] = {

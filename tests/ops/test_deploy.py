@@ -144,7 +144,17 @@ RECLAIMER_DRY_RUN = {
     *(("cluster", "scheduling.volcano.sh", r, v) for r in ("queues", "podgroups") for v in READ),
     *(("cluster", "batch.volcano.sh", "jobs", v) for v in (*READ, "patch")),
     ("cluster", "bus.volcano.sh", "commands", "create"),
-    *(("cluster", "kubeflow.org", "pytorchjobs", v) for v in (*READ, "patch")),
+    *(
+        ("cluster", "kubeflow.org", r, v)
+        for r in ("pytorchjobs", "tfjobs", "mpijobs", "xgboostjobs", "paddlejobs", "jaxjobs")
+        for v in (*READ, "patch")
+    ),
+    *(("cluster", "kubeflow.org", "notebooks", v) for v in (*READ, "patch")),
+    *(("cluster", "batch", "jobs", v) for v in (*READ, "patch")),
+    *(("cluster", "jobset.x-k8s.io", "jobsets", v) for v in (*READ, "patch")),
+    *(("cluster", "ray.io", "rayjobs", v) for v in (*READ, "patch")),
+    *(("cluster", "apps", "statefulsets", v) for v in READ),
+    *(("cluster", "ray.io", "rayclusters", v) for v in READ),
     *(("cluster", "nvidia.com", "clusterpolicies", v) for v in ("get", "list")),
     *(("gpu-operator", "", "configmaps", v) for v in READ),
     *(("gpu-reclaim", "coordination.k8s.io", "leases", v) for v in ("get", "create", "update")),

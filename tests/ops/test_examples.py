@@ -17,6 +17,7 @@ import yaml
 from manifests import DEPLOY, REPO, Obj, load_yaml, name_of, render, schema_errors, walk
 
 from reclaimer.clusterfile import load_cluster_view
+from reclaimer.kube import kinds
 from reclaimer.policy import load_policy
 
 EXAMPLES = DEPLOY / "examples"
@@ -187,3 +188,21 @@ def test_examples_directory_is_listed_in_its_kustomization() -> None:
     on_disk = {p.name for p in EXAMPLES.glob("*.yaml") if p.name != "kustomization.yaml"}
     assert listed == on_disk
     assert Path(EXAMPLES / "gpu-sharing-config" / "policy.yaml").exists()
+
+
+WORKLOADS = EXAMPLES / "workloads"
+
+
+def test_every_suspendable_kind_has_an_example_the_reclaimer_reads() -> None:
+    """One file per kind; each renders, is stoppable with the RBAC shipped, and becomes one gang."""
+    objs = render(WORKLOADS)
+    found = {o["kind"] if o["apiVersion"] != "batch/v1" else "BatchJob" for o in objs}
+    wanted = {w.job_kind.value for w in kinds.SUSPENDABLE} - {"PyTorchJob"}  # ../pytorchjob-*
+    assert found == wanted
+    assert not [e for o in objs if (e := schema_errors(o))], "built-in kinds must validate"
+    for obj in objs:
+        view = load_cluster_view(yaml.safe_dump(obj), taken_at=1.8e9)
+        (job,) = view.jobs
+        assert job.kind.value in found and job.gpus >= 1 and job.queue == "research"
+        for c in (p for _, k, p in walk(obj) if k == "nvidia.com/gpu"):
+            assert isinstance(c, int)
