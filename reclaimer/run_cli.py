@@ -26,8 +26,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from aiohttp import web
-
 from reclaimer.controller import Controller, ControllerConfig, CycleReport, CycleResult
 from reclaimer.explain import render_plan
 from reclaimer.fleet import render as render_fleet
@@ -37,8 +35,11 @@ from reclaimer.prom import PromClient
 from reclaimer.prom_auth import CredentialError, Credentials, parse_header
 from reclaimer.quantities import parse_duration
 from reclaimer.run_wiring import UsageError, Wiring, wire
-from reclaimer.server import make_app, parse_listen_address, report_dict
+from reclaimer.server import PROBES, make_app, report_dict
 from reclaimer.telemetry import ReclaimerMetrics
+from reclaimer.web_flags import WebFlagError, add_web_arguments, web_settings
+from webconfig.address import parse_listen_address
+from webconfig.server import serve
 
 log = logging.getLogger("gpu_reclaimer")
 
@@ -78,6 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--once", action="store_true", help="run one cycle, print the plan, exit")
     p.add_argument("--interval", default="60s", help="time between cycles (default 60s)")
     p.add_argument("--web.listen-address", dest="listen", default=":9401")
+    add_web_arguments(p)
     p.add_argument(
         "--metrics-source",
         choices=[s.value for s in MetricsSource],
@@ -158,6 +160,10 @@ def _settings(args: argparse.Namespace) -> tuple[Policy, ControllerConfig, float
         step = parse_duration(args.step)
         parse_listen_address(args.listen)
     except ValueError as err:
+        raise UsageError(str(err)) from err
+    try:
+        args.web_config, args.web_limits = web_settings(args)
+    except WebFlagError as err:
         raise UsageError(str(err)) from err
     if interval <= 0 or step <= 0 or window < step:
         raise UsageError("--interval and --step must be > 0 and --history-window >= --step")
@@ -276,19 +282,22 @@ async def _serve(
         controller = _controller(
             policy=policy, config=config, wiring=wiring, prom=prom, metrics=metrics
         )
-        runner = web.AppRunner(make_app(controller, metrics, config.dry_run))
-        await runner.setup()
-        await web.TCPSite(runner, host, port).start()
+        app = make_app(controller, metrics, config.dry_run)
+        try:
+            server = await serve(
+                app, host, port, config=args.web_config, open_paths=PROBES, limits=args.web_limits
+            )
+        except OSError as err:
+            wiring.close()
+            print(f"gpu-reclaimer run: cannot listen on {args.listen}: {err}", file=sys.stderr)
+            return 2
         log.info(
-            "serving /metrics /plan /healthz /readyz on %s:%d (%s)",
-            host or "*",
-            port,
-            "dry-run" if config.dry_run else "APPLY",
+            "serving /metrics /plan /healthz /readyz (%s)", "dry-run" if config.dry_run else "APPLY"
         )
         try:
             await wiring.run_loop(controller, interval, stop)
         finally:
             wiring.close()
-            await runner.cleanup()
+            await server.stop()
     log.info("stopped cleanly")
     return 0

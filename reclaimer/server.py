@@ -61,6 +61,10 @@ def report_dict(report: CycleReport | None, dry_run: bool) -> dict[str, Any]:
     }
 
 
+PROBES = ("/healthz", "/readyz")
+"""Open without credentials under a web config, so kubelet probes work (they say nothing)."""
+
+
 def make_app(controller: Controller, metrics: ReclaimerMetrics, dry_run: bool) -> web.Application:
     async def metrics_handler(_: web.Request) -> web.Response:
         body = metrics.exposition()
@@ -84,11 +88,3 @@ def make_app(controller: Controller, metrics: ReclaimerMetrics, dry_run: bool) -
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     return app
-
-
-def parse_listen_address(address: str) -> tuple[str | None, int]:
-    """`:9401` -> (None, 9401): every interface, IPv4 and IPv6; `[::1]:9401` -> ("::1", 9401)."""
-    host, _, port = address.rpartition(":")
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"--web.listen-address: bad port in {address!r}")
-    return (host.strip("[]") or None), int(port)

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_controller import RecordingActuator, make, prom_route
 
 import gpu_contract as gc
-from reclaimer.server import make_app, parse_listen_address
+from reclaimer.server import make_app
 from reclaimer.telemetry import ReclaimerMetrics
 
 
@@ -67,13 +67,6 @@ async def test_plan_lists_withheld_actions_as_skips() -> None:
     assert plan["plan"]["actions"] == []
     reasons = {s["target"]: s["reason"] for s in plan["plan"]["skipped"]}
     assert reasons["team-b/idle-b"] == "StaleData"
-
-
-def test_listen_address_forms() -> None:
-    assert parse_listen_address(":9401") == (None, 9401)  # every interface, IPv6 too
-    assert parse_listen_address("0.0.0.0:9401") == ("0.0.0.0", 9401)
-    assert parse_listen_address("127.0.0.1:0") == ("127.0.0.1", 0)
-    assert parse_listen_address("[::1]:9401") == ("::1", 9401)
 
 
 def test_exposition_passes_promtool_check_metrics() -> None:

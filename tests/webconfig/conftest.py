@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import trustme
-from webconfig_fixtures import Pki, make_pki
+from webfixtures import Pki, make_pki
 
 
 @pytest.fixture(scope="session")

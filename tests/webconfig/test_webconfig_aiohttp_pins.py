@@ -15,7 +15,7 @@ from aiohttp import http_parser
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_webconfig_head import CASES
-from webconfig_fixtures import make_app
+from webfixtures import make_app
 
 from webconfig.head import SINGLETON_HEADERS, HeadScanner, Verdict
 from webconfig.server import WebServer, serve

@@ -6,7 +6,7 @@ import asyncio
 import base64
 
 import pytest
-from webconfig_fixtures import bcrypt_hash
+from webfixtures import bcrypt_hash
 
 from webconfig.auth import BasicAuth, Outcome, bcrypt_matches, parse_basic_authorization
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from webconfig_fixtures import RELEASE, Pki, make_app, running, web_config_text, write_atomically
+from webfixtures import RELEASE, Pki, make_app, running, web_config_text, write_atomically
 
 from webconfig.live import LiveWebConfig
 from webconfig.model import Limits

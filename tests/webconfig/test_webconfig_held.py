@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from webconfig_fixtures import make_pki, web_config_text, write_atomically
+from webfixtures import make_pki, web_config_text, write_atomically
 
 from webconfig.model import Limits
 

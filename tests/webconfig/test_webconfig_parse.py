@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from webconfig_fixtures import bcrypt_hash
+from webfixtures import bcrypt_hash
 
 from webconfig.model import ClientAuth, TLSServerConfig, TLSVersion, WebConfig, WebConfigError
 from webconfig.parse import parse_web_config

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import trustme
-from webconfig_fixtures import (
+from webfixtures import (
     Clock,
     Pki,
     bcrypt_hash,

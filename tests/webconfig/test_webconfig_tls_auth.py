@@ -10,7 +10,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 import trustme
-from webconfig_fixtures import Pki, fetch, running, web_config_text, write_atomically
+from webfixtures import Pki, fetch, running, web_config_text, write_atomically
 
 from webconfig.live import LiveWebConfig
 

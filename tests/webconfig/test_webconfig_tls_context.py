@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import serialization
-from webconfig_fixtures import Pki
+from webfixtures import Pki
 
 from webconfig.model import ClientAuth, TLSServerConfig, TLSVersion, WebConfigError
 from webconfig.tls import build_ssl_context

@@ -1,0 +1,91 @@
+"""`gpu-reclaimer run` behind a web config: TLS with a generated CA, basic auth with bcrypt,
+probes open, plain HTTP refused, half-sent requests dropped; a bad file is exit 2 at start."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakeapi import FakeCluster, served_kubeconfig
+from promserver import free_port
+from webfixtures import Pki, fetch, make_pki, web_config_text
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture
+def served(pki: Pki, tmp_path: Path) -> Iterator[str]:
+    """A running reclaimer (dry-run, Prometheus down: it serves anyway) behind TLS + auth."""
+    config = pki.directory / "web.yml"
+    config.write_text(web_config_text(pki, users={"prometheus": "s3cret"}))
+    port = free_port()
+    with served_kubeconfig(FakeCluster(), tmp_path / "kubeconfig") as kubeconfig:
+        argv = [sys.executable, "-m", "reclaimer", "run", "--interval", "1h"]
+        argv += ["--prometheus-url", f"http://127.0.0.1:{free_port()}"]
+        argv += ["--kubeconfig", str(kubeconfig), f"--web.listen-address=127.0.0.1:{port}"]
+        argv += ["--web.config.file", str(config), "--web.header-timeout", "1s"]
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            _wait_listening(port, proc)
+            yield f"127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise AssertionError("the reclaimer never listened")
+
+
+async def test_tls_and_basic_auth_guard_plan_and_metrics(served: str, pki: Pki) -> None:
+    tls = pki.client_context()
+    ok = await fetch(f"https://{served}/metrics", context=tls, auth=("prometheus", "s3cret"))
+    assert ok.status == 200 and "gpu_reclaimer_dry_run" in ok.body
+    for path in ("/metrics", "/plan"):
+        wrong = await fetch(f"https://{served}{path}", context=tls, auth=("prometheus", "nope"))
+        assert wrong.status == 401 and wrong.headers["WWW-Authenticate"].startswith("Basic")
+        assert (await fetch(f"https://{served}{path}", context=tls)).status == 401
+    probe = await fetch(f"https://{served}/healthz", context=tls)
+    assert probe.status == 200  # kubelet probes carry no credentials
+    with pytest.raises(Exception):  # noqa: B017 - any transport error: TLS only
+        await fetch(f"http://{served}/healthz", timeout=3)
+
+
+async def test_half_sent_requests_are_dropped(served: str, pki: Pki) -> None:
+    host, port = served.split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # never finishes its head
+    await writer.drain()
+    start = time.monotonic()
+    assert await asyncio.wait_for(reader.read(), timeout=10) == b""  # closed by the server
+    assert time.monotonic() - start < 5
+    writer.close()
+
+
+def test_a_bad_web_config_is_exit_2_before_anything_runs(tmp_path: Path) -> None:
+    bad = tmp_path / "web.yml"
+    bad.write_text("basic_auth_users:\n  a: not-a-bcrypt-hash\ntls_server_config: {cert_file: x}\n")
+    argv = [sys.executable, "-m", "reclaimer", "run", "--once"]
+    argv += ["--prometheus-url", "http://127.0.0.1:1", "--web.config.file", str(bad)]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "--web.config.file" in done.stderr and "basic_auth_users.a" in done.stderr
