@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-import yaml
-
 from reclaimer.policy_fields import (
     CrossCheck,
     as_bool,
@@ -32,9 +30,9 @@ from reclaimer.policy_fields import (
     as_replicas,
     as_string,
     build_section,
-    duplicate_keys,
     setting,
 )
+from webconfig.yaml_tree import load_yaml
 
 VOLCANO_PREEMPTABLE = "volcano.sh/preemptable"
 """Volcano's opt-out annotation; always honoured, besides the policy's own."""
@@ -173,14 +171,11 @@ class PolicyError(ValueError):
 
 def load_policy(text: str) -> Policy:
     """Parse and validate a YAML policy; an empty document gives `Policy()`. Pure."""
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PolicyError([f"<document>: not valid YAML: {exc}"]) from exc
-    if raw is None:
-        raw = {}
-    errors = duplicate_keys(text)
-    policy = build_section(Policy, raw, "", errors)
+    raw, found = load_yaml(text)  # duplicate keys are errors, not "the last one wins"
+    errors = [f"{p.path or '<document>'}: {p.message}" for p in found]
+    if raw is None and errors:
+        raise PolicyError(errors)
+    policy = build_section(Policy, {} if raw is None else raw, "", errors)
     if errors or policy is None:
         raise PolicyError(errors)
     return policy

@@ -10,9 +10,6 @@ the error); such a rule runs whenever the fields it involves are valid, so it is
 together with the errors of the other fields. Parsers take the raw YAML value and raise
 `ValueError`; every number has a range (durations at most `MAX_DURATION_SECONDS`), so a value
 that would fail every cycle later (`horizon: 1e308`) is refused at load.
-
-`duplicate_keys` finds keys written twice in one mapping, at any depth: YAML loaders keep the
-last one silently, so `threshold: 5%` followed by `threshold: 100%` would make a busy job "idle".
 """
 
 from __future__ import annotations
@@ -22,8 +19,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import Field, field, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
-
-import yaml
 
 from reclaimer.quantities import parse_duration, parse_ratio
 
@@ -89,36 +84,6 @@ def build_section(cls: type[D], raw: object, path: str, errors: list[str]) -> D 
         if not failed & set(keys):
             errors.append(f"{_join(path, keys[0])}: {message}")
     return None if len(errors) > before else built
-
-
-def duplicate_keys(text: str) -> list[str]:
-    """ "path: message" for every key written twice in one mapping of the YAML `text`."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return []  # the loader reports the syntax error itself
-    out: list[str] = []
-    _walk_duplicates(root, "", out)
-    return out
-
-
-def _walk_duplicates(node: yaml.Node | None, path: str, out: list[str]) -> None:
-    if isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _walk_duplicates(item, f"{path}[{i}]", out)
-    elif isinstance(node, yaml.MappingNode):
-        first: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            line = key_node.start_mark.line + 1
-            if key in first:
-                out.append(
-                    f"{_join(path, key)}: duplicate key (line {line} repeats line {first[key]};"
-                    " a YAML loader would silently keep the last)"
-                )
-            else:
-                first[key] = line
-            _walk_duplicates(value_node, _join(path, key), out)
 
 
 def _build_value(f: Field[Any], value: object, path: str, errors: list[str]) -> Any:

@@ -23,16 +23,18 @@ def join(path: str, key: object) -> str:
 def _duplicates(node: yaml.Node, path: str) -> list[Problem]:
     found: list[Problem] = []
     if isinstance(node, yaml.MappingNode):
-        seen: set[tuple[str, str]] = set()
+        seen: dict[tuple[str, str], int] = {}
         for key, value in node.value:
             if key.tag == _MERGE_TAG:
                 continue
             label = str(key.value) if isinstance(key, yaml.ScalarNode) else "<complex key>"
             identity = (key.tag, label)
+            line = key.start_mark.line + 1
             if identity in seen:
-                line = key.start_mark.line + 1
-                found.append(Problem(join(path, label), f"duplicate key (line {line})"))
-            seen.add(identity)
+                why = f"duplicate key (line {line} repeats line {seen[identity]})"
+                found.append(Problem(join(path, label), why))
+            else:
+                seen[identity] = line
             found.extend(_duplicates(value, join(path, label)))
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):

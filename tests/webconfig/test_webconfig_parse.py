@@ -213,7 +213,7 @@ tls_server_config: {{cert_file: a, key_file: b}}
 """
     found = problems(text)
     assert set(found) == {"basic_auth_users.alice", "tls_server_config"}
-    assert found["basic_auth_users.alice"] == "duplicate key (line 4)"
+    assert found["basic_auth_users.alice"] == "duplicate key (line 4 repeats line 3)"
 
 
 def test_a_syntax_error_names_its_line() -> None:
