@@ -31,9 +31,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from exporter.cgroup import CgroupRef
 from exporter.model import DeviceReading, PodRef, PodUsage
-from exporter.pods import PodIndex
+from exporter.node.cgroup import CgroupRef
+from exporter.node.pods import PodIndex
 from exporter.sources import Allocation
 from gpu_contract import DCGM_GPU_UTIL
 

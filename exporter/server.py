@@ -15,7 +15,7 @@ from typing import Protocol
 
 from aiohttp import web
 
-from exporter.collector import Published
+from exporter.cycle import Published
 from exporter.render import CONTENT_TYPE
 
 

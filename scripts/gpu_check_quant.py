@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from gpu_check_env import Check
 
 from exporter.model import DeviceReading, NodeSnapshot
-from exporter.nvml_readings import GPU_UTIL, family
+from exporter.nvml.readings import GPU_UTIL, family
 
 POINTS = 15.0
 ENERGY_TOLERANCE = 0.15

@@ -37,10 +37,10 @@ from gpu_check_served import (
 )
 
 from exporter.cli import attribution_sources, build_parser
-from exporter.collector import Collector
 from exporter.config import ExporterConfig, load_config
+from exporter.cycle import Collector
 from exporter.model import NodeSnapshot
-from exporter.nvml import NvmlSource, build_nvml_backend
+from exporter.nvml.source import NvmlSource, build_nvml_backend
 from exporter.sources import BackendParts
 
 LEAD_S = 1.0  # the emulated load's first phase starts this long after the node is built
@@ -61,7 +61,7 @@ def build_parts(config: ExporterConfig, args: argparse.Namespace, tmp: Path) -> 
     """The parts `exporter.cli` builds for this config; `--sim.inject` faults go in the emulator."""
     if args.lib == "pynvml":
         return build_nvml_backend(proc_root=config.procfs)
-    from exporter.sim import sim_backend_for  # noqa: PLC0415 (a real node never loads it)
+    from exporter.sim.backend import sim_backend_for  # noqa: PLC0415 (a real node never loads it)
 
     parts, node = sim_backend_for(config, tmp)
     for fault in args.inject:

@@ -28,7 +28,7 @@ from typing import Any
 from gpu_check_env import Check
 
 from exporter.model import DeviceReading
-from exporter.nvml_readings import FB_FREE, FB_RESERVED, FB_USED, family
+from exporter.nvml.readings import FB_FREE, FB_RESERVED, FB_USED, family
 from gpu_contract import BY_NAME, promtool_problems
 
 REPO = Path(__file__).resolve().parent.parent

@@ -10,9 +10,9 @@ from types import MappingProxyType
 
 import gpu_contract as gc
 from exporter.model import DeviceReading, MigInfo, ProcessUsage
-from exporter.nvml import NvmlSource
-from exporter.simnvml import SimNvml
-from exporter.simnvml_device import SimGpu
+from exporter.nvml.source import NvmlSource
+from exporter.sim.nvml.device import SimGpu
+from exporter.sim.nvml.library import SimNvml
 from exporter.sources import Allocation, DeviceSweep
 
 DRIVER = "550.54.15"

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from fake_pods_api import FakePodsApi, pod_json, serve
 
-from exporter.apiserver import (
+from exporter.node.apiserver import (
     ApiEndpoint,
     ApiServerError,
     in_cluster_endpoint,

@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from exporter.attribution import attribute
-from exporter.cgroup import CgroupRef
 from exporter.model import DeviceReading
-from exporter.pods import PodIndex
+from exporter.node.cgroup import CgroupRef
+from exporter.node.pods import PodIndex
 from exporter.sources import Allocation, PodIdentity
 
 G0, G1 = gpu(0), gpu(1)

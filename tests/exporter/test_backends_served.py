@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from exporter_fakes import Clock, promtool_problems
 
-from exporter.collector import AttributionSources, Collector
-from exporter.nvml import build_nvml_backend
-from exporter.podresources import AllocationsFile, PodResourcesClient
-from exporter.pods import PodsFile
-from exporter.replay import build_replay_backend
-from exporter.sim import SimNode, build_sim_backend, sim_gpus
-from exporter.simnvml import SimNvml
+from exporter.cycle import AttributionSources, Collector
+from exporter.node.podresources import AllocationsFile, PodResourcesClient
+from exporter.node.pods import PodsFile
+from exporter.nvml.source import build_nvml_backend
+from exporter.sim.backend import SimNode, build_sim_backend, sim_gpus
+from exporter.sim.nvml.library import SimNvml
+from exporter.sim.replay import build_replay_backend
 from exporter.sources import BackendParts
 
 T0 = 1_700_000_000.0

@@ -11,11 +11,11 @@ import pytest
 from exporter_fakes import ScriptedDevices, alloc, gpu, proc, uid, write_proc
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.apiserver import ApiEndpoint
-from exporter.collector import AttributionSources, Collector
+from exporter.cycle import AttributionSources, Collector
 from exporter.model import DeviceReading
-from exporter.podresources import AllocationsFile, PodResourcesClient
-from exporter.pods import KubernetesPods, PodsFile
+from exporter.node.apiserver import ApiEndpoint
+from exporter.node.podresources import AllocationsFile, PodResourcesClient
+from exporter.node.pods import KubernetesPods, PodsFile
 from exporter.sources import Allocation, DeviceSweep
 
 

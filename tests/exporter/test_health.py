@@ -19,13 +19,13 @@ from exporter_fakes import Clock, ScriptedDevices, alloc, gpu, proc, uid, write_
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import health
-from exporter.collector import AttributionSources, Collector
-from exporter.nvml import NvmlSource
-from exporter.podresources import AllocationsFile
-from exporter.pods import PodIndex, PodLookup
+from exporter.cycle import AttributionSources, Collector
+from exporter.node.podresources import AllocationsFile
+from exporter.node.pods import PodIndex, PodLookup
+from exporter.nvml.source import NvmlSource
 from exporter.server import make_app
-from exporter.simnvml import SimNvml
-from exporter.simnvml_device import h100
+from exporter.sim.nvml.device import h100
+from exporter.sim.nvml.library import SimNvml
 from exporter.sources import DeviceSweep
 
 T0 = 1_700_000_000.0

@@ -8,10 +8,11 @@ from collections.abc import Iterator
 import pytest
 from exporter_fakes import EmulatedNode
 
-from exporter import simnvml
-from exporter.nvml import build_nvml_backend, nvml_available
-from exporter.nvml_readings import Collector
-from exporter.simnvml_device import SimGpu, SimProcess, h100
+from exporter.nvml.library import nvml_available
+from exporter.nvml.readings import Collector
+from exporter.nvml.source import build_nvml_backend
+from exporter.sim.nvml import library as simnvml
+from exporter.sim.nvml.device import SimGpu, SimProcess, h100
 from gpu_contract import BY_NAME, DEVICE_METRICS
 
 GIB = 1 << 30

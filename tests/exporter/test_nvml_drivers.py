@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from exporter_fakes import EmulatedNode
 
-from exporter import simnvml
-from exporter.simnvml_device import SimGpu, SimProcess, h100
+from exporter.sim.nvml import library as simnvml
+from exporter.sim.nvml.device import SimGpu, SimProcess, h100
 
 GIB = 1 << 30
 XID = "DCGM_FI_DEV_XID_ERRORS"

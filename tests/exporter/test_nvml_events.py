@@ -9,12 +9,12 @@ from collections.abc import Callable
 import pytest
 from exporter_fakes import EmulatedNode
 
-from exporter import simnvml
 from exporter.model import DeviceReading, NodeSnapshot
-from exporter.nvml_events import handle_key
-from exporter.nvml_readings import Collector
+from exporter.nvml.events import handle_key
+from exporter.nvml.readings import Collector
 from exporter.render import render_text
-from exporter.simnvml_device import h100
+from exporter.sim.nvml import library as simnvml
+from exporter.sim.nvml.device import h100
 from exporter.sources import DeviceSweep
 
 XID = "DCGM_FI_DEV_XID_ERRORS"

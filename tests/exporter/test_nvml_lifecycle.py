@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from exporter_fakes import EmulatedNode
 
-from exporter import simnvml
-from exporter.nvml_readings import Collector
-from exporter.simnvml_device import SimGpu, SimProcess, h100
+from exporter.nvml.readings import Collector
+from exporter.sim.nvml import library as simnvml
+from exporter.sim.nvml.device import SimGpu, SimProcess, h100
 
 GIB = 1 << 30
 RESTARTING = [

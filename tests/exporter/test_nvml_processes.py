@@ -7,11 +7,11 @@ import math
 
 import pytest
 
-from exporter import simnvml
-from exporter.nvml import NvmlSource
-from exporter.process_activity import FUTURE_SLACK_US, Average, Row, accept, next_last_seen
-from exporter.simnvml_device import SimGpu, SimProcess, h100
-from exporter.simnvml_sampling import UtilizationRow
+from exporter.nvml.process_activity import FUTURE_SLACK_US, Average, Row, accept, next_last_seen
+from exporter.nvml.source import NvmlSource
+from exporter.sim.nvml import library as simnvml
+from exporter.sim.nvml.device import SimGpu, SimProcess, h100
+from exporter.sim.nvml.sampling import UtilizationRow
 
 T0 = 1_700_000_000.0
 INTERVAL = 15.0  # the collect interval of the reproduction

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exporter.podresources import (
+from exporter.node.podresources import (
     AllocationsFile,
     PodResourcesClient,
     PodResourcesError,

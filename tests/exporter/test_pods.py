@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from fake_pods_api import FakePodsApi, pod_json, serve
 
-from exporter.apiserver import ApiEndpoint
-from exporter.pods import KubernetesPods, PodsFile, parse_pod_list
+from exporter.node.apiserver import ApiEndpoint
+from exporter.node.pods import KubernetesPods, PodsFile, parse_pod_list
 from exporter.sources import PodIdentity
 
 
@@ -96,7 +96,7 @@ def test_failures_keep_the_last_good_index_are_counted_and_warned_once(
     pods = KubernetesPods("node-a", endpoint, start=False, request_timeout=1.0)
     pods.refresh()
     _break(fake, how)
-    with caplog.at_level(logging.DEBUG, logger="exporter.pods"):
+    with caplog.at_level(logging.DEBUG, logger="exporter.node.pods"):
         pods.refresh()
         pods.refresh()
     failed = pods.lookup()

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from exporter_fakes import Clock
 
-from exporter.replay import TraceSeries, build_replay_backend, choose_pods, load_trace
+from exporter.sim.replay import TraceSeries, build_replay_backend, choose_pods, load_trace
 
 T0 = 1_800_000_000.0
 

@@ -10,7 +10,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 from exporter_fakes import ScriptedDevices, gpu
 
-from exporter.collector import Collector
+from exporter.cycle import Collector
 from exporter.server import accepts_gzip, make_app
 from exporter.sources import DeviceSweep
 

@@ -10,11 +10,11 @@ from exporter_fakes import Clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.cgroup import parse_cgroup
-from exporter.sim import SimNode, build_sim_backend, make_pods, sim_gpus, sim_specs
-from exporter.sim_fixtures import CGROUP_STYLES, cgroup_text
+from exporter.node.cgroup import parse_cgroup
+from exporter.sim.backend import SimNode, build_sim_backend, make_pods, sim_gpus, sim_specs
+from exporter.sim.fixtures import CGROUP_STYLES, cgroup_text
+from exporter.sim.workloads import Shape, WorkloadError, load_workloads, shape_state
 from exporter.sources import BackendParts
-from exporter.workloads import Shape, WorkloadError, load_workloads, shape_state
 
 T0 = 1_700_000_000.0
 

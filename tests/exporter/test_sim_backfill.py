@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from exporter.backfill import main, write_openmetrics
 from exporter.model import NodeSnapshot, PodRef, PodUsage
-from exporter.nvml import NvmlSource
+from exporter.nvml.source import NvmlSource
 from exporter.render import render_text
-from exporter.sim import SimNode, make_pods, sim_gpus, sim_specs
+from exporter.sim.backend import SimNode, make_pods, sim_gpus, sim_specs
+from exporter.sim.backfill import main, write_openmetrics
 
 END = 1_700_000_000.0
 FAMILIES = {

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from exporter import simnvml
-from exporter.simnvml_device import SimGpu, h100
+from exporter.sim.nvml import library as simnvml
+from exporter.sim.nvml.device import SimGpu, h100
 
 PYNVML_SOURCE = Path(__file__).resolve().parents[2] / ".venv/lib/python3.11/site-packages/pynvml.py"
 EVENT_CALLS = [

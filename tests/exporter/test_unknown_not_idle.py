@@ -19,11 +19,11 @@ from exporter_fakes import Clock
 from prometheus_client.parser import text_string_to_metric_families
 from promserver import free_port, stop_process
 
-from exporter.collector import AttributionSources, Collector
 from exporter.config import load_config
-from exporter.podresources import AllocationsFile
-from exporter.pods import PodsFile
-from exporter.sim import SimNode, sim_backend_for
+from exporter.cycle import AttributionSources, Collector
+from exporter.node.podresources import AllocationsFile
+from exporter.node.pods import PodsFile
+from exporter.sim.backend import SimNode, sim_backend_for
 
 T0 = 1_700_000_000.0
 Samples = dict[str, dict[tuple[str, str], float]]  # family -> (pod or label, gpu) -> value

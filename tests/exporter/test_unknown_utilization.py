@@ -11,13 +11,13 @@ import pytest
 from exporter_fakes import alloc, gpu, proc, promtool_problems, uid
 
 from exporter.attribution import attribute
-from exporter.cgroup import CgroupRef
 from exporter.model import DeviceReading, NodeSnapshot, PodUsage, ProcessUsage
-from exporter.nvml import NvmlSource
-from exporter.pods import PodIndex
+from exporter.node.cgroup import CgroupRef
+from exporter.node.pods import PodIndex
+from exporter.nvml.source import NvmlSource
 from exporter.render import render_text
-from exporter.simnvml import SimNvml
-from exporter.simnvml_device import SimGpu, SimProcess, h100
+from exporter.sim.nvml.device import SimGpu, SimProcess, h100
+from exporter.sim.nvml.library import SimNvml
 from exporter.sources import Allocation, PodIdentity
 
 NAN = float("nan")

@@ -25,8 +25,8 @@ import contextlib
 import ctypes
 from typing import Any
 
-from exporter.nvml_calls import NVML_ERROR_TIMEOUT, DeviceCalls
-from exporter.nvml_readings import Collector, family
+from exporter.nvml.calls import NVML_ERROR_TIMEOUT, DeviceCalls
+from exporter.nvml.readings import Collector, family
 
 XID_ERRORS = family("DCGM_FI_DEV_XID_ERRORS")
 XID_EVENT = 0x0000000000000008  # nvmlEventTypeXidCriticalError

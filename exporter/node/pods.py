@@ -2,7 +2,7 @@
 
 `/proc/<pid>/cgroup` names a process's pod by UID, while PodResources names allocations by
 namespace/name, so attribution needs the node's pods to join the two. On a real node
-`KubernetesPods` lists them from the API server (`exporter.apiserver`: plain HTTPS, standard
+`KubernetesPods` lists them from the API server (`exporter.node.apiserver`: plain HTTPS, standard
 library, paged) in a background thread: every `refresh_seconds`, and sooner when attribution
 meets a UID it does not know. Lookups never block; they read the last good index. When the API
 is unavailable the index is absent and attribution falls back to devices held by a single pod.
@@ -21,7 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from exporter.apiserver import ApiEndpoint, ApiServerError, list_pod_pages
+from exporter.node.apiserver import ApiEndpoint, ApiServerError, list_pod_pages
 from exporter.sources import PodIdentity
 
 log = logging.getLogger(__name__)

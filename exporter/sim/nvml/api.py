@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from exporter.simnvml_device import SimGpu, SimMigInstance
-from exporter.simnvml_errors import (
+from exporter.sim.nvml.device import SimGpu, SimMigInstance
+from exporter.sim.nvml.errors import (
     NVML_ERROR_NOT_SUPPORTED,
     NVMLError_FunctionNotFound,
     NVMLError_InvalidArgument,
@@ -26,7 +26,7 @@ from exporter.simnvml_errors import (
     NVMLError_NotFound,
     NVMLError_NotSupported,
 )
-from exporter.simnvml_structs import (
+from exporter.sim.nvml.structs import (
     NVML_CLOCK_GRAPHICS,
     NVML_CLOCK_MEM,
     NVML_CLOCK_SM,

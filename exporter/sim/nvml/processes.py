@@ -12,7 +12,7 @@ NVML semantics reproduced (nvml.h, and nvidia-ml-py's pynvml.py for the Python s
 - On a MIG-enabled GPU the parent handle answers with every instance's processes "only if the
   caller has appropriate privileges" (nvml.h): NoPermission when the emulator is unprivileged.
 - `nvmlDeviceGetProcessUtilization(handle, lastSeenTimeStamp)` answers from the driver's sample
-  buffer as `exporter.simnvml_sampling` describes (one averaged row per busy process, staggered
+  buffer as `exporter.sim.nvml.sampling` describes (one averaged row per busy process, staggered
   timestamps, stale PIDs, occasional junk), raises NotFound when no process was busy since
   `lastSeenTimeStamp`, and NotSupported on MIG-enabled GPUs (nvml.h: "On MIG-enabled GPUs,
   querying process utilization is not currently supported").
@@ -20,17 +20,17 @@ NVML semantics reproduced (nvml.h, and nvidia-ml-py's pynvml.py for the Python s
 
 from __future__ import annotations
 
-from exporter.simnvml_api import Handle, SimNvmlCalls
-from exporter.simnvml_device import SimGpu
-from exporter.simnvml_errors import (
+from exporter.sim.nvml.api import Handle, SimNvmlCalls
+from exporter.sim.nvml.device import SimGpu
+from exporter.sim.nvml.errors import (
     NVMLError_FunctionNotFound,
     NVMLError_NoPermission,
     NVMLError_NotFound,
     NVMLError_NotSupported,
     NVMLLibraryMismatchError,
 )
-from exporter.simnvml_sampling import UtilizationRow, junk_rows
-from exporter.simnvml_structs import (
+from exporter.sim.nvml.sampling import UtilizationRow, junk_rows
+from exporter.sim.nvml.structs import (
     SimMigHandle,
     c_nvmlProcessInfo_v3_t,
     c_nvmlProcessUtilizationSample_t,

@@ -24,14 +24,14 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from exporter.simnvml_api import Handle, SimNvmlCalls
-from exporter.simnvml_device import SimGpu
-from exporter.simnvml_errors import (
+from exporter.sim.nvml.api import Handle, SimNvmlCalls
+from exporter.sim.nvml.device import SimGpu
+from exporter.sim.nvml.errors import (
     NVMLError_InvalidArgument,
     NVMLError_NotSupported,
     NVMLError_Timeout,
 )
-from exporter.simnvml_structs import (
+from exporter.sim.nvml.structs import (
     NVML_VALUE_NOT_AVAILABLE_uint,
     SimDeviceHandle,
     c_nvmlEventData_t,

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from exporter.sim import SimNode, make_pods, sim_gpus
+from exporter.sim.backend import SimNode, make_pods, sim_gpus
+from exporter.sim.workloads import GIB, PodState, Shape, WorkloadSpec
 from exporter.sources import BackendParts
-from exporter.workloads import GIB, PodState, Shape, WorkloadSpec
 
 NAMESPACE = "genai"
 MIN_SAMPLES = 100  # pods with fewer samples are too short to replay

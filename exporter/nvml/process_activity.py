@@ -19,7 +19,7 @@ the future cannot make every later answer NotFound (every process "idle" for goo
 the previous read, not from the newest row, keeps each process's average to the interval even
 though the processes' timestamps are staggered, and keeps a burst after a long idle spell from
 being averaged over all the idle time since the last busy row. Pure functions, used by
-`exporter.nvml_processes`.
+`exporter.nvml.processes`.
 """
 
 from __future__ import annotations

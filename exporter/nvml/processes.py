@@ -8,7 +8,7 @@ from then on. A driver before R470 has no MPS call at all: no MPS clients to lis
 
 Activity (whole GPUs only; NVML has no per-process utilization under MIG): one
 `nvmlDeviceGetProcessUtilization` per GPU since its `lastSeenTimeStamp`, its rows filtered and the
-next timestamp chosen by `exporter.process_activity`; per GPU UUID, since a GPU keeps its UUID
+next timestamp chosen by `exporter.nvml.process_activity`; per GPU UUID, since a GPU keeps its UUID
 across a re-initialization that may renumber it.
 
 Unknown is not idle. `running` returns None when the process list cannot be had (an error, or a
@@ -23,9 +23,9 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from exporter.model import ProcessUsage
-from exporter.nvml_calls import NVML_ERROR_NOT_FOUND, NVML_SUCCESS, CallOutcome, DeviceCalls
-from exporter.nvml_readings import Collector
-from exporter.process_activity import Average, Row, accept, next_last_seen
+from exporter.nvml.calls import NVML_ERROR_NOT_FOUND, NVML_SUCCESS, CallOutcome, DeviceCalls
+from exporter.nvml.process_activity import Average, Row, accept, next_last_seen
+from exporter.nvml.readings import Collector
 
 NAN = float("nan")
 UNKNOWN = Average(NAN, NAN)

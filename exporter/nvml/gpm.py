@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from exporter.nvml_calls import DeviceCalls
-from exporter.nvml_readings import Collector, family
+from exporter.nvml.calls import DeviceCalls
+from exporter.nvml.readings import Collector, family
 
 _GPM_METRICS = (1, 5, 10)  # NVML_GPM_METRIC_GRAPHICS_UTIL, _ANY_TENSOR_UTIL, _DRAM_BW_UTIL
 GPM_FAMILIES = (

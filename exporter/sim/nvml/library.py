@@ -1,17 +1,17 @@
 """An NVML emulator with pynvml's call surface, for the sim/replay backends and for tests.
 
-`SimNvml` holds emulated GPUs (`exporter.simnvml_device.SimGpu`) and answers the pynvml calls the
+`SimNvml` holds emulated GPUs (`exporter.sim.nvml.device.SimGpu`) and answers the pynvml calls the
 exporter makes, with pynvml's names, argument order, return shapes (objects with the same
 attribute names as pynvml's ctypes structures) and errors (`NVMLError_*` with `.value` codes).
 NVML semantics reproduced: every call before `nvmlInit` raises Uninitialized; process
 utilization answers one averaged row per busy process since `lastSeenTimeStamp` (µs), with
 staggered timestamps, stale PIDs and occasional junk, and NotFound when no process was busy
-(`exporter.simnvml_sampling`, `exporter.simnvml_process_calls`); `nvmlDeviceGetUtilizationRates`
+(`exporter.sim.nvml.sampling`, `exporter.sim.nvml.processes`); `nvmlDeviceGetUtilizationRates`
 and process utilization raise NotSupported on MIG-enabled GPUs; MIG slots without an instance
 raise NotFound; GPM is the way to per-instance activity. `driver_version` decides which
 functions exist (older drivers lack the `_v2`/`_v3`/`V` symbols). `privileged=False` is the
 DaemonSet's view (no CAP_SYS_ADMIN): aggregate MIG-parent queries raise NoPermission and
-per-instance XID events are not delivered. Events (`exporter.simnvml_events`): per-set queues,
+per-instance XID events are not delivered. Events (`exporter.sim.nvml.events`): per-set queues,
 Timeout when empty, and `raise_xid` to make the driver report an XID. `inject` makes any call
 raise any error, for one device or all, once or forever; `inject_hang` makes it block, as a call
 into a wedged driver does, until `release_hangs`.
@@ -29,13 +29,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.simnvml_device import SimGpu
-from exporter.simnvml_errors import *  # noqa: F403 - re-exported as pynvml exports them
-from exporter.simnvml_errors import NVMLError
-from exporter.simnvml_events import SimEventSet, SimNvmlEventCalls
-from exporter.simnvml_gpm import SimNvmlGpmCalls
-from exporter.simnvml_process_calls import SimNvmlProcessCalls
-from exporter.simnvml_structs import *  # noqa: F403
+from exporter.sim.nvml.device import SimGpu
+from exporter.sim.nvml.errors import *  # noqa: F403 - re-exported as pynvml exports them
+from exporter.sim.nvml.errors import NVMLError
+from exporter.sim.nvml.events import SimEventSet, SimNvmlEventCalls
+from exporter.sim.nvml.gpm import SimNvmlGpmCalls
+from exporter.sim.nvml.processes import SimNvmlProcessCalls
+from exporter.sim.nvml.structs import *  # noqa: F403
 
 
 @dataclass

@@ -1,11 +1,11 @@
-"""The NVML device source: the only module that imports pynvml.
+"""The NVML device source: one sweep of every GPU and MIG instance per collect cycle.
 
-Every NVML call goes through an injected library object (`lib`: the real `pynvml` module,
-imported lazily, or `exporter.simnvml`'s emulator), by pynvml's names. `NvmlSource.read()` sweeps
-every GPU and MIG instance once and returns `DeviceReading`s whose values are keyed by
-dcgm-exporter's family names, in its units.
+Every NVML call goes through an injected library object (`lib`: the real `pynvml` module, loaded
+lazily by `exporter.nvml.library`, or the emulator `exporter.sim.nvml.library`), by pynvml's
+names. `NvmlSource.read()` sweeps every GPU and MIG instance once and returns `DeviceReading`s
+whose values are keyed by dcgm-exporter's family names, in its units.
 
-Error semantics, per call and per device (`exporter.nvml_calls`): NotFound means "nothing to
+Error semantics, per call and per device (`exporter.nvml.calls`): NotFound means "nothing to
 report" (no process samples = idle) and is not a failure; NotSupported, FunctionNotFound and
 NoPermission disable that call for that device (by UUID and MIG mode, so a MIG toggle asks again)
 without failing; any other error marks that reading's collector failed for that device only and
@@ -15,12 +15,12 @@ the sweep: NVML is shut down, every cache dropped, and the next sweep initialize
 
 A device whose process list cannot be had (an error, a lost GPU) reads with `processes=None`:
 its pods' usage is unknown, never 0. Per-process activity on whole GPUs is read as NVML reports
-it, one average per busy process since the GPU's lastSeenTimeStamp (`exporter.nvml_processes`).
+it, one average per busy process since the GPU's lastSeenTimeStamp (`exporter.nvml.processes`).
 MIG instances get per-instance activity from GPM (two samples, one sweep apart), divided evenly
 between the instance's processes; without privileges a MIG-enabled GPU refuses its aggregate
 memory (NoPermission), so the GPU reports the sum of its instances, and per-instance XID events
 are not delivered, so instances report no XID value. XIDs arrive as NVML events, drained once
-per sweep (`exporter.nvml_events`).
+per sweep (`exporter.nvml.events`).
 """
 
 from __future__ import annotations
@@ -34,11 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from exporter.model import DeviceReading, MigInfo, ProcessUsage
-from exporter.nvml_calls import CallOutcome, DeviceCalls
-from exporter.nvml_events import XidReader
-from exporter.nvml_gpm import GPM_FAMILIES, GpmReader
-from exporter.nvml_processes import ProcessActivity, running, shared_activity
-from exporter.nvml_readings import (
+from exporter.nvml import library
+from exporter.nvml.calls import CallOutcome, DeviceCalls
+from exporter.nvml.events import XidReader
+from exporter.nvml.gpm import GPM_FAMILIES, GpmReader
+from exporter.nvml.processes import ProcessActivity, running, shared_activity
+from exporter.nvml.readings import (
     FB_FREE,
     FB_RESERVED,
     FB_USED,
@@ -52,28 +53,6 @@ from exporter.sources import BackendParts, DeviceSweep
 
 NAN = float("nan")
 log = logging.getLogger(__name__)
-
-
-def load_pynvml() -> Any:
-    import pynvml  # noqa: PLC0415 - lazy: the package works without the NVIDIA library
-
-    return pynvml
-
-
-def nvml_available(lib: Any = None) -> bool:
-    """True when NVML loads, initializes and sees at least one GPU."""
-    try:
-        lib = lib if lib is not None else load_pynvml()
-        lib.nvmlInit()
-    except Exception:  # ImportError, NVMLError_LibraryNotFound, DriverNotLoaded, OSError ...
-        return False
-    try:
-        return int(lib.nvmlDeviceGetCount()) > 0
-    except Exception:
-        return False
-    finally:
-        with contextlib.suppress(Exception):
-            lib.nvmlShutdown()
 
 
 def _text(value: Any) -> str:
@@ -102,7 +81,7 @@ class NvmlSource:
     @property
     def lib(self) -> Any:
         if self._lib is None:
-            self._lib = load_pynvml()
+            self._lib = library.load_pynvml()
         return self._lib
 
     @property

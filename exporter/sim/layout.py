@@ -15,8 +15,8 @@ import uuid as uuidlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from exporter.simnvml_device import SimGpu
-from exporter.workloads import PodState, WorkloadSpec
+from exporter.sim.nvml.device import SimGpu
+from exporter.sim.workloads import PodState, WorkloadSpec
 
 REPLICAS = 4
 

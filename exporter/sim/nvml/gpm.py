@@ -10,14 +10,14 @@ the functions (FunctionNotFound).
 
 from __future__ import annotations
 
-from exporter.simnvml_api import Handle, SimNvmlCalls
-from exporter.simnvml_errors import (
+from exporter.sim.nvml.api import Handle, SimNvmlCalls
+from exporter.sim.nvml.errors import (
     NVML_ERROR_INVALID_ARGUMENT,
     NVML_ERROR_NOT_SUPPORTED,
     NVMLError_InvalidArgument,
     NVMLError_NotSupported,
 )
-from exporter.simnvml_structs import (
+from exporter.sim.nvml.structs import (
     NVML_GPM_METRIC_ANY_TENSOR_UTIL,
     NVML_GPM_METRIC_DRAM_BW_UTIL,
     NVML_GPM_METRIC_GRAPHICS_UTIL,

@@ -31,10 +31,10 @@ from typing import TypeVar
 
 from exporter import health
 from exporter.attribution import attribute
-from exporter.cgroup import CgroupRef, parse_cgroup, read_cgroup
 from exporter.model import DeviceReading, NodeSnapshot, PodUsage
-from exporter.podresources import AllocationSource, PodResourcesError
-from exporter.pods import PodIndex, PodSource
+from exporter.node.cgroup import CgroupRef, parse_cgroup, read_cgroup
+from exporter.node.podresources import AllocationSource, PodResourcesError
+from exporter.node.pods import PodIndex, PodSource
 from exporter.render import Exposition, render
 from exporter.sources import Allocation, DeviceSource, DeviceSweep
 

@@ -1,6 +1,6 @@
 """History for a simulated node, as OpenMetrics text for `promtool tsdb create-blocks-from`.
 
-`python -m exporter.backfill --sim.gpus 4 --sim.pods 12 --days 3 --step 60 --out FILE` writes
+`python -m exporter.sim.backfill --sim.gpus 4 --sim.pods 12 --days 3 --step 60 --out FILE` writes
 what the live `sim` exporter would have exposed over the last `--days` days, one sample per
 `--step` seconds: the per-pod families (`gpu_pod_utilization_ratio`, `gpu_pod_allocated`,
 `gpu_pod_memory_used_bytes`) and `DCGM_FI_DEV_GPU_UTIL` / `_FB_USED` / `_FB_FREE`. The node is the
@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import TextIO
 
 from exporter.model import DeviceReading, PodRef
-from exporter.nvml import NvmlSource
-from exporter.nvml_readings import FB_FREE, FB_USED, GPU_UTIL
+from exporter.nvml.readings import FB_FREE, FB_USED, GPU_UTIL
+from exporter.nvml.source import NvmlSource
 from exporter.render import escape_help, format_value, series_labels
-from exporter.sim import SimNode, make_pods, sim_gpus, sim_specs
+from exporter.sim.backend import SimNode, make_pods, sim_gpus, sim_specs
 from gpu_contract import (
     BY_NAME,
     POD_ALLOCATED,
@@ -122,7 +122,7 @@ def write_openmetrics(out: TextIO, node: SimNode, start: float, end: float, step
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m exporter.backfill", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m exporter.sim.backfill", description=__doc__)
     p.add_argument("--sim.gpus", dest="gpus", type=int, default=4)
     p.add_argument("--sim.mig", dest="mig", type=int, default=0)
     p.add_argument("--sim.pods", dest="pods", type=int, default=12)

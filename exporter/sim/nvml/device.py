@@ -4,7 +4,7 @@ The simulator (or a test) describes each process by functions of time: its SM ac
 memory-controller activity (ratios 0..1), its memory, and whether it is running. The device is
 advanced lazily, one sample period at a time, up to the time the emulator is asked something:
 at each period boundary it evaluates every live process at the middle of the period, records one
-sample per live process in the driver's buffer (`exporter.simnvml_sampling`, idle periods too),
+sample per live process in the driver's buffer (`exporter.sim.nvml.sampling`, idle periods too),
 and integrates energy and the GPM activity counters. Power, temperature and clocks follow the
 last period's activity. The first advance integrates `WARMUP_PERIODS` of history, as a GPU that
 ran before anyone looked: the state at time t then hardly depends on when the emulator was
@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from exporter.simnvml_sampling import SampleBuffer, UtilizationRow
+from exporter.sim.nvml.sampling import SampleBuffer, UtilizationRow
 
 MIB = 1 << 20
 WARMUP_PERIODS = 120

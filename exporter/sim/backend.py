@@ -1,9 +1,9 @@
 """The `sim` backend: a deterministic simulated GPU node behind the real NVML code path.
 
-`SimNode` places pods (`exporter.sim_layout`) on emulated H100s (`exporter.simnvml`), gives each
-placed pod a host PID whose activity, memory and liveness are the pod's workload shape at the
-emulator's clock, and writes the attribution fixtures (`exporter.sim_fixtures`). The exporter
-then reads it through `exporter.nvml.NvmlSource`, exactly as on a real node. Because every
+`SimNode` places pods (`exporter.sim.layout`) on emulated H100s (`exporter.sim.nvml`), gives
+each placed pod a host PID whose activity, memory and liveness are the pod's workload shape at the
+emulator's clock, and writes the attribution fixtures (`exporter.sim.fixtures`). The exporter
+then reads it through `exporter.nvml.source.NvmlSource`, exactly as on a real node. Because every
 shape is a pure function of time, the node also knows the ground truth: `expected_utilization`
 averages each pod's activity over the driver's sample grid in an interval, which is what a
 correct exporter must report. Time comes from an injected clock; randomness from the seed.
@@ -16,21 +16,21 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-from exporter import simnvml
 from exporter.config import LOST, ExporterConfig, SimFault
-from exporter.nvml import NvmlSource
-from exporter.sim_fixtures import PodProcess, write_fixtures
-from exporter.sim_layout import REPLICAS, Activity, Placed, SimPod, activities, identities, place
-from exporter.simnvml import SimNvml
-from exporter.simnvml_device import SimGpu, SimProcess, h100
-from exporter.sources import Allocation, BackendParts, PodIdentity
-from exporter.workloads import (
+from exporter.nvml.source import NvmlSource
+from exporter.sim.fixtures import PodProcess, write_fixtures
+from exporter.sim.layout import REPLICAS, Activity, Placed, SimPod, activities, identities, place
+from exporter.sim.nvml import library as simnvml
+from exporter.sim.nvml.device import SimGpu, SimProcess, h100
+from exporter.sim.nvml.library import SimNvml
+from exporter.sim.workloads import (
     PodState,
     WorkloadSpec,
     default_workloads,
     load_workloads,
     spec_state,
 )
+from exporter.sources import Allocation, BackendParts, PodIdentity
 
 PodKey = tuple[str, str]  # (namespace, pod)
 
