@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from exporter.config import Backend, ConfigError, ExporterConfig, LogLevel, load_config
-from exporter.cycle import AttributionSources, Collector
+from exporter.cycle import AttributionSources, CollectLoop
 from exporter.node.apiserver import ApiEndpoint, in_cluster_endpoint
 from exporter.node.podresources import AllocationsFile, PodResourcesClient
 from exporter.node.pods import KubernetesPods, PodsFile, PodSource
@@ -208,26 +208,26 @@ async def serve_parts(config: ExporterConfig, parts: BackendParts, *, label: str
     # scrape latency low at a negligible cost to the (short) cycle.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
+    event_loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        event_loop.add_signal_handler(sig, stop.set)
     with ExitStack() as stack:
         stack.callback(parts.devices.close)
-        collector = Collector(
+        loop = CollectLoop(
             parts.devices,
             attribution_sources(config, parts, stack),
             hostname=config.node_name,
             interval=config.collect_interval,
         )
         try:
-            runner = await start_server(make_app(collector), config.listen_host, config.listen_port)
+            runner = await start_server(make_app(loop), config.listen_host, config.listen_port)
         except OSError as exc:
             log.error("cannot listen on %s:%s: %s", config.listen_host, config.listen_port, exc)
             return 1
         host = config.listen_host or "*"
         log.info("serving %s backend on %s:%d", label, host, config.listen_port)
         try:
-            await collector.run(stop)
+            await loop.run(stop)
         finally:
             await runner.cleanup()
     log.info("stopped")

@@ -29,13 +29,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TypeVar
 
-from exporter import health
+from exporter import health, render
 from exporter.attribution import attribute
 from exporter.model import DeviceReading, NodeSnapshot, PodUsage
 from exporter.node.cgroup import CgroupRef, parse_cgroup, read_cgroup
 from exporter.node.podresources import AllocationSource, PodResourcesError
 from exporter.node.pods import PodIndex, PodSource
-from exporter.render import Exposition, render
 from exporter.sources import Allocation, DeviceSource, DeviceSweep
 
 log = logging.getLogger(__name__)
@@ -65,7 +64,7 @@ class AttributionSources:
 @dataclass(frozen=True)
 class Published:
     snapshot: NodeSnapshot
-    exposition: Exposition
+    exposition: render.Exposition
 
 
 @dataclass
@@ -81,7 +80,10 @@ class _Cycle:
         self.errors[call] = self.errors.get(call, 0) + n
 
 
-class Collector:
+class CollectLoop:
+    """The loop of the module docstring: `run` drives it, `collect_once` is one cycle, and
+    `published` is what scrapes serve."""
+
     def __init__(
         self,
         devices: DeviceSource,
@@ -144,7 +146,7 @@ class Collector:
             collector_success=MappingProxyType({**snapshot.collector_success, CYCLE: False}),
             errors_total=MappingProxyType(dict(self._errors)),
         )
-        self.published = Published(snapshot, render(snapshot))
+        self.published = Published(snapshot, render.exposition(snapshot))
 
     def _collect(self, started: float) -> Published:
         cycle = _Cycle(success={CYCLE: True})
@@ -164,7 +166,7 @@ class Collector:
             collector_success=MappingProxyType(cycle.success),
             errors_total=MappingProxyType(dict(self._errors)),
         )
-        published = Published(snapshot, render(snapshot))
+        published = Published(snapshot, render.exposition(snapshot))
         self.published = published
         return published
 
@@ -248,20 +250,20 @@ class Collector:
         loop = asyncio.get_running_loop()
         next_at = loop.time()
         while not stop.is_set():
-            cycle = asyncio.ensure_future(in_daemon_thread(self.collect_once))
+            pending = asyncio.ensure_future(in_daemon_thread(self.collect_once))
             stopping = asyncio.ensure_future(stop.wait())
-            await asyncio.wait({cycle, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if not cycle.done():  # asked to stop mid-cycle: give it a moment, then leave it
-                await asyncio.wait({cycle}, timeout=STOP_WAIT_S)
+            await asyncio.wait({pending, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not pending.done():  # asked to stop mid-cycle: give it a moment, then leave it
+                await asyncio.wait({pending}, timeout=STOP_WAIT_S)
             stopping.cancel()
-            if not cycle.done():
+            if not pending.done():
                 log.warning("a collect cycle is stuck (in NVML?); exiting without it")
-                cycle.cancel()
+                pending.cancel()
                 return
-            if cycle.exception() is not None:
+            if pending.exception() is not None:
                 log.error(
                     "collect cycle failed; serving the previous snapshot",
-                    exc_info=cycle.exception(),
+                    exc_info=pending.exception(),
                 )
                 self.cycle_failed()
             next_at += self.interval

@@ -52,11 +52,11 @@ class PodIdentity:
 
 @dataclass(frozen=True)
 class BackendParts:
-    """Everything a backend hands the collector.
+    """Everything a backend hands the collect loop.
 
     `podresources_file` and `pods_file` are JSON fixtures (a list of `Allocation` / `PodIdentity`
     objects as dicts with the same field names) written by `sim`/`replay`; when they are None the
-    collector uses the kubelet PodResources socket and the Kubernetes API instead.
+    collect loop uses the kubelet PodResources socket and the Kubernetes API instead.
     """
 
     devices: DeviceSource

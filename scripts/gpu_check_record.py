@@ -18,8 +18,7 @@ from gpu_check_served import memory_total_mib
 
 from exporter.model import DeviceReading, NodeSnapshot
 from exporter.nvml.calls import DeviceCalls
-from exporter.nvml.readings import FB_USED, GPU_UTIL
-from exporter.nvml.readings import Collector as NvmlCollector
+from exporter.nvml.readings import FB_USED, GPU_UTIL, NvmlCollector
 from exporter.nvml.source import NvmlSource
 
 

@@ -26,7 +26,7 @@ import ctypes
 from typing import Any
 
 from exporter.nvml.calls import NVML_ERROR_TIMEOUT, DeviceCalls
-from exporter.nvml.readings import Collector, family
+from exporter.nvml.readings import NvmlCollector, family
 
 XID_ERRORS = family("DCGM_FI_DEV_XID_ERRORS")
 XID_EVENT = 0x0000000000000008  # nvmlEventTypeXidCriticalError
@@ -69,13 +69,13 @@ class XidReader:
         """Once per sweep, before the GPUs: create the set if needed, take every queued event."""
         self._drain_failed = False
         if self._set is None:
-            created = node.call(Collector.XID, "nvmlEventSetCreate")
+            created = node.call(NvmlCollector.XID, "nvmlEventSetCreate")
             self._set = created.value if created.ok else None
             self._unavailable = node.is_disabled("nvmlEventSetCreate")
             return  # nothing can be queued before registration
         for _ in range(MAX_EVENTS_PER_SWEEP):
             got = node.call(
-                Collector.XID,
+                NvmlCollector.XID,
                 "nvmlEventSetWait_v2",
                 self._set,
                 0,
@@ -91,7 +91,7 @@ class XidReader:
             return
         index = self._by_handle.get(handle_key(event.device))
         if index is None:
-            found = node.call(Collector.XID, "nvmlDeviceGetIndex", event.device)
+            found = node.call(NvmlCollector.XID, "nvmlDeviceGetIndex", event.device)
             if not found.ok:
                 return
             index = int(found.value)
@@ -115,7 +115,7 @@ class XidReader:
     def instance_values(self, calls: DeviceCalls, index: int, gi: int) -> dict[str, float]:
         """A MIG instance's last XID (0 if none); the parent GPU registered it, or not."""
         if index not in self._registered and index not in self._unsupported:
-            calls.fail(Collector.XID)
+            calls.fail(NvmlCollector.XID)
             return {}
         return self._value(calls, index, self._last.get(index, {}).get(gi))
 
@@ -123,7 +123,7 @@ class XidReader:
         self, calls: DeviceCalls, index: int, last: tuple[int, int] | None
     ) -> dict[str, float]:
         if self._drain_failed and index in self._registered:
-            calls.fail(Collector.XID)
+            calls.fail(NvmlCollector.XID)
             return {}
         return {XID_ERRORS: float(last[1]) if last is not None else 0.0}
 
@@ -133,14 +133,16 @@ class XidReader:
             return True
         if self._set is None:  # creation failed this sweep (retried next), or is unsupported
             if not self._unavailable:
-                calls.fail(Collector.XID)
+                calls.fail(NvmlCollector.XID)
             return self._lacks_events(index, self._unavailable)
-        types = calls.call(Collector.XID, "nvmlDeviceGetSupportedEventTypes", handle)
+        types = calls.call(NvmlCollector.XID, "nvmlDeviceGetSupportedEventTypes", handle)
         if not types.ok:
             return self._lacks_events(index, calls.is_disabled("nvmlDeviceGetSupportedEventTypes"))
         if not int(types.value) & XID_EVENT:
             return self._lacks_events(index, True)
-        reg = calls.call(Collector.XID, "nvmlDeviceRegisterEvents", handle, XID_EVENT, self._set)
+        reg = calls.call(
+            NvmlCollector.XID, "nvmlDeviceRegisterEvents", handle, XID_EVENT, self._set
+        )
         if reg.ok:
             self._registered.add(index)
             self._by_handle[handle_key(handle)] = index

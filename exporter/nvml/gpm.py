@@ -14,7 +14,7 @@ import contextlib
 from typing import Any
 
 from exporter.nvml.calls import DeviceCalls
-from exporter.nvml.readings import Collector, family
+from exporter.nvml.readings import NvmlCollector, family
 
 _GPM_METRICS = (1, 5, 10)  # NVML_GPM_METRIC_GRAPHICS_UTIL, _ANY_TENSOR_UTIL, _DRAM_BW_UTIL
 GPM_FAMILIES = (
@@ -43,24 +43,26 @@ class GpmReader:
         """GPM activity ratios of a GPU (gi None) or one MIG instance, since the last sweep;
         `gpu_key` is the GPU's device key (the parent's, for an instance)."""
         if gpu_key not in self._supported:
-            support = calls.call(Collector.PROFILING, "nvmlGpmQueryDeviceSupport", parent)
+            support = calls.call(NvmlCollector.PROFILING, "nvmlGpmQueryDeviceSupport", parent)
             if not support.ok:
                 return {}
             self._supported[gpu_key] = bool(int(support.value.isSupportedDevice))
         if not self._supported[gpu_key]:
             return {}
-        alloc = calls.call(Collector.PROFILING, "nvmlGpmSampleAlloc")
+        alloc = calls.call(NvmlCollector.PROFILING, "nvmlGpmSampleAlloc")
         if not alloc.ok:
             return {}
         if gi is None:
-            got = calls.call(Collector.PROFILING, "nvmlGpmSampleGet", parent, alloc.value)
+            got = calls.call(NvmlCollector.PROFILING, "nvmlGpmSampleGet", parent, alloc.value)
         else:
-            got = calls.call(Collector.PROFILING, "nvmlGpmMigSampleGet", parent, gi, alloc.value)
+            got = calls.call(
+                NvmlCollector.PROFILING, "nvmlGpmMigSampleGet", parent, gi, alloc.value
+            )
         previous = self._previous.pop(calls.key, None)
         if not got.ok:
             if previous is not None:
-                calls.call(Collector.PROFILING, "nvmlGpmSampleFree", previous)
-            calls.call(Collector.PROFILING, "nvmlGpmSampleFree", alloc.value)
+                calls.call(NvmlCollector.PROFILING, "nvmlGpmSampleFree", previous)
+            calls.call(NvmlCollector.PROFILING, "nvmlGpmSampleFree", alloc.value)
             return {}
         self._previous[calls.key] = alloc.value
         if previous is None:
@@ -75,8 +77,8 @@ class GpmReader:
         query.sample1, query.sample2 = first, second
         for i, metric in enumerate(_GPM_METRICS):
             query.metrics[i].metricId = metric
-        result = calls.call(Collector.PROFILING, "nvmlGpmMetricsGet", query)
-        calls.call(Collector.PROFILING, "nvmlGpmSampleFree", first)
+        result = calls.call(NvmlCollector.PROFILING, "nvmlGpmMetricsGet", query)
+        calls.call(NvmlCollector.PROFILING, "nvmlGpmSampleFree", first)
         if not result.ok:
             return {}
         return {

@@ -25,7 +25,7 @@ from typing import Any
 from exporter.model import ProcessUsage
 from exporter.nvml.calls import NVML_ERROR_NOT_FOUND, NVML_SUCCESS, CallOutcome, DeviceCalls
 from exporter.nvml.process_activity import Average, Row, accept, next_last_seen
-from exporter.nvml.readings import Collector
+from exporter.nvml.readings import NvmlCollector
 
 NAN = float("nan")
 UNKNOWN = Average(NAN, NAN)
@@ -38,9 +38,9 @@ NO_ROWS = (NVML_ERROR_NOT_FOUND, NVML_SUCCESS)
 
 def _listing(calls: DeviceCalls, name: str, handle: Any) -> CallOutcome:
     """The v3 listing, or v2 once v3 turned out missing on this device's driver."""
-    got = calls.call(Collector.PROCESSES, name, handle)
+    got = calls.call(NvmlCollector.PROCESSES, name, handle)
     if got.disabled:
-        got = calls.call(Collector.PROCESSES, name + "_v2", handle)
+        got = calls.call(NvmlCollector.PROCESSES, name + "_v2", handle)
     return got
 
 
@@ -59,8 +59,9 @@ def running(calls: DeviceCalls, handle: Any) -> dict[int, int | None] | None:
     return out
 
 
-class ProcessActivity:
-    """Each GPU's `lastSeenTimeStamp`, between sweeps."""
+class ProcessReader:
+    """Reads each GPU's processes and their activity, keeping each GPU's `lastSeenTimeStamp`
+    between sweeps (as `GpmReader` keeps GPM samples and `XidReader` the event set)."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
@@ -93,7 +94,7 @@ class ProcessActivity:
         now_us = int(self._clock() * 1e6)
         # pynvml's wrapper raises NVMLError(NVML_SUCCESS) when the sizing call succeeds (no rows
         # to size): like NotFound, nothing was busy.
-        got = calls.call(Collector.PROCESSES, UTILIZATION, handle, last, idle_codes=NO_ROWS)
+        got = calls.call(NvmlCollector.PROCESSES, UTILIZATION, handle, last, idle_codes=NO_ROWS)
         if not (got.ok or got.idle):  # failed or not supported: nobody's activity is known
             return {}, UNKNOWN
         rows = [

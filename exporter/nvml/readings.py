@@ -29,7 +29,7 @@ def family(name: str) -> str:
     return BY_NAME[name].name
 
 
-class Collector(StrEnum):
+class NvmlCollector(StrEnum):
     IDENTITY = "identity"
     MEMORY = "memory"
     UTILIZATION = "utilization"
@@ -52,7 +52,7 @@ MEM_COPY_UTIL = family("DCGM_FI_DEV_MEM_COPY_UTIL")
 
 @dataclass(frozen=True)
 class Reading:
-    collector: Collector
+    collector: NvmlCollector
     call: str
     parse: Callable[[Any], dict[str, float]]
     args: Callable[[Any], tuple[Any, ...]] = lambda _lib: ()
@@ -94,9 +94,9 @@ def _memory_temp(values: Any) -> dict[str, float]:
     return {} if value is None else {family("DCGM_FI_DEV_MEMORY_TEMP"): value}
 
 
-MEMORY_V1 = Reading(Collector.MEMORY, "nvmlDeviceGetMemoryInfo", _memory)
+MEMORY_V1 = Reading(NvmlCollector.MEMORY, "nvmlDeviceGetMemoryInfo", _memory)
 MEMORY = Reading(  # drivers before R510 lack nvmlDeviceGetMemoryInfo_v2: fall back to v1
-    Collector.MEMORY,
+    NvmlCollector.MEMORY,
     "nvmlDeviceGetMemoryInfo",
     _memory,
     lambda lib: (lib.nvmlMemory_v2,),
@@ -106,56 +106,58 @@ MEMORY = Reading(  # drivers before R510 lack nvmlDeviceGetMemoryInfo_v2: fall b
 READINGS: tuple[Reading, ...] = (
     MEMORY,
     Reading(
-        Collector.UTILIZATION,
+        NvmlCollector.UTILIZATION,
         "nvmlDeviceGetUtilizationRates",
         lambda u: {GPU_UTIL: float(u.gpu), MEM_COPY_UTIL: float(u.memory)},
         whole_gpu_only=True,
     ),
     Reading(
-        Collector.UTILIZATION, "nvmlDeviceGetEncoderUtilization", _first("DCGM_FI_DEV_ENC_UTIL")
+        NvmlCollector.UTILIZATION, "nvmlDeviceGetEncoderUtilization", _first("DCGM_FI_DEV_ENC_UTIL")
     ),
     Reading(
-        Collector.UTILIZATION, "nvmlDeviceGetDecoderUtilization", _first("DCGM_FI_DEV_DEC_UTIL")
+        NvmlCollector.UTILIZATION, "nvmlDeviceGetDecoderUtilization", _first("DCGM_FI_DEV_DEC_UTIL")
     ),
-    Reading(Collector.POWER, "nvmlDeviceGetPowerUsage", _one("DCGM_FI_DEV_POWER_USAGE", 1e-3)),
+    Reading(NvmlCollector.POWER, "nvmlDeviceGetPowerUsage", _one("DCGM_FI_DEV_POWER_USAGE", 1e-3)),
     Reading(
-        Collector.POWER,
+        NvmlCollector.POWER,
         "nvmlDeviceGetTotalEnergyConsumption",
         _one("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"),
     ),
     Reading(
-        Collector.THERMAL,
+        NvmlCollector.THERMAL,
         "nvmlDeviceGetTemperatureV",
         _one("DCGM_FI_DEV_GPU_TEMP"),
         lambda lib: (lib.NVML_TEMPERATURE_GPU,),
         fallback=Reading(
-            Collector.THERMAL,
+            NvmlCollector.THERMAL,
             "nvmlDeviceGetTemperature",
             _one("DCGM_FI_DEV_GPU_TEMP"),
             lambda lib: (lib.NVML_TEMPERATURE_GPU,),
         ),
     ),
     Reading(
-        Collector.THERMAL,
+        NvmlCollector.THERMAL,
         "nvmlDeviceGetFieldValues",
         _memory_temp,
         lambda lib: ([lib.NVML_FI_DEV_MEMORY_TEMP],),
     ),
     Reading(
-        Collector.CLOCKS,
+        NvmlCollector.CLOCKS,
         "nvmlDeviceGetClockInfo",
         _one("DCGM_FI_DEV_SM_CLOCK"),
         lambda lib: (lib.NVML_CLOCK_SM,),
         tag="(SM)",
     ),
     Reading(
-        Collector.CLOCKS,
+        NvmlCollector.CLOCKS,
         "nvmlDeviceGetClockInfo",
         _one("DCGM_FI_DEV_MEM_CLOCK"),
         lambda lib: (lib.NVML_CLOCK_MEM,),
         tag="(MEM)",
     ),
     Reading(
-        Collector.PCIE, "nvmlDeviceGetPcieReplayCounter", _one("DCGM_FI_DEV_PCIE_REPLAY_COUNTER")
+        NvmlCollector.PCIE,
+        "nvmlDeviceGetPcieReplayCounter",
+        _one("DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
     ),
 )

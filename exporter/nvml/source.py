@@ -38,7 +38,7 @@ from exporter.nvml import library
 from exporter.nvml.calls import CallOutcome, DeviceCalls
 from exporter.nvml.events import XidReader
 from exporter.nvml.gpm import GPM_FAMILIES, GpmReader
-from exporter.nvml.processes import ProcessActivity, running, shared_activity
+from exporter.nvml.processes import ProcessReader, running, shared_activity
 from exporter.nvml.readings import (
     FB_FREE,
     FB_RESERVED,
@@ -46,7 +46,7 @@ from exporter.nvml.readings import (
     MEMORY,
     MEMORY_V1,
     READINGS,
-    Collector,
+    NvmlCollector,
     Reading,
 )
 from exporter.sources import BackendParts, DeviceSweep
@@ -65,7 +65,7 @@ class NvmlSource:
     def __init__(self, lib: Any = None, *, clock: Callable[[], float] = time.time) -> None:
         self._lib = lib
         self._initialized = False
-        self._processes = ProcessActivity(clock)
+        self._processes = ProcessReader(clock)
         self.restarts = 0  # NVML re-initializations after its state was lost
         self._reset()
 
@@ -96,18 +96,20 @@ class NvmlSource:
         devices: list[DeviceReading] = []
         node = DeviceCalls(self.lib, None, self._disabled, errors)
         if not self._initialized:
-            self._initialized = node.call(Collector.IDENTITY, "nvmlInit").ok
-        count = node.call(Collector.IDENTITY, "nvmlDeviceGetCount") if self._initialized else None
+            self._initialized = node.call(NvmlCollector.IDENTITY, "nvmlInit").ok
+        count = (
+            node.call(NvmlCollector.IDENTITY, "nvmlDeviceGetCount") if self._initialized else None
+        )
         if count is None or not count.ok:
-            node.sweep_failed.add(Collector.IDENTITY)
+            node.sweep_failed.add(NvmlCollector.IDENTITY)
         else:
             if not self._driver:
-                driver = node.call(Collector.IDENTITY, "nvmlSystemGetDriverVersion")
+                driver = node.call(NvmlCollector.IDENTITY, "nvmlSystemGetDriverVersion")
                 self._driver = _text(driver.value) if driver.ok else ""
             self._xid.drain(node)
             for index in range(int(count.value)):
                 devices.extend(self._read_gpu(node.child(("index", index)), index))
-        success = {c.value: c.value not in node.sweep_failed for c in Collector}
+        success = {c.value: c.value not in node.sweep_failed for c in NvmlCollector}
         if node.restart[0] and self._initialized:
             log.warning("NVML lost its state (driver reloaded?): initializing it again")
             self.close()
@@ -125,15 +127,15 @@ class NvmlSource:
 
     # -- one physical GPU ---------------------------------------------------------------------
     def _read_gpu(self, calls: DeviceCalls, index: int) -> list[DeviceReading]:
-        handle = calls.call(Collector.IDENTITY, "nvmlDeviceGetHandleByIndex", index)
+        handle = calls.call(NvmlCollector.IDENTITY, "nvmlDeviceGetHandleByIndex", index)
         base = self._identify(calls, index, handle) if handle.ok else self._identity.get(index)
         if base is None:
             return []
         if not handle.ok:  # lost (or worse): nothing about it is known this sweep
-            calls.fail(Collector.PROCESSES)
+            calls.fail(NvmlCollector.PROCESSES)
             return [_with(base, {}, None, calls.failed)]
         calls.key = base.uuid
-        mig_mode = calls.call(Collector.MIG, "nvmlDeviceGetMigMode", handle.value)
+        mig_mode = calls.call(NvmlCollector.MIG, "nvmlDeviceGetMigMode", handle.value)
         mig_enabled = mig_mode.ok and int(mig_mode.value[0]) == 1
         calls.key = (base.uuid, mig_enabled)
         values: dict[str, float] = {}
@@ -146,7 +148,7 @@ class NvmlSource:
             processes = self._processes.gpu_processes(calls, base.uuid, handle.value)
             return [_with(base, values, processes, calls.failed)]
         instances = self._read_mig(calls, base, handle.value)
-        if FB_USED not in values and not calls.failed & {Collector.MEMORY}:
+        if FB_USED not in values and not calls.failed & {NvmlCollector.MEMORY}:
             values.update(summed_memory(instances))
         return [_with(base, values, (), calls.failed), *instances]
 
@@ -156,10 +158,10 @@ class NvmlSource:
         if index in self._identity:
             return self._identity[index]
         h = handle.value
-        uuid = calls.call(Collector.IDENTITY, "nvmlDeviceGetUUID", h)
-        pci = calls.call(Collector.IDENTITY, "nvmlDeviceGetPciInfo", h)
-        minor = calls.call(Collector.IDENTITY, "nvmlDeviceGetMinorNumber", h)
-        name = calls.call(Collector.IDENTITY, "nvmlDeviceGetName", h)
+        uuid = calls.call(NvmlCollector.IDENTITY, "nvmlDeviceGetUUID", h)
+        pci = calls.call(NvmlCollector.IDENTITY, "nvmlDeviceGetPciInfo", h)
+        minor = calls.call(NvmlCollector.IDENTITY, "nvmlDeviceGetMinorNumber", h)
+        name = calls.call(NvmlCollector.IDENTITY, "nvmlDeviceGetName", h)
         if not uuid.ok:
             return None
         reading = DeviceReading(
@@ -187,13 +189,13 @@ class NvmlSource:
     def _read_mig(
         self, calls: DeviceCalls, base: DeviceReading, parent: Any
     ) -> list[DeviceReading]:
-        count = calls.call(Collector.MIG, "nvmlDeviceGetMaxMigDeviceCount", parent)
+        count = calls.call(NvmlCollector.MIG, "nvmlDeviceGetMaxMigDeviceCount", parent)
         # Without privileges NVML delivers no per-instance XID events (see the module doc); the
         # parent's aggregate memory answering NoPermission is how an unprivileged view shows.
         privileged = not (calls.denied(MEMORY.call, MEMORY.tag) or calls.denied(MEMORY_V1.call))
         out = []
         for slot in range(int(count.value) if count.ok else 0):
-            mig = calls.call(Collector.MIG, "nvmlDeviceGetMigDeviceHandleByIndex", parent, slot)
+            mig = calls.call(NvmlCollector.MIG, "nvmlDeviceGetMigDeviceHandleByIndex", parent, slot)
             if not mig.ok:  # NotFound / InvalidArgument: an empty slot
                 continue
             key = (base.uuid, "mig", slot)  # until the instance's UUID is read
@@ -206,10 +208,10 @@ class NvmlSource:
         self, calls: DeviceCalls, base: DeviceReading, parent: Any, handle: Any, privileged: bool
     ) -> DeviceReading | None:
         gpu_key = (base.uuid, True)
-        gi = calls.call(Collector.MIG, "nvmlDeviceGetGpuInstanceId", handle)
-        ci = calls.call(Collector.MIG, "nvmlDeviceGetComputeInstanceId", handle)
-        uuid = calls.call(Collector.MIG, "nvmlDeviceGetUUID", handle)
-        name = calls.call(Collector.MIG, "nvmlDeviceGetName", handle)
+        gi = calls.call(NvmlCollector.MIG, "nvmlDeviceGetGpuInstanceId", handle)
+        ci = calls.call(NvmlCollector.MIG, "nvmlDeviceGetComputeInstanceId", handle)
+        uuid = calls.call(NvmlCollector.MIG, "nvmlDeviceGetUUID", handle)
+        name = calls.call(NvmlCollector.MIG, "nvmlDeviceGetName", handle)
         if not (gi.ok and uuid.ok):
             return None
         calls.key = _text(uuid.value)

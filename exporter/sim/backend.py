@@ -82,7 +82,7 @@ class SimNode:
     def activity_at(self, t: float) -> list[Activity]:
         """Every placed process's activity at t (same order as `placed`); cached for one t.
 
-        Safe to call from the collector's thread and a test's thread at once: the cache entry is
+        Safe to call from the collect loop's thread and a test's thread at once: the cache entry is
         replaced whole, never mutated."""
         cache = self._cache
         if cache is None or cache[0] != t:
@@ -198,7 +198,7 @@ def build_sim_backend(
     node_name: str,
     clock: Callable[[], float] = time.time,
 ) -> tuple[BackendParts, SimNode]:
-    """The `sim` backend: a SimNode and the parts the collector reads it through."""
+    """The `sim` backend: a SimNode and the parts the collect loop reads it through."""
     devices = sim_gpus(gpus, mig, seed)
     specs = sim_specs(gpus, mig, pods, workloads_file)
     node = SimNode(devices, make_pods(specs, seed), seed=seed, clock=clock, node_name=node_name)

@@ -11,7 +11,7 @@ import pytest
 from exporter_fakes import ScriptedDevices, alloc, gpu, proc, uid, write_proc
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.cycle import AttributionSources, Collector
+from exporter.cycle import AttributionSources, CollectLoop
 from exporter.model import DeviceReading
 from exporter.node.apiserver import ApiEndpoint
 from exporter.node.podresources import AllocationsFile, PodResourcesClient
@@ -38,9 +38,9 @@ def write_fixtures(
     )
 
 
-def samples(collector: Collector, family: str) -> dict[tuple[str, ...], float]:
-    assert collector.published is not None
-    text = collector.published.exposition.body.decode()
+def samples(loop: CollectLoop, family: str) -> dict[tuple[str, ...], float]:
+    assert loop.published is not None
+    text = loop.published.exposition.body.decode()
     out: dict[tuple[str, ...], float] = {}
     for f in text_string_to_metric_families(text):
         for s in f.samples:
@@ -65,11 +65,11 @@ def node(tmp_path: Path) -> tuple[Path, list[list[DeviceReading]]]:
     ]
 
 
-def make_collector(tmp: Path, devices: ScriptedDevices) -> Collector:
+def make_loop(tmp: Path, devices: ScriptedDevices) -> CollectLoop:
     sources = AttributionSources(
         AllocationsFile(tmp / "podresources.json"), PodsFile(tmp / "pods.json"), tmp / "proc"
     )
-    return Collector(devices, sources, hostname="node-1", clock=lambda: 1000.0)
+    return CollectLoop(devices, sources, hostname="node-1", clock=lambda: 1000.0)
 
 
 def test_a_cycle_attributes_time_sliced_pods_and_idle_holders(
@@ -86,17 +86,17 @@ def test_a_cycle_attributes_time_sliced_pods_and_idle_holders(
         ],
         {uid(1): ("a", "one"), uid(2): ("b", "two")},
     )
-    collector = make_collector(tmp, ScriptedDevices(lambda: DeviceSweep(tuple(script[-1]))))
-    collector.collect_once()
-    assert samples(collector, "gpu_pod_utilization_ratio") == {
+    loop = make_loop(tmp, ScriptedDevices(lambda: DeviceSweep(tuple(script[-1]))))
+    loop.collect_once()
+    assert samples(loop, "gpu_pod_utilization_ratio") == {
         ("gpu=0", "pod=one"): 0.5,
         ("gpu=0", "pod=two"): 0.25,
         ("gpu=0", "pod=idle"): 0.0,
     }
-    assert samples(collector, "gpu_pod_allocated") == dict.fromkeys(
+    assert samples(loop, "gpu_pod_allocated") == dict.fromkeys(
         [("gpu=0", "pod=one"), ("gpu=0", "pod=two"), ("gpu=0", "pod=idle")], 1.0
     )
-    assert samples(collector, "gpu_exporter_collector_success") == {
+    assert samples(loop, "gpu_exporter_collector_success") == {
         ("collector=cycle",): 1.0,
         ("collector=kubernetes",): 1.0,
         ("collector=podresources",): 1.0,
@@ -110,14 +110,14 @@ def test_a_gone_pod_loses_its_series_in_the_next_cycle(
     tmp, script = node
     g = script[0][0]
     write_fixtures(tmp, [alloc("a", "one", g.uuid)], {uid(1): ("a", "one")})
-    collector = make_collector(tmp, ScriptedDevices(lambda: DeviceSweep(tuple(script[-1]))))
-    collector.collect_once()
-    assert set(samples(collector, "gpu_pod_processes")) == {("gpu=0", "pod=one")}
+    loop = make_loop(tmp, ScriptedDevices(lambda: DeviceSweep(tuple(script[-1]))))
+    loop.collect_once()
+    assert set(samples(loop, "gpu_pod_processes")) == {("gpu=0", "pod=one")}
     write_fixtures(tmp, [], {})
     script.append([gpu(0, values={"DCGM_FI_DEV_GPU_UTIL": 0})])
-    collector.collect_once()
-    assert samples(collector, "gpu_pod_processes") == {}
-    assert set(samples(collector, "DCGM_FI_DEV_GPU_UTIL")) == {("gpu=0",)}
+    loop.collect_once()
+    assert samples(loop, "gpu_pod_processes") == {}
+    assert set(samples(loop, "DCGM_FI_DEV_GPU_UTIL")) == {("gpu=0",)}
 
 
 def test_no_kubelet_socket_means_device_metrics_a_warning_and_a_self_metric(
@@ -125,17 +125,17 @@ def test_no_kubelet_socket_means_device_metrics_a_warning_and_a_self_metric(
 ) -> None:
     sources = AttributionSources(PodResourcesClient(tmp_path / "kubelet.sock"), None, tmp_path)
     devices = ScriptedDevices(lambda: DeviceSweep((gpu(0, processes=(proc(5, 0.5),)),)))
-    collector = Collector(devices, sources, hostname="n")
+    loop = CollectLoop(devices, sources, hostname="n")
     with caplog.at_level(logging.WARNING):
         for _ in range(3):
-            collector.collect_once()
-    assert samples(collector, "gpu_exporter_collector_success") == {
+            loop.collect_once()
+    assert samples(loop, "gpu_exporter_collector_success") == {
         ("collector=cycle",): 1.0,
         ("collector=podresources",): 0.0,
     }
-    assert samples(collector, "gpu_exporter_errors_total") == {("call=podresources_list",): 3.0}
-    assert samples(collector, "gpu_pod_utilization_ratio") == {}
-    assert set(samples(collector, "DCGM_FI_DEV_GPU_UTIL")) == {("gpu=0",)}
+    assert samples(loop, "gpu_exporter_errors_total") == {("call=podresources_list",): 3.0}
+    assert samples(loop, "gpu_pod_utilization_ratio") == {}
+    assert set(samples(loop, "DCGM_FI_DEV_GPU_UTIL")) == {("gpu=0",)}
     assert sum("device metrics only" in r.getMessage() for r in caplog.records) == 1
 
 
@@ -143,13 +143,11 @@ def test_sweep_errors_and_collector_failures_accumulate() -> None:
     sweep = DeviceSweep(
         (gpu(0),), collector_success={"temperature": False}, errors={"nvmlDeviceGetTemperature": 1}
     )
-    collector = Collector(ScriptedDevices(lambda: sweep), None, hostname="n")
-    collector.collect_once()
-    collector.collect_once()
-    assert samples(collector, "gpu_exporter_errors_total") == {
-        ("call=nvmlDeviceGetTemperature",): 2.0
-    }
-    assert samples(collector, "gpu_exporter_collector_success") == {
+    loop = CollectLoop(ScriptedDevices(lambda: sweep), None, hostname="n")
+    loop.collect_once()
+    loop.collect_once()
+    assert samples(loop, "gpu_exporter_errors_total") == {("call=nvmlDeviceGetTemperature",): 2.0}
+    assert samples(loop, "gpu_exporter_collector_success") == {
         ("collector=cycle",): 1.0,
         ("collector=temperature",): 0.0,
     }
@@ -164,15 +162,15 @@ async def test_the_loop_survives_failing_cycles_and_stops_when_asked() -> None:
             raise RuntimeError("driver hiccup")
         return DeviceSweep((gpu(0),))
 
-    collector = Collector(ScriptedDevices(sweep), None, hostname="n", interval=0.001)
+    loop = CollectLoop(ScriptedDevices(sweep), None, hostname="n", interval=0.001)
     stop = asyncio.Event()
-    task = asyncio.create_task(collector.run(stop))
+    task = asyncio.create_task(loop.run(stop))
     while calls["n"] < 6:
         await asyncio.sleep(0.005)
     stop.set()
     await asyncio.wait_for(task, timeout=10)
     assert calls["n"] >= 6  # the loop went on after each failure
-    assert samples(collector, "gpu_exporter_errors_total")[("call=device_read",)] >= 3
+    assert samples(loop, "gpu_exporter_errors_total")[("call=device_read",)] >= 3
 
 
 def test_without_the_api_exclusive_gpus_are_still_attributed(tmp_path: Path) -> None:
@@ -197,13 +195,13 @@ def test_without_the_api_exclusive_gpus_are_still_attributed(tmp_path: Path) -> 
     sources = AttributionSources(
         AllocationsFile(tmp_path / "podresources.json"), api, tmp_path / "proc"
     )
-    collector = Collector(ScriptedDevices(lambda: DeviceSweep((g0, g1))), sources, hostname="n")
-    collector.collect_once()
+    loop = CollectLoop(ScriptedDevices(lambda: DeviceSweep((g0, g1))), sources, hostname="n")
+    loop.collect_once()
     api.close()
-    assert samples(collector, "gpu_pod_utilization_ratio") == {
+    assert samples(loop, "gpu_pod_utilization_ratio") == {
         ("gpu=0", "pod=one"): 0.5,  # sole holder: attributed without the API
         ("gpu=1", "pod=two"): 0.0,  # shared: cannot tell whose process it is
         ("gpu=1", "pod=x"): 0.0,
     }
-    assert samples(collector, "gpu_exporter_collector_success")[("collector=kubernetes",)] == 0.0
-    assert samples(collector, "gpu_exporter_errors_total") == {("call=kubernetes_list_pods",): 1.0}
+    assert samples(loop, "gpu_exporter_collector_success")[("collector=kubernetes",)] == 0.0
+    assert samples(loop, "gpu_exporter_errors_total") == {("call=kubernetes_list_pods",): 1.0}

@@ -9,7 +9,7 @@ import pytest
 from exporter_fakes import EmulatedNode
 
 from exporter.nvml.library import nvml_available
-from exporter.nvml.readings import Collector
+from exporter.nvml.readings import NvmlCollector
 from exporter.nvml.source import build_nvml_backend
 from exporter.sim.nvml import library as simnvml
 from exporter.sim.nvml.device import SimGpu, SimProcess, h100
@@ -29,20 +29,20 @@ FAILURE_CODES = sorted(
 )
 # (call, collector, family it feeds) for each per-device reading.
 DEVICE_CALLS = [
-    ("nvmlDeviceGetMemoryInfo", Collector.MEMORY, "DCGM_FI_DEV_FB_USED"),
-    ("nvmlDeviceGetUtilizationRates", Collector.UTILIZATION, "DCGM_FI_DEV_GPU_UTIL"),
-    ("nvmlDeviceGetEncoderUtilization", Collector.UTILIZATION, "DCGM_FI_DEV_ENC_UTIL"),
-    ("nvmlDeviceGetPowerUsage", Collector.POWER, "DCGM_FI_DEV_POWER_USAGE"),
+    ("nvmlDeviceGetMemoryInfo", NvmlCollector.MEMORY, "DCGM_FI_DEV_FB_USED"),
+    ("nvmlDeviceGetUtilizationRates", NvmlCollector.UTILIZATION, "DCGM_FI_DEV_GPU_UTIL"),
+    ("nvmlDeviceGetEncoderUtilization", NvmlCollector.UTILIZATION, "DCGM_FI_DEV_ENC_UTIL"),
+    ("nvmlDeviceGetPowerUsage", NvmlCollector.POWER, "DCGM_FI_DEV_POWER_USAGE"),
     (
         "nvmlDeviceGetTotalEnergyConsumption",
-        Collector.POWER,
+        NvmlCollector.POWER,
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
     ),
-    ("nvmlDeviceGetTemperature", Collector.THERMAL, "DCGM_FI_DEV_GPU_TEMP"),
-    ("nvmlDeviceGetFieldValues", Collector.THERMAL, "DCGM_FI_DEV_MEMORY_TEMP"),
-    ("nvmlDeviceGetClockInfo", Collector.CLOCKS, "DCGM_FI_DEV_SM_CLOCK"),
-    ("nvmlDeviceGetPcieReplayCounter", Collector.PCIE, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
-    ("nvmlGpmSampleGet", Collector.PROFILING, "DCGM_FI_PROF_GR_ENGINE_ACTIVE"),
+    ("nvmlDeviceGetTemperature", NvmlCollector.THERMAL, "DCGM_FI_DEV_GPU_TEMP"),
+    ("nvmlDeviceGetFieldValues", NvmlCollector.THERMAL, "DCGM_FI_DEV_MEMORY_TEMP"),
+    ("nvmlDeviceGetClockInfo", NvmlCollector.CLOCKS, "DCGM_FI_DEV_SM_CLOCK"),
+    ("nvmlDeviceGetPcieReplayCounter", NvmlCollector.PCIE, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
+    ("nvmlGpmSampleGet", NvmlCollector.PROFILING, "DCGM_FI_PROF_GR_ENGINE_ACTIVE"),
 ]
 
 
@@ -87,7 +87,7 @@ def test_an_error_fails_that_collector_on_that_device_only(
     assert sweep.collector_success[collector] is False
     assert sweep.errors[call] >= 1
     if code != simnvml.NVML_ERROR_GPU_IS_LOST:
-        assert "DCGM_FI_DEV_FB_FREE" in by_index[1].values or collector == Collector.MEMORY
+        assert "DCGM_FI_DEV_FB_FREE" in by_index[1].values or collector == NvmlCollector.MEMORY
     node.lib.clear_faults()
     node.sweep()
     recovered = node.sweep()
@@ -147,7 +147,7 @@ def test_init_failure_is_a_failed_sweep_and_is_retried() -> None:
     node = EmulatedNode(_busy_gpus(1))
     node.lib.inject("nvmlInit", simnvml.NVML_ERROR_DRIVER_NOT_LOADED, times=1)
     first = node.sweep()
-    assert first.devices == () and first.collector_success[Collector.IDENTITY] is False
+    assert first.devices == () and first.collector_success[NvmlCollector.IDENTITY] is False
     assert first.errors == {"nvmlInit": 1}
     second = node.sweep()
     assert len(second.devices) == 1 and all(second.collector_success.values())

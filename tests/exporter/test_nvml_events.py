@@ -11,8 +11,8 @@ from exporter_fakes import EmulatedNode
 
 from exporter.model import DeviceReading, NodeSnapshot
 from exporter.nvml.events import handle_key
-from exporter.nvml.readings import Collector
-from exporter.render import render_text
+from exporter.nvml.readings import NvmlCollector
+from exporter.render import exposition_text
 from exporter.sim.nvml import library as simnvml
 from exporter.sim.nvml.device import h100
 from exporter.sources import DeviceSweep
@@ -134,11 +134,11 @@ def test_a_registration_error_fails_xid_on_that_device_only(
     sweep = node.sweep()
     dev0, dev1 = sweep.devices
     assert dev0.values[XID] == 31 and not dev0.failed
-    assert Collector.XID in dev1.failed and XID not in dev1.values
-    assert sweep.collector_success[Collector.XID] is False and sweep.errors[call] == 1
+    assert NvmlCollector.XID in dev1.failed and XID not in dev1.values
+    assert sweep.collector_success[NvmlCollector.XID] is False and sweep.errors[call] == 1
     if code != simnvml.NVML_ERROR_GPU_IS_LOST:  # (a lost GPU skips its remaining calls)
-        assert dev1.failed == {Collector.XID} and "DCGM_FI_DEV_FB_USED" in dev1.values
-        assert all(ok for c, ok in sweep.collector_success.items() if c != Collector.XID)
+        assert dev1.failed == {NvmlCollector.XID} and "DCGM_FI_DEV_FB_USED" in dev1.values
+        assert all(ok for c, ok in sweep.collector_success.items() if c != NvmlCollector.XID)
     node.lib.clear_faults()
     node.sweep()  # registers GPU 1 now
     node.lib.raise_xid(1, 48)
@@ -156,9 +156,9 @@ def test_a_failed_wait_fails_xid_for_the_sweep_and_loses_nothing(error: str, cod
     node.lib.raise_xid(0, 62)
     node.lib.inject("nvmlEventSetWait_v2", code, times=1)
     failed = node.sweep()
-    assert all(Collector.XID in d.failed and XID not in d.values for d in failed.devices)
+    assert all(NvmlCollector.XID in d.failed and XID not in d.values for d in failed.devices)
     assert all("DCGM_FI_DEV_FB_USED" in d.values for d in failed.devices)
-    assert [c for c, ok in failed.collector_success.items() if not ok] == [Collector.XID]
+    assert [c for c, ok in failed.collector_success.items() if not ok] == [NvmlCollector.XID]
     assert failed.errors == {"nvmlEventSetWait_v2": 1}
     recovered = node.sweep()
     assert node.xids(recovered) == {0: 62, 1: 0} and all(recovered.collector_success.values())
@@ -181,7 +181,7 @@ def test_the_rendered_gauge_names_the_gpu() -> None:
     node.sweep()
     node.lib.raise_xid(1, 79)
     devices = node.sweep().devices
-    text = render_text(NodeSnapshot("n", 0.0, 0.0, devices, (), {}, {}))
+    text = exposition_text(NodeSnapshot("n", 0.0, 0.0, devices, (), {}, {}))
     lines = sorted(line for line in text.splitlines() if line.startswith(XID + "{"))
     assert [(('gpu="1"' in line), line.rsplit(" ", 1)[1]) for line in lines] == [
         (False, "0"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from exporter_fakes import EmulatedNode
 
-from exporter.nvml.readings import Collector
+from exporter.nvml.readings import NvmlCollector
 from exporter.sim.nvml import library as simnvml
 from exporter.sim.nvml.device import SimGpu, SimProcess, h100
 
@@ -88,5 +88,5 @@ def test_unreadable_processes_are_unknown_and_counted(call: str, code: int) -> N
         assert proc.sm_util != proc.sm_util and proc.memory_bytes == GIB
     else:
         assert by_index[1].processes is None
-    assert sweep.collector_success[Collector.PROCESSES] is False or code == 15
+    assert sweep.collector_success[NvmlCollector.PROCESSES] is False or code == 15
     assert sum(sweep.errors.values()) >= 1

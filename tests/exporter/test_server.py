@@ -10,27 +10,27 @@ import pytest
 from aiohttp.test_utils import TestServer
 from exporter_fakes import ScriptedDevices, gpu
 
-from exporter.cycle import Collector
+from exporter.cycle import CollectLoop
 from exporter.server import accepts_gzip, make_app
 from exporter.sources import DeviceSweep
 
 
 @pytest.fixture
-async def served() -> AsyncIterator[tuple[Collector, ScriptedDevices, str]]:
+async def served() -> AsyncIterator[tuple[CollectLoop, ScriptedDevices, str]]:
     devices = ScriptedDevices(lambda: DeviceSweep((gpu(0),)))
-    collector = Collector(devices, None, hostname="node-1")
-    server = TestServer(make_app(collector), host="127.0.0.1")
+    loop = CollectLoop(devices, None, hostname="node-1")
+    server = TestServer(make_app(loop), host="127.0.0.1")
     await server.start_server()
     try:
-        yield collector, devices, f"http://127.0.0.1:{server.port}"
+        yield loop, devices, f"http://127.0.0.1:{server.port}"
     finally:
         await server.close()
 
 
 async def test_readyz_is_503_until_the_first_snapshot_then_200(
-    served: tuple[Collector, ScriptedDevices, str],
+    served: tuple[CollectLoop, ScriptedDevices, str],
 ) -> None:
-    collector, _, base = served
+    loop, _, base = served
     async with aiohttp.ClientSession() as http:
         async with http.get(f"{base}/readyz") as r:
             before = r.status
@@ -38,17 +38,17 @@ async def test_readyz_is_503_until_the_first_snapshot_then_200(
             metrics_before = r.status
         async with http.get(f"{base}/healthz") as r:
             health = r.status
-        collector.collect_once()
+        loop.collect_once()
         async with http.get(f"{base}/readyz") as r:
             after = r.status
     assert (before, metrics_before, health, after) == (503, 503, 200, 200)
 
 
 async def test_metrics_serves_the_last_rendering_plain_or_gzipped_without_reading_devices(
-    served: tuple[Collector, ScriptedDevices, str],
+    served: tuple[CollectLoop, ScriptedDevices, str],
 ) -> None:
-    collector, devices, base = served
-    published = collector.collect_once()
+    loop, devices, base = served
+    published = loop.collect_once()
     async with aiohttp.ClientSession(auto_decompress=False) as http:
         async with http.get(f"{base}/metrics", headers={"Accept-Encoding": "gzip"}) as r:
             zipped, zip_encoding = await r.read(), r.headers.get("Content-Encoding")

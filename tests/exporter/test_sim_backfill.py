@@ -13,7 +13,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from exporter.model import NodeSnapshot, PodRef, PodUsage
 from exporter.nvml.source import NvmlSource
-from exporter.render import render_text
+from exporter.render import exposition_text
 from exporter.sim.backend import SimNode, make_pods, sim_gpus, sim_specs
 from exporter.sim.backfill import main, write_openmetrics
 
@@ -57,7 +57,7 @@ def _live_exposition(node: SimNode) -> str:
             PodUsage(PodRef(spec.namespace, spec.pod, spec.container), dev, 0.0, 0, 0, True)
         )
     snapshot = NodeSnapshot("node-a", END, 0.0, devices, tuple(pods), {}, {})
-    return render_text(snapshot)
+    return exposition_text(snapshot)
 
 
 def test_history_has_the_live_series_and_parses() -> None:
