@@ -32,9 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from exporter.model import DeviceReading, PodRef, PodUsage
-from exporter.node.cgroup import CgroupRef
-from exporter.node.pods import PodIndex
-from exporter.sources import Allocation
+from exporter.sources import Allocation, CgroupRef, PodIndex
 from gpu_contract import DCGM_GPU_UTIL
 
 _Key = tuple[str, str, str]  # namespace, pod, container

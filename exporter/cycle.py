@@ -32,10 +32,10 @@ from typing import TypeVar
 from exporter import health, render
 from exporter.attribution import attribute
 from exporter.model import DeviceReading, NodeSnapshot, PodUsage
-from exporter.node.cgroup import CgroupRef, parse_cgroup, read_cgroup
+from exporter.node.cgroup import parse_cgroup, read_cgroup
 from exporter.node.podresources import AllocationSource, PodResourcesError
-from exporter.node.pods import PodIndex, PodSource
-from exporter.sources import Allocation, DeviceSource, DeviceSweep
+from exporter.node.pods import PodSource
+from exporter.sources import Allocation, CgroupRef, DeviceSource, DeviceSweep, PodIndex
 
 log = logging.getLogger(__name__)
 

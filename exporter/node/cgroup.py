@@ -12,8 +12,9 @@ pod<uid>/<id>`; systemd: `kubepods-burstable-pod<uid_with_underscores>.slice/cri
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from exporter.sources import CgroupRef
 
 # A pod segment: "pod" + a UID spelled with "-" (cgroupfs) or "_" (systemd), or the 32 hex digits
 # of a static pod's hash UID. It must start a path segment or follow "-" (systemd slice names).
@@ -25,14 +26,6 @@ _POD_RE = re.compile(
 )
 _CONTAINER_PREFIXES = ("cri-containerd-", "docker-", "crio-", "containerd-")
 _CONTAINER_ID_RE = re.compile(r"^[0-9a-f]{12,64}$")
-
-
-@dataclass(frozen=True)
-class CgroupRef:
-    """A process's pod UID (always with dashes) and container runtime id when known."""
-
-    pod_uid: str
-    container_id: str | None
 
 
 def _container_id(segment: str) -> str | None:

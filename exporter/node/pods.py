@@ -16,27 +16,17 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
 from exporter.node.apiserver import ApiEndpoint, ApiServerError, list_pod_pages
-from exporter.sources import PodIdentity
+from exporter.sources import PodIdentity, PodIndex
 
 log = logging.getLogger(__name__)
 
 LIST_CALL = "kubernetes_list_pods"
-
-
-def _empty() -> Mapping[str, str]:
-    return MappingProxyType({})
-
-
-@dataclass(frozen=True)
-class PodIndex:
-    by_uid: Mapping[str, PodIdentity]
-    container_names: Mapping[str, str] = field(default_factory=_empty)  # runtime id -> name
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,7 @@ from hypothesis import strategies as st
 
 from exporter.attribution import attribute
 from exporter.model import DeviceReading
-from exporter.node.cgroup import CgroupRef
-from exporter.node.pods import PodIndex
-from exporter.sources import Allocation, PodIdentity
+from exporter.sources import Allocation, CgroupRef, PodIdentity, PodIndex
 
 G0, G1 = gpu(0), gpu(1)
 PODS = {

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exporter.node.cgroup import CgroupRef, parse_cgroup, read_cgroup
+from exporter.node.cgroup import parse_cgroup, read_cgroup
+from exporter.sources import CgroupRef
 
 UID = "2f1b7c2e-5d4a-4b8e-9c3f-0a1b2c3d4e5f"
 UID_ = UID.replace("-", "_")

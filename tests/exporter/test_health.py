@@ -21,12 +21,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter import health
 from exporter.cycle import AttributionSources, CollectLoop
 from exporter.node.podresources import AllocationsFile
-from exporter.node.pods import PodIndex, PodLookup
+from exporter.node.pods import PodLookup
 from exporter.nvml.source import NvmlSource
 from exporter.server import make_app
 from exporter.sim.nvml.device import h100
 from exporter.sim.nvml.library import SimNvml
-from exporter.sources import DeviceSweep
+from exporter.sources import DeviceSweep, PodIndex
 
 T0 = 1_700_000_000.0
 

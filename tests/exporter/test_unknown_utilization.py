@@ -12,13 +12,11 @@ from exporter_fakes import alloc, gpu, proc, promtool_problems, uid
 
 from exporter.attribution import attribute
 from exporter.model import DeviceReading, NodeSnapshot, PodUsage, ProcessUsage
-from exporter.node.cgroup import CgroupRef
-from exporter.node.pods import PodIndex
 from exporter.nvml.source import NvmlSource
 from exporter.render import exposition_text
 from exporter.sim.nvml.device import SimGpu, SimProcess, h100
 from exporter.sim.nvml.library import SimNvml
-from exporter.sources import Allocation, PodIdentity
+from exporter.sources import Allocation, CgroupRef, PodIdentity, PodIndex
 
 NAN = float("nan")
 INDEX = PodIndex(
