@@ -26,8 +26,6 @@ from exporter.sources import PodIdentity, PodIndex
 
 log = logging.getLogger(__name__)
 
-LIST_CALL = "kubernetes_list_pods"
-
 
 @dataclass(frozen=True)
 class PodLookup:
@@ -48,11 +46,6 @@ class PodSource(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-def parse_pod_list(data: Mapping[str, Any]) -> PodIndex:
-    """Pure: the index of one Kubernetes `PodList` (as decoded JSON)."""
-    return parse_pod_pages((data,))
 
 
 def parse_pod_pages(pages: Iterable[Mapping[str, Any]]) -> PodIndex:

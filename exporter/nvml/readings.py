@@ -21,8 +21,6 @@ from typing import Any
 
 from gpu_contract import BY_NAME
 
-MIB = float(1 << 20)
-
 
 def family(name: str) -> str:
     """The contract's name for a dcgm-exporter family (KeyError if the contract lacks it)."""

@@ -128,14 +128,6 @@ class SimNode:
             per.setdefault((p.spec.namespace, p.spec.pod), [0.0])
         return {k: sum(v) / len(v) for k, v in per.items()}
 
-    def expected_memory(self, at: float) -> dict[PodKey, int]:
-        """{(namespace, pod): GPU memory bytes held at `at`} (summed over its devices)."""
-        out: dict[PodKey, int] = {(p.spec.namespace, p.spec.pod): 0 for p in self.pods}
-        for p, a in zip(self.placed, self.activity_at(at), strict=True):
-            spec = self.pods[p.pod].spec
-            out[(spec.namespace, spec.pod)] += a.memory_bytes
-        return out
-
     # -- fixtures -----------------------------------------------------------------------------
     def allocations(self) -> list[Allocation]:
         by_pod: dict[tuple[int, str], list[str]] = {}

@@ -12,7 +12,7 @@ import pytest
 from fake_pods_api import FakePodsApi, pod_json, serve
 
 from exporter.node.apiserver import ApiEndpoint
-from exporter.node.pods import KubernetesPods, PodsFile, parse_pod_list
+from exporter.node.pods import KubernetesPods, PodsFile, parse_pod_pages
 from exporter.sources import PodIdentity
 
 
@@ -166,7 +166,7 @@ def test_the_background_thread_refreshes_when_an_unknown_uid_shows_up(
     assert index is not None and index.by_uid["u2"].name == "two"
 
 
-def test_parse_pod_list_skips_pods_without_uid_and_containers_without_ids() -> None:
+def test_parse_pod_pages_skips_pods_without_uid_and_containers_without_ids() -> None:
     data = {
         "items": [
             {"metadata": {"name": "no-uid"}},
@@ -179,7 +179,7 @@ def test_parse_pod_list_skips_pods_without_uid_and_containers_without_ids() -> N
             },
         ]
     }
-    index = parse_pod_list(data)
+    index = parse_pod_pages((data,))
     assert dict(index.by_uid) == {"u": PodIdentity("u", "n", "p")}
     assert dict(index.container_names) == {"abc": "init"}
 
@@ -195,6 +195,6 @@ def test_pods_file_fixture(tmp_path: Path) -> None:
     assert not broken.ok and broken.new_errors == 1 and broken.index == first.index
 
 
-def test_parse_pod_list_rejects_what_is_not_a_pod_list() -> None:
+def test_parse_pod_pages_rejects_what_is_not_a_pod_list() -> None:
     with pytest.raises(ValueError, match="not a PodList"):
-        parse_pod_list({"items": [["u", "n", "p"]]})
+        parse_pod_pages(({"items": [["u", "n", "p"]]},))

@@ -22,7 +22,6 @@ from exporter.sim.nvml.sampling import SampleBuffer, UtilizationRow
 
 MIB = 1 << 20
 WARMUP_PERIODS = 120
-NOT_AVAILABLE_U32 = 0xFFFFFFFF  # NVML_VALUE_NOT_AVAILABLE as an unsigned int
 
 
 def _zero(_t: float) -> float:

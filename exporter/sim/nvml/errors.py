@@ -216,9 +216,3 @@ class NVMLLibraryMismatchError(Exception):
 _BY_CODE: dict[int, type[NVMLError]] = {
     c._code: c for c in NVMLError.__subclasses__() if c._code is not None
 }
-
-
-def nvmlExceptionClass(nvmlErrorCode: int) -> type[NVMLError]:
-    if nvmlErrorCode not in _BY_CODE:
-        raise ValueError(f"nvmlErrorCode {nvmlErrorCode} is not valid")
-    return _BY_CODE[nvmlErrorCode]
