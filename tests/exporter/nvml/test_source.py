@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-
 import pytest
-from exporter_fakes import EmulatedNode
+from exporter_fakes import EmulatedNode, busy_gpus
 
-from exporter.nvml.library import nvml_available
 from exporter.nvml.readings import NvmlCollector
-from exporter.nvml.source import build_nvml_backend
 from exporter.sim.nvml import library as simnvml
-from exporter.sim.nvml.device import SimGpu, SimProcess, h100
-from gpu_contract import BY_NAME, DEVICE_METRICS
+from exporter.sim.nvml.device import SimProcess, h100
+from gpu_contract import DEVICE_METRICS
 
 GIB = 1 << 30
 # NotSupported, FunctionNotFound (an older driver) and NoPermission disable a call on a device.
@@ -46,15 +41,8 @@ DEVICE_CALLS = [
 ]
 
 
-def _busy_gpus(n: int = 2) -> list[SimGpu]:
-    gpus = [h100(i) for i in range(n)]
-    for g in gpus:
-        g.processes.append(SimProcess(100 + g.index, sm=lambda t: 0.5, memory_bytes=lambda t: GIB))
-    return gpus
-
-
 def test_reads_every_dcgm_family_of_a_full_gpu() -> None:
-    node = EmulatedNode(_busy_gpus(1))
+    node = EmulatedNode(busy_gpus(1))
     node.sweep()
     sweep = node.sweep()
     (dev,) = sweep.devices
@@ -76,7 +64,7 @@ def test_reads_every_dcgm_family_of_a_full_gpu() -> None:
 def test_an_error_fails_that_collector_on_that_device_only(
     call: str, collector: str, family: str, error: str, code: int
 ) -> None:
-    node = EmulatedNode(_busy_gpus(2))
+    node = EmulatedNode(busy_gpus(2))
     node.sweep()
     node.lib.inject(call, code, index=1)
     sweep = node.sweep()
@@ -101,7 +89,7 @@ def test_an_error_fails_that_collector_on_that_device_only(
 def test_not_supported_disables_the_call_without_failing(
     call: str, collector: str, family: str, error: str, code: int
 ) -> None:
-    node = EmulatedNode(_busy_gpus(2))
+    node = EmulatedNode(busy_gpus(2))
     node.lib.inject(call, code, index=0)
     sweeps = [node.sweep() for _ in range(3)]
     assert all(all(s.collector_success.values()) and not s.errors for s in sweeps)
@@ -112,7 +100,7 @@ def test_not_supported_disables_the_call_without_failing(
 
 
 def test_memory_falls_back_to_v1_on_older_drivers() -> None:
-    node = EmulatedNode(_busy_gpus(1), driver="470.256.02")  # before R510: no _v2 symbol
+    node = EmulatedNode(busy_gpus(1), driver="470.256.02")  # before R510: no _v2 symbol
     sweeps = [node.sweep() for _ in range(3)]
     (dev,) = sweeps[-1].devices
     assert all(all(s.collector_success.values()) and not s.errors for s in sweeps)
@@ -121,17 +109,8 @@ def test_memory_falls_back_to_v1_on_older_drivers() -> None:
     assert node.lib.calls["nvmlDeviceGetMemoryInfo"] == 3  # v1 only: v2 was never found
 
 
-def test_close_frees_gpm_samples_and_shuts_down() -> None:
-    node = EmulatedNode(_busy_gpus(2))
-    node.sweep()
-    node.sweep()
-    node.source.close()
-    assert node.lib.initialized == 0
-    assert node.lib.calls["nvmlGpmSampleFree"] == 2 + 2  # one per sweep-pair, then the held ones
-
-
 def test_gpu_is_lost_on_one_gpu_keeps_the_others() -> None:
-    node = EmulatedNode(_busy_gpus(3))
+    node = EmulatedNode(busy_gpus(3))
     node.sweep()
     node.lib.inject("*", simnvml.NVML_ERROR_GPU_IS_LOST, index=1)
     sweep = node.sweep()
@@ -144,7 +123,7 @@ def test_gpu_is_lost_on_one_gpu_keeps_the_others() -> None:
 
 
 def test_init_failure_is_a_failed_sweep_and_is_retried() -> None:
-    node = EmulatedNode(_busy_gpus(1))
+    node = EmulatedNode(busy_gpus(1))
     node.lib.inject("nvmlInit", simnvml.NVML_ERROR_DRIVER_NOT_LOADED, times=1)
     first = node.sweep()
     assert first.devices == () and first.collector_success[NvmlCollector.IDENTITY] is False
@@ -186,57 +165,3 @@ def test_mig_instances_with_empty_slots() -> None:
     (proc,) = busy.processes
     assert (proc.pid, proc.sm_util) == (77, pytest.approx(0.4))
     assert all(sweep.collector_success.values()), sweep.errors
-
-
-def test_values_use_contract_families_only() -> None:
-    node = EmulatedNode(_busy_gpus(1))
-    node.sweep()
-    for dev in node.sweep().devices:
-        assert set(dev.values) <= set(BY_NAME)
-
-
-@pytest.fixture
-def pynvml_is_the_emulator() -> Iterator[simnvml.SimNvml]:
-    lib = simnvml.SimNvml(_busy_gpus(2))
-    simnvml.install(lib)
-    saved = sys.modules.get("pynvml")
-    sys.modules["pynvml"] = simnvml
-    try:
-        yield lib
-    finally:
-        simnvml.install(None)
-        if saved is None:
-            del sys.modules["pynvml"]
-        else:
-            sys.modules["pynvml"] = saved
-
-
-def test_default_lib_is_the_pynvml_module(
-    pynvml_is_the_emulator: simnvml.SimNvml, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
-    assert nvml_available()
-    parts = build_nvml_backend(proc_root=tmp_path)
-    assert parts.podresources_file is None and parts.pods_file is None
-    sweep = parts.devices.read()
-    parts.devices.close()
-    assert [d.index for d in sweep.devices] == [0, 1]
-    assert pynvml_is_the_emulator.calls["nvmlInit"] == 2
-
-
-@pytest.mark.parametrize(
-    "code",
-    [
-        simnvml.NVML_ERROR_LIBRARY_NOT_FOUND,
-        simnvml.NVML_ERROR_DRIVER_NOT_LOADED,
-        simnvml.NVML_ERROR_NO_PERMISSION,
-    ],
-    ids=["library-not-found", "driver-not-loaded", "no-permission"],
-)
-def test_nvml_unavailable(code: int) -> None:
-    lib = simnvml.SimNvml([h100(0)])
-    lib.inject("nvmlInit", code)
-    assert nvml_available(lib) is False
-
-
-def test_nvml_unavailable_without_gpus() -> None:
-    assert nvml_available(simnvml.SimNvml([])) is False
