@@ -120,6 +120,34 @@ def test_a_gone_pod_loses_its_series_in_the_next_cycle(
     assert set(samples(loop, "DCGM_FI_DEV_GPU_UTIL")) == {("gpu=0",)}
 
 
+def test_a_pid_is_read_once_while_listed_and_afresh_once_it_was_gone(
+    node: tuple[Path, list[list[DeviceReading]]],
+) -> None:
+    """The owner cache: while NVML lists a PID its cgroup is not read again; a PID absent for a
+    cycle is forgotten, so when the kernel reuses it for another pod's process it is read anew."""
+    tmp, script = node
+    g = script[0][0]
+    write_fixtures(
+        tmp,
+        [alloc("a", "one", f"{g.uuid}::0"), alloc("b", "two", f"{g.uuid}::1")],
+        {uid(1): ("a", "one"), uid(2): ("b", "two")},
+    )
+    script[0] = [gpu(0, processes=(proc(101, 0.5),))]
+    loop = make_loop(tmp, ScriptedDevices(lambda: DeviceSweep(tuple(script[-1]))))
+    loop.collect_once()
+    write_proc(tmp / "proc", 101, uid(2))  # the same PID now in pod two's cgroup
+    loop.collect_once()  # still listed: the cached owner stands
+    assert samples(loop, "gpu_pod_processes")[("gpu=0", "pod=one")] == 1.0
+    script.append([gpu(0)])  # the process is gone for a cycle
+    loop.collect_once()
+    script.append([gpu(0, processes=(proc(101, 0.5),))])  # and the PID comes back, reused
+    loop.collect_once()
+    assert samples(loop, "gpu_pod_processes") == {
+        ("gpu=0", "pod=one"): 0.0,
+        ("gpu=0", "pod=two"): 1.0,
+    }
+
+
 def test_no_kubelet_socket_means_device_metrics_a_warning_and_a_self_metric(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

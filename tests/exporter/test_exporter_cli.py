@@ -8,13 +8,19 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from conftest import REPO
+from exporter_fakes import ScriptedDevices
 from promserver import free_port
 
-from exporter.cli import main
+from exporter.cli import attribution_sources, build_parser, main
+from exporter.config import load_config
+from exporter.node.podresources import AllocationsFile, PodResourcesClient
+from exporter.node.pods import KubernetesPods, PodsFile
+from exporter.sources import BackendParts, DeviceSweep
 
 
 @pytest.mark.parametrize(
@@ -104,3 +110,32 @@ def test_python_m_exporter_serves_the_sim_and_stops_cleanly_on_sigterm(tmp_path:
             proc.wait()
     assert status == 200 and code == 0
     assert b'Hostname="node-x"' in body and b"gpu_pod_allocated{" in body
+
+
+@pytest.mark.parametrize(
+    ("argv", "fixtures", "allocations", "pods"),
+    [
+        pytest.param("", False, PodResourcesClient, KubernetesPods, id="a-real-node"),
+        pytest.param("--no-collector.kubernetes", False, PodResourcesClient, None, id="no-api"),
+        pytest.param("--no-collector.pods", False, None, None, id="no-attribution"),
+        pytest.param("", True, AllocationsFile, PodsFile, id="sim-fixtures"),
+    ],
+)
+def test_attribution_reads_the_kubelet_and_the_api_or_the_fixtures_as_flagged(
+    tmp_path: Path, argv: str, fixtures: bool, allocations: type | None, pods: type | None
+) -> None:
+    config = load_config(vars(build_parser().parse_args(argv.split())), {}, "h")
+    parts = BackendParts(
+        ScriptedDevices(lambda: DeviceSweep(())),
+        tmp_path,
+        tmp_path / "podresources.json" if fixtures else None,
+        tmp_path / "pods.json" if fixtures else None,
+    )
+    with ExitStack() as stack:
+        sources = attribution_sources(config, parts, stack)
+        if allocations is None:
+            assert sources is None
+            return
+        assert sources is not None and sources.proc_root == tmp_path
+        assert type(sources.allocations) is allocations
+        assert (type(sources.pods) if sources.pods is not None else None) is pods

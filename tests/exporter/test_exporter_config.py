@@ -62,3 +62,27 @@ def test_replay_needs_a_file_and_sim_mig_counts_gpus() -> None:
 )
 def test_parse_listen_address(text: str, expected: tuple[str | None, int]) -> None:
     assert parse_listen_address(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("9400", "is not HOST:PORT", id="no-colon"),
+        pytest.param(":65536", "out of range", id="port-too-high"),
+        pytest.param(":-1", "out of range", id="port-negative"),
+        pytest.param("host:http", "invalid literal", id="port-not-a-number"),
+    ],
+)
+def test_parse_listen_address_rejects(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_listen_address(text)
+
+
+def test_sim_flags_belong_to_the_simulated_backends() -> None:
+    with pytest.raises(ConfigError, match=r"--sim\.workloads is only used with --backend=sim"):
+        load_config({"sim_workloads": "w.yaml"}, {}, "h")
+    for backend in ("sim", "replay"):
+        raw = {"backend": backend, "sim_workloads": "w.yaml", "replay_file": "t.csv"}
+        if backend == "sim":
+            del raw["replay_file"]
+        assert str(load_config(raw, {}, "h").sim_workloads) == "w.yaml"

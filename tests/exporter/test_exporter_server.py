@@ -38,10 +38,12 @@ async def test_readyz_is_503_until_the_first_snapshot_then_200(
             metrics_before = r.status
         async with http.get(f"{base}/healthz") as r:
             health = r.status
+        async with http.get(f"{base}/health") as r:  # dcgm-exporter's path, for its probes
+            dcgm_health = r.status
         loop.collect_once()
         async with http.get(f"{base}/readyz") as r:
             after = r.status
-    assert (before, metrics_before, health, after) == (503, 503, 200, 200)
+    assert (before, metrics_before, health, dcgm_health, after) == (503, 503, 200, 200, 200)
 
 
 async def test_metrics_serves_the_last_rendering_plain_or_gzipped_without_reading_devices(

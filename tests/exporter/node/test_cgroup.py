@@ -87,6 +87,12 @@ CASES = [
         CgroupRef("0123456789abcdef0123456789abcdef", CID),
         id="static-pod-hash-uid",
     ),
+    pytest.param(
+        f"11:memory:/kubepods/burstable/pod{UID}/{'0' * 64}\n"
+        f"0::/kubepods/burstable/pod{UID}/{CID}\n",
+        CgroupRef(UID, CID),
+        id="hybrid-the-v2-line-wins-over-v1",
+    ),
     pytest.param("0::/user.slice/user-1000.slice/session-3.scope\n", None, id="host-process"),
     pytest.param("0::/system.slice/podman.service\n", None, id="pod-word-not-a-uid"),
     pytest.param("", None, id="empty"),

@@ -81,6 +81,16 @@ def test_mig_xids_go_to_their_instance_or_to_the_gpu() -> None:
     assert (xids[0], xids[(0, 8)], xids[(0, 9)]) == (79, 43, 0)
 
 
+def test_after_mig_is_disabled_the_gpu_shows_its_last_xid_whatever_its_instance() -> None:
+    gpu = h100(0, mig=True)
+    node = Node([gpu])
+    node.sweep()
+    node.lib.raise_xid(0, 43, gpu_instance_id=8)
+    assert node.xids(node.sweep())[0] == 0  # MIG on: an instance's XID is the instance's
+    gpu.mig = None  # MIG disabled (a GPU reset in between, as on a real node)
+    assert node.xids(node.sweep()) == {0: 43}
+
+
 def _no_xid_bit(node: Node) -> None:
     node.lib.gpus[1].xid_events_supported = False
 

@@ -177,3 +177,33 @@ def test_drivers_before_r510_fall_back_to_v2_listings(driver: str) -> None:
     assert not sweep.errors and all(sweep.collector_success.values())
     v2 = node.lib.calls.get("nvmlDeviceGetComputeRunningProcesses_v2", 0)
     assert (v2 > 0) == driver.startswith("470")
+
+
+def test_a_mig_instances_activity_is_divided_evenly_between_its_processes() -> None:
+    """NVML has no per-process utilization under MIG: each of an instance's processes gets an
+    equal share of its GPM activity, and the shares add up to the instance."""
+    gpu = h100(0, mig=True)
+    gi = gpu.mig[0].gpu_instance_id  # type: ignore[index,union-attr]
+    gpu.processes.extend(SimProcess(pid, sm=lambda t: 0.3, gpu_instance_id=gi) for pid in (5, 6))
+    node = Node([gpu])
+    node.sweep()  # GPM differences two samples
+    node.now += INTERVAL
+    sweep = node.source.read()
+    (instance,) = [d for d in sweep.devices if d.mig and d.mig.gpu_instance_id == gi]
+    assert instance.values["DCGM_FI_PROF_GR_ENGINE_ACTIVE"] == pytest.approx(0.6)
+    assert instance.processes is not None
+    assert {p.pid: p.sm_util for p in instance.processes} == {
+        5: pytest.approx(0.3),
+        6: pytest.approx(0.3),
+    }
+
+
+def test_a_driver_without_the_mps_call_still_lists_its_processes() -> None:
+    """Before R470 NVML has no MPS listing: no MPS clients to list, and nothing unknown."""
+    node = Node([gpu_with(steady(11, 0.5))], driver="460.106.00")
+    node.sweep()
+    node.now += INTERVAL
+    sweep = node.source.read()
+    (proc,) = sweep.devices[0].processes or ()
+    assert proc.pid == 11 and proc.sm_util == pytest.approx(0.5, abs=0.011)
+    assert not sweep.errors and all(sweep.collector_success.values())

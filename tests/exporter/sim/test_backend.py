@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from exporter_fakes import Clock, sim_node
+from exporter_fakes import GIB, Clock, sim_node
 
-from exporter.sim.backend import SimNode
-from exporter.sim.workloads import Shape
+from exporter.sim.backend import SimNode, build_sim_backend, make_pods, sim_gpus
+from exporter.sim.workloads import PodState, Shape, WorkloadSpec
 from exporter.sources import BackendParts
 
 T0 = 1_700_000_000.0
@@ -89,3 +89,48 @@ def test_allocated_pods_without_processes(tmp_path: Path) -> None:
     assert dataload and all((p.spec.namespace, p.spec.pod) in idle_holders for p in dataload)
     truth = node.expected_utilization(T0, clock.now)
     assert all(truth[(p.spec.namespace, p.spec.pod)] == 0.0 for p in dataload)
+
+
+def test_the_ground_truth_reads_the_drivers_sample_grid() -> None:
+    """The truth averages each process at the middle of every sample period, where the driver
+    samples it: a pod busy only in the middle half of each period is 1.0, not 0.5 or 0."""
+    spec = WorkloadSpec("ns", "mid", "main", Shape.CONSTANT)
+    gpus = sim_gpus(1, 0, 0)
+    period = gpus[0].sample_period_s
+
+    def busy_mid_period(t: float) -> PodState:
+        return PodState(1.0 if 0.25 <= (t / period) % 1.0 < 0.75 else 0.0, True, GIB)
+
+    node = SimNode(gpus, make_pods([spec], 0, [busy_mid_period]), seed=0)
+    assert node.expected_utilization(T0, T0 + 20 * period) == {("ns", "mid"): 1.0}
+    assert node.expected_utilization(T0, T0 + period / 2) == {("ns", "mid"): 0.0}  # no period
+
+
+def test_time_sliced_pods_hold_at_most_their_share_of_the_gpus_memory(tmp_path: Path) -> None:
+    """Four training pods on one time-sliced GPU each want 62 GiB: each gets its replica's share
+    of the usable memory, and the GPU's framebuffer adds up."""
+    workloads = tmp_path / "w.yaml"
+    workloads.write_text(
+        "".join(
+            f"- {{namespace: ml, pod: t{i}, shape: training, shared: true}}\n" for i in range(4)
+        )
+    )
+    clock = Clock(T0)
+    parts, node = build_sim_backend(
+        gpus=1,
+        mig=0,
+        pods=0,
+        seed=1,
+        workloads_file=workloads,
+        fixture_dir=tmp_path / "fx",
+        node_name="n",
+        clock=clock,
+    )
+    gpu = node.gpus[0]
+    share = (gpu.memory_total - gpu.memory_reserved) * 0.95 / 4
+    held = [a.memory_bytes for a in node.activity_at(T0 + 600)]
+    assert len(held) == 4 and all(share - GIB < m <= share for m in held)
+    clock.now += 600
+    (dev,) = parts.devices.read().devices
+    used, free = dev.values["DCGM_FI_DEV_FB_USED"], dev.values["DCGM_FI_DEV_FB_FREE"]
+    assert used == sum(held) // (1 << 20) and used + free <= gpu.memory_total / (1 << 20)

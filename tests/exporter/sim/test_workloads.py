@@ -9,7 +9,7 @@ import pytest
 from exporter_fakes import Clock
 
 from exporter.sim.backend import build_sim_backend
-from exporter.sim.workloads import Shape, WorkloadError, load_workloads, shape_state
+from exporter.sim.workloads import Shape, WorkloadError, load_workloads, shape_state, unit
 
 T0 = 1_700_000_000.0
 
@@ -90,3 +90,14 @@ def test_workloads_errors_are_all_reported() -> None:
         "[3]: a pod is either",
     ):
         assert needle in joined
+
+
+def test_randomness_is_uniform_per_time_bucket_and_differs_by_seed() -> None:
+    """`unit(seed, bucket)`: O(1) at any t, so each bucket must draw afresh, not the seed alone."""
+    draws = [unit(7, bucket) for bucket in range(20_000)]
+    assert all(0.0 <= x < 1.0 for x in draws)
+    assert 0.49 < sum(draws) / len(draws) < 0.51
+    assert 0.09 < sum(x < 0.1 for x in draws) / len(draws) < 0.11
+    assert len(set(draws)) == len(draws)
+    assert draws == [unit(7, bucket) for bucket in range(20_000)]
+    assert [unit(8, bucket) for bucket in range(100)] != draws[:100]
