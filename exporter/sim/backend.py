@@ -20,7 +20,7 @@ from exporter.config import LOST, ExporterConfig, SimFault
 from exporter.nvml.source import NvmlSource
 from exporter.sim.fixtures import PodProcess, write_fixtures
 from exporter.sim.layout import REPLICAS, Activity, Placed, SimPod, activities, identities, place
-from exporter.sim.nvml import library as simnvml
+from exporter.sim.nvml import errors
 from exporter.sim.nvml.device import SimGpu, SimProcess, h100
 from exporter.sim.nvml.library import SimNvml
 from exporter.sim.workloads import (
@@ -216,22 +216,22 @@ def sim_backend_for(
     return parts, node
 
 
-def apply_fault(lib: simnvml.SimNvml, fault: SimFault, *, later: float) -> None:
+def apply_fault(lib: SimNvml, fault: SimFault, *, later: float) -> None:
     """Inject one `--sim.fault` into the emulator, or ValueError when it names a function or an
     error the emulator does not have. A lost GPU and a hang start at `later` (after the first
     cycle): a GPU falls off the bus, or its driver wedges, under an exporter that has seen it."""
     if fault.call == LOST:
-        lib.inject("*", simnvml.NVML_ERROR_GPU_IS_LOST, index=fault.gpu, after=later)
+        lib.inject("*", errors.NVML_ERROR_GPU_IS_LOST, index=fault.gpu, after=later)
         return
     if not callable(getattr(lib, fault.call, None)):
         raise ValueError(f"--sim.fault {fault.call}: the NVML emulator has no such function")
     if fault.error == "hang":
         lib.inject_hang(fault.call, index=fault.gpu, after=later)
         return
-    error = getattr(simnvml, f"NVMLError_{fault.error or 'Unknown'}", None)
-    if not (isinstance(error, type) and issubclass(error, simnvml.NVMLError)):
+    error = getattr(errors, f"NVMLError_{fault.error or 'Unknown'}", None)
+    if not (isinstance(error, type) and issubclass(error, errors.NVMLError)):
         names = sorted(
-            n.removeprefix("NVMLError_") for n in dir(simnvml) if n.startswith("NVMLError_")
+            n.removeprefix("NVMLError_") for n in dir(errors) if n.startswith("NVMLError_")
         )
         raise ValueError(f"--sim.fault {fault.error}: not an NVML error ({', '.join(names)}, hang)")
     lib.inject(fault.call, error().value, index=fault.gpu)
