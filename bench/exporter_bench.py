@@ -41,14 +41,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.cli import serve_parts
 from exporter.config import load_config
-from exporter.nvml import NvmlSource
-from exporter.sim import sim_gpus
-from exporter.sim_fixtures import PodProcess, write_fixtures
-from exporter.sim_layout import identities
-from exporter.simnvml import SimNvml
-from exporter.simnvml_device import SimProcess
+from exporter.nvml.source import NvmlSource
+from exporter.sim.backend import sim_gpus
+from exporter.sim.fixtures import PodProcess, write_fixtures
+from exporter.sim.layout import identities
+from exporter.sim.nvml.device import SimProcess
+from exporter.sim.nvml.library import SimNvml
+from exporter.sim.workloads import PodState, Shape, WorkloadSpec, shape_state
 from exporter.sources import Allocation, BackendParts, PodIdentity
-from exporter.workloads import PodState, Shape, WorkloadSpec, shape_state
 
 REPO = Path(__file__).resolve().parent.parent
 

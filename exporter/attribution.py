@@ -1,6 +1,6 @@
 """Per-pod GPU usage from device readings, kubelet allocations and process owners. Pure.
 
-Inputs, all read by the collector before this runs: the devices with their processes (host
+Inputs, all read by the collect loop before this runs: the devices with their processes (host
 PIDs), the kubelet's allocations (namespace/pod/container -> device ids), each PID's pod UID and
 container id from its cgroup, and the node's pods (UID -> namespace/name), absent when the API is
 unavailable. Output: one `PodUsage` per (pod, container, device) for every container that holds
@@ -31,10 +31,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from exporter.cgroup import CgroupRef
 from exporter.model import DeviceReading, PodRef, PodUsage
-from exporter.pods import PodIndex
-from exporter.sources import Allocation
+from exporter.sources import Allocation, CgroupRef, PodIndex
 from gpu_contract import DCGM_GPU_UTIL
 
 _Key = tuple[str, str, str]  # namespace, pod, container
@@ -147,7 +145,7 @@ def attribute(
     owners: Mapping[int, CgroupRef],
     index: PodIndex | None,
 ) -> tuple[PodUsage, ...]:
-    """Pure: per-pod usage of every device. Consumed by the collector, rendered by `render`."""
+    """Pure: per-pod usage of every device. Consumed by the collect loop, rendered by `render`."""
     holders = holders_by_device(devices, allocations)
     out: list[PodUsage] = []
     for device, held in zip(devices, holders, strict=True):

@@ -2,8 +2,9 @@
 
 The imperative shell of the exporter. Flags are read as strings and validated all at once by
 `config.load_config`; a usage or value error prints a clear message and returns 2. The backend
-factories (`exporter.nvml`, `exporter.sim`, `exporter.replay`) are imported only for the backend
-in use, so a sim run never loads NVML and a real node never loads the simulator. SIGTERM and
+factories (`exporter.nvml.source`, `exporter.sim.backend`, `exporter.sim.replay`) are imported
+only for the backend in use, so a sim run never loads NVML and a real node never loads the
+simulator. SIGTERM and
 SIGINT stop the collect loop and the HTTP server cleanly.
 """
 
@@ -23,11 +24,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import NoReturn
 
-from exporter.apiserver import ApiEndpoint, in_cluster_endpoint
-from exporter.collector import AttributionSources, Collector
 from exporter.config import Backend, ConfigError, ExporterConfig, LogLevel, load_config
-from exporter.podresources import AllocationsFile, PodResourcesClient
-from exporter.pods import KubernetesPods, PodsFile, PodSource
+from exporter.cycle import AttributionSources, CollectLoop
+from exporter.node.apiserver import ApiEndpoint, in_cluster_endpoint
+from exporter.node.podresources import AllocationsFile, PodResourcesClient
+from exporter.node.pods import KubernetesPods, PodsFile, PodSource
 from exporter.server import make_app, start_server
 from exporter.sources import BackendParts
 
@@ -123,9 +124,9 @@ def _resolve_backend(config: ExporterConfig) -> Backend | str:
     """The backend to run, or an error message when the default (nvml) cannot load."""
     if config.backend is not None:
         return config.backend
-    from exporter.nvml import nvml_available  # noqa: PLC0415
+    from exporter.nvml import library  # noqa: PLC0415
 
-    if nvml_available():
+    if library.nvml_available():
         return Backend.NVML
     return (
         "NVML could not be loaded (no NVIDIA driver on this machine?); "
@@ -135,14 +136,14 @@ def _resolve_backend(config: ExporterConfig) -> Backend | str:
 
 def _build_parts(config: ExporterConfig, backend: Backend, fixture_dir: Path) -> BackendParts:
     if backend is Backend.NVML:
-        from exporter.nvml import build_nvml_backend  # noqa: PLC0415 (lazy, see docstring)
+        from exporter.nvml.source import build_nvml_backend  # noqa: PLC0415 (lazy, see docstring)
 
         return build_nvml_backend(proc_root=config.procfs)
     if backend is Backend.SIM:
-        from exporter.sim import sim_backend_for  # noqa: PLC0415
+        from exporter.sim.backend import sim_backend_for  # noqa: PLC0415
 
         return sim_backend_for(config, fixture_dir)[0]
-    from exporter.replay import build_replay_backend  # noqa: PLC0415 (pandas: replay only)
+    from exporter.sim.replay import build_replay_backend  # noqa: PLC0415 (pandas: replay only)
 
     assert config.replay_file is not None  # load_config guarantees it
     parts, _node = build_replay_backend(
@@ -207,26 +208,26 @@ async def serve_parts(config: ExporterConfig, parts: BackendParts, *, label: str
     # scrape latency low at a negligible cost to the (short) cycle.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
+    event_loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        event_loop.add_signal_handler(sig, stop.set)
     with ExitStack() as stack:
         stack.callback(parts.devices.close)
-        collector = Collector(
+        loop = CollectLoop(
             parts.devices,
             attribution_sources(config, parts, stack),
             hostname=config.node_name,
             interval=config.collect_interval,
         )
         try:
-            runner = await start_server(make_app(collector), config.listen_host, config.listen_port)
+            runner = await start_server(make_app(loop), config.listen_host, config.listen_port)
         except OSError as exc:
             log.error("cannot listen on %s:%s: %s", config.listen_host, config.listen_port, exc)
             return 1
         host = config.listen_host or "*"
         log.info("serving %s backend on %s:%d", label, host, config.listen_port)
         try:
-            await collector.run(stop)
+            await loop.run(stop)
         finally:
             await runner.cleanup()
     log.info("stopped")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from exporter.podresources import DEFAULT_SOCKET
+from exporter.node.podresources import DEFAULT_SOCKET
 
 T = TypeVar("T")
 

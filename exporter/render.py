@@ -161,7 +161,7 @@ def _self_families(out: list[str], snapshot: NodeSnapshot) -> None:
     )
 
 
-def render_text(snapshot: NodeSnapshot) -> str:
+def exposition_text(snapshot: NodeSnapshot) -> str:
     """Pure: the exposition text of a snapshot."""
     out: list[str] = []
     host = snapshot.hostname
@@ -183,7 +183,7 @@ def render_text(snapshot: NodeSnapshot) -> str:
     return "".join(out)
 
 
-def render(snapshot: NodeSnapshot) -> Exposition:
+def exposition(snapshot: NodeSnapshot) -> Exposition:
     """Pure: the bytes a scrape will serve, plain and gzipped (deterministic: mtime 0)."""
-    body = render_text(snapshot).encode()
+    body = exposition_text(snapshot).encode()
     return Exposition(body, gzip.compress(body, GZIP_LEVEL, mtime=0), snapshot.taken_at)

@@ -1,11 +1,11 @@
 """HTTP endpoints: `/metrics`, `/healthz`, `/readyz` (aiohttp).
 
-`/metrics` returns the bytes the collector rendered last (gzip-encoded when the client accepts
+`/metrics` returns the bytes the collect loop rendered last (gzip-encoded when the client accepts
 it); the handler does no I/O and no rendering, so a scrape costs the same however large the node.
 `/healthz` (and dcgm-exporter's `/health`) answers 503 once no collect cycle has completed for
 about three cycles, e.g. a call stuck in a wedged driver, so that the kubelet restarts the pod;
 `/readyz` answers 503 until the first snapshot is published and whenever the data served is that
-old (`exporter.health`). The collector is the only writer; handlers read its `published`
+old (`exporter.health`). The collect loop is the only writer; handlers read its `published`
 reference once.
 """
 
@@ -15,7 +15,7 @@ from typing import Protocol
 
 from aiohttp import web
 
-from exporter.collector import Published
+from exporter.cycle import Published
 from exporter.render import CONTENT_TYPE
 
 
@@ -46,9 +46,9 @@ def accepts_gzip(header: str) -> bool:
     return False
 
 
-def make_app(collector: HasPublished) -> web.Application:
+def make_app(loop: HasPublished) -> web.Application:
     async def metrics(request: web.Request) -> web.Response:
-        published = collector.published
+        published = loop.published
         if published is None:
             return web.Response(status=503, text="no collect cycle has completed yet\n")
         exposition = published.exposition
@@ -59,13 +59,13 @@ def make_app(collector: HasPublished) -> web.Application:
         return web.Response(body=exposition.body, headers=headers)
 
     async def healthz(_request: web.Request) -> web.Response:
-        problem = collector.liveness()
+        problem = loop.liveness()
         if problem is not None:
             return web.Response(status=503, text=problem + "\n")
         return web.Response(text="ok\n")
 
     async def readyz(_request: web.Request) -> web.Response:
-        problem = collector.readiness()
+        problem = loop.readiness()
         if problem is not None:
             return web.Response(status=503, text=problem + "\n")
         return web.Response(text="ready\n")

@@ -4,6 +4,9 @@ A backend (nvml, sim, replay) provides a `DeviceSource` (NVML readings, blocking
 thread) and the attribution inputs: a /proc root to read `<pid>/cgroup` from, the kubelet's
 PodResources allocations and the node's pods (UID -> identity). The `sim` and `replay` backends
 write fixture files for the last three so that attribution runs the same code as on a real node.
+
+The values those inputs yield (`Allocation`, `PodIndex`, `CgroupRef`) are defined here, not in
+the readers of `exporter.node`, so that pure attribution depends on data, never on I/O code.
 """
 
 from __future__ import annotations
@@ -50,13 +53,34 @@ class PodIdentity:
     name: str
 
 
+def _no_containers() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class PodIndex:
+    """The node's pods as a pod source knows them: by UID, and container runtime id -> name."""
+
+    by_uid: Mapping[str, PodIdentity]
+    container_names: Mapping[str, str] = field(default_factory=_no_containers)
+
+
+@dataclass(frozen=True)
+class CgroupRef:
+    """A process's pod UID (always with dashes) and container runtime id when known, as its
+    `/proc/<pid>/cgroup` names them."""
+
+    pod_uid: str
+    container_id: str | None
+
+
 @dataclass(frozen=True)
 class BackendParts:
-    """Everything a backend hands the collector.
+    """Everything a backend hands the collect loop.
 
     `podresources_file` and `pods_file` are JSON fixtures (a list of `Allocation` / `PodIdentity`
     objects as dicts with the same field names) written by `sim`/`replay`; when they are None the
-    collector uses the kubelet PodResources socket and the Kubernetes API instead.
+    collect loop uses the kubelet PodResources socket and the Kubernetes API instead.
     """
 
     devices: DeviceSource

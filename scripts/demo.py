@@ -4,7 +4,7 @@ reclaimer planning in dry-run against the example cluster of deploy/examples.
 Steps (each child process in the work directory's logs, all stopped on exit or Ctrl-C):
 1. one `gpu-exporter --backend sim` per node of deploy/examples/sim/cluster-state.yaml, its pods
    named after the example jobs (deploy/examples/sim/<node>.workloads.yaml);
-2. `--days` of history for the same simulated pods (`python -m exporter.backfill`), loaded with
+2. `--days` of history for the same simulated pods (`python -m exporter.sim.backfill`), loaded with
    `promtool tsdb create-blocks-from openmetrics`;
 3. Prometheus (temp data dir, free loopback port) scraping the exporters with rules/ loaded; the
    recording rules' history is backfilled too (`promtool tsdb create-blocks-from rules`), then
@@ -85,7 +85,7 @@ class Demo:
         ]
         for proc in procs:
             if proc.wait() != 0:
-                raise DemoError(f"exporter.backfill failed: see {self.workdir}/backfill-*.log")
+                raise DemoError(f"exporter.sim.backfill failed: see {self.workdir}/backfill-*.log")
             self.children.stop(proc)
         for node, path in raw.items():
             labelled = path.with_suffix(".om")

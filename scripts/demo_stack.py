@@ -147,7 +147,7 @@ def exporter_args(node: str, gpus: int, port: int) -> list[str]:
 
 def backfill_args(node: str, gpus: int, days: float, end: float, out: Path) -> list[str]:
     return [
-        sys.executable, "-m", "exporter.backfill", f"--sim.gpus={gpus}",
+        sys.executable, "-m", "exporter.sim.backfill", f"--sim.gpus={gpus}",
         f"--sim.workloads={SIM / f'{node}.workloads.yaml'}", f"--node-name={node}",
         f"--days={days}", "--step=60", f"--end={end:.0f}", f"--out={out}",
     ]  # fmt: skip

@@ -6,7 +6,7 @@
 First, on whatever Python runs it, the environment: the Python version and every module the
 check and the exporter import (`gpu_check_env`, standard library only); when that fails, the
 JSON report still says what is missing. Then, through the exporter's own code
-(`gpu_check_run`): the collector over a known load (one busy process, then two; torch on a GPU
+(`gpu_check_run`): the collect loop over a known load (one busy process, then two; torch on a GPU
 box, scripted pods on the emulator), the readings checked against each other and against
 nvidia-smi (`gpu_check_quant`, `gpu_check_served`), and the served exporter against the metric
 contract. Writes gpu_check.json and the scrapes to --out, prints PASS/FAIL/SKIP per check, exits

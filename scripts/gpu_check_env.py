@@ -22,7 +22,7 @@ from typing import Any
 MIN_PYTHON = (3, 11)
 # module -> the pip package that provides it
 THIRD_PARTY = {"aiohttp": "aiohttp", "pynvml": "nvidia-ml-py", "yaml": "PyYAML"}
-EXPORTER_MODULES = ("gpu_contract", "exporter.cli", "exporter.collector", "exporter.nvml")
+EXPORTER_MODULES = ("gpu_contract", "exporter.cli", "exporter.cycle", "exporter.nvml.source")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The load (scripts/gpu_check_load.py) runs in two phases on one GPU: "one" with a single busy
 process, "two" with a second one added, which time-slices the GPU with the first. Each phase's
 first cycle straddles the change and is left out; the rest are averaged. Pure functions of the
-collector's snapshots:
+collect loop's snapshots:
 - one_busy: the busiest process's SM activity is the GPU's DCGM_FI_DEV_GPU_UTIL within 15 points
   (the per-process reading NVML's real semantics broke: a busy process read 20%).
 - two_loads: two processes above 10% each, adding up to GPU_UTIL within 15 points.
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from gpu_check_env import Check
 
 from exporter.model import DeviceReading, NodeSnapshot
-from exporter.nvml_readings import GPU_UTIL, family
+from exporter.nvml.readings import GPU_UTIL, family
 
 POINTS = 15.0
 ENERGY_TOLERANCE = 0.15

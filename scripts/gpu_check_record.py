@@ -17,10 +17,9 @@ from gpu_check_env import Check
 from gpu_check_served import memory_total_mib
 
 from exporter.model import DeviceReading, NodeSnapshot
-from exporter.nvml import NvmlSource
-from exporter.nvml_calls import DeviceCalls
-from exporter.nvml_readings import FB_USED, GPU_UTIL
-from exporter.nvml_readings import Collector as NvmlCollector
+from exporter.nvml.calls import DeviceCalls
+from exporter.nvml.readings import FB_USED, GPU_UTIL, NvmlCollector
+from exporter.nvml.source import NvmlSource
 
 
 def _num(value: float | None) -> float | None:

@@ -2,7 +2,7 @@
 
 1. Build the backend the CLI would build from the same flags (`build_nvml_backend`; for `--lib
    sim`, `sim_backend_for` on an emulated node whose pods include the load phases) and run the
-   exporter's own `Collector` through the phases (`gpu_check_load`): one busy process, then two;
+   exporter's own `CollectLoop` through the phases (`gpu_check_load`): one busy process, then two;
    without a load, one idle phase. Cycles are `--interval` apart; each phase's first cycle
    straddles the change.
 2. Record the node and every cycle (`gpu_check_record`); check the collection, the load's
@@ -37,10 +37,10 @@ from gpu_check_served import (
 )
 
 from exporter.cli import attribution_sources, build_parser
-from exporter.collector import Collector
 from exporter.config import ExporterConfig, load_config
+from exporter.cycle import CollectLoop
 from exporter.model import NodeSnapshot
-from exporter.nvml import NvmlSource, build_nvml_backend
+from exporter.nvml.source import NvmlSource, build_nvml_backend
 from exporter.sources import BackendParts
 
 LEAD_S = 1.0  # the emulated load's first phase starts this long after the node is built
@@ -48,7 +48,7 @@ SETTLE_S = 1.0  # a phase's first cycle comes one driver sample period after its
 
 
 def exporter_flags(args: argparse.Namespace, port: int, gpus: int, workloads: Path) -> list[str]:
-    """The CLI flags both the in-process collector and the served exporter are built from."""
+    """The CLI flags both the in-process collect loop and the served exporter are built from."""
     if args.lib == "sim":
         backend = ["--backend", "sim", "--sim.gpus", str(gpus), "--sim.mig", str(args.sim_mig)]
         backend += ["--sim.workloads", str(workloads)]
@@ -61,7 +61,7 @@ def build_parts(config: ExporterConfig, args: argparse.Namespace, tmp: Path) -> 
     """The parts `exporter.cli` builds for this config; `--sim.inject` faults go in the emulator."""
     if args.lib == "pynvml":
         return build_nvml_backend(proc_root=config.procfs)
-    from exporter.sim import sim_backend_for  # noqa: PLC0415 (a real node never loads it)
+    from exporter.sim.backend import sim_backend_for  # noqa: PLC0415 (a real node never loads it)
 
     parts, node = sim_backend_for(config, tmp)
     for fault in args.inject:
@@ -70,7 +70,7 @@ def build_parts(config: ExporterConfig, args: argparse.Namespace, tmp: Path) -> 
     return parts
 
 
-def collect_phase(collector: Collector, phase: Phase, interval: float) -> list[NodeSnapshot]:
+def collect_phase(loop: CollectLoop, phase: Phase, interval: float) -> list[NodeSnapshot]:
     """Cycles from just after the phase's start, `interval` apart, while they fit before its
     end (three at least: the first straddles the change, and process samples, GPM and energy
     difference against a previous read)."""
@@ -78,7 +78,7 @@ def collect_phase(collector: Collector, phase: Phase, interval: float) -> list[N
     at = phase.start + SETTLE_S
     while len(out) < 3 or at < phase.end - 0.1:
         time.sleep(max(0.0, at - time.time()))
-        out.append(collector.collect_once().snapshot)
+        out.append(loop.collect_once().snapshot)
         at += interval
     return out
 
@@ -96,7 +96,7 @@ def run_check(args: argparse.Namespace, report: dict[str, Any]) -> list[Check]:
         parts = build_parts(config, args, Path(tmp))
         stack.callback(parts.devices.close)
         sources = attribution_sources(config, parts, stack)
-        collector = Collector(parts.devices, sources, hostname=NODE, interval=args.interval)
+        loop = CollectLoop(parts.devices, sources, hostname=NODE, interval=args.interval)
         load = TorchLoad(args.seconds + 60, stack) if loaded and args.lib == "pynvml" else None
         by_phase: dict[str, list[NodeSnapshot]] = {}
         checks: list[Check] = []
@@ -107,7 +107,7 @@ def run_check(args: argparse.Namespace, report: dict[str, Any]) -> list[Check]:
                     checks.append(Check("gpu_load", False, load.failed))
                     break
                 phase = Phase(planned.name, time.time(), time.time() + args.seconds / 2)
-            by_phase[phase.name] = collect_phase(collector, phase, args.interval)
+            by_phase[phase.name] = collect_phase(loop, phase, args.interval)
         snaps = [s for p in by_phase.values() for s in p]
         # right after the last (loaded) cycle, so that both read the same moment
         smi, report["nvidia_smi_rows"] = check_smi(args.nvidia_smi, snaps[-1].devices)

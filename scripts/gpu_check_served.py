@@ -2,9 +2,9 @@
 
 `serve_and_scrape` starts `python -m exporter` with the flags the in-process collector was built
 from, waits until it serves every family that collector read, and scrapes it twice.
-`label_problems` then requires, for every (family, device) the collector read, exactly one served
+`label_problems` then requires, for every (family, device) the collect loop read, exactly one served
 series with the device's identity labels and exactly the label names `gpu_contract` gives the
-family. `check_smi` compares `nvidia-smi --query-gpu` with the collector's readings of the same
+family. `check_smi` compares `nvidia-smi --query-gpu` with the collect loop's readings of the same
 moment: UUIDs exactly, memory total and used within 1% of the total, power within 10% (15 W at
 least), temperature within 3 C, SM and memory clocks within 10%; a field nvidia-smi gives as
 [N/A] is not compared.
@@ -28,7 +28,7 @@ from typing import Any
 from gpu_check_env import Check
 
 from exporter.model import DeviceReading
-from exporter.nvml_readings import FB_FREE, FB_RESERVED, FB_USED, family
+from exporter.nvml.readings import FB_FREE, FB_RESERVED, FB_USED, family
 from gpu_contract import BY_NAME, promtool_problems
 
 REPO = Path(__file__).resolve().parent.parent
@@ -89,7 +89,7 @@ def expected_series(devices: tuple[DeviceReading, ...]) -> list[tuple[str, Devic
 
 
 def label_problems(text: str, devices: tuple[DeviceReading, ...]) -> list[str]:
-    """Each (family, device) the collector read must be served with the contract's labels."""
+    """Each (family, device) the collect loop read must be served with the contract's labels."""
     served = samples(text)
     problems = []
     for fam, d in expected_series(devices):

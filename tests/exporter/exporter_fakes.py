@@ -3,6 +3,7 @@ the real `NvmlSource`, for the exporter's tests."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -10,13 +11,30 @@ from types import MappingProxyType
 
 import gpu_contract as gc
 from exporter.model import DeviceReading, MigInfo, ProcessUsage
-from exporter.nvml import NvmlSource
-from exporter.simnvml import SimNvml
-from exporter.simnvml_device import SimGpu
-from exporter.sources import Allocation, DeviceSweep
+from exporter.nvml.source import NvmlSource
+from exporter.sim.backend import SimNode, build_sim_backend
+from exporter.sim.nvml.device import SimGpu, SimProcess, h100
+from exporter.sim.nvml.library import SimNvml
+from exporter.sources import Allocation, BackendParts, DeviceSweep
 
 DRIVER = "550.54.15"
 MODEL = "NVIDIA H100 80GB HBM3"
+GIB = 1 << 30
+
+
+def pynvml_source() -> Path:
+    """nvidia-ml-py's pynvml.py (a dependency), found without importing it: the emulator's tests
+    compare against it, so its absence fails them instead of skipping them."""
+    spec = importlib.util.find_spec("pynvml")
+    assert spec is not None and spec.origin, "nvidia-ml-py (pynvml) is not installed"
+    return Path(spec.origin)
+
+
+def emulator(clock: list[float], gpus: list[SimGpu]) -> SimNvml:
+    """An initialized emulator of `gpus` on a clock the test moves (`clock[0]`)."""
+    lib = SimNvml(gpus, clock=lambda: clock[0])
+    lib.nvmlInit()
+    return lib
 
 
 def gpu(
@@ -87,6 +105,14 @@ class Clock:
         return self.now
 
 
+def busy_gpus(n: int = 2) -> list[SimGpu]:
+    """`n` emulated H100s, each with one process keeping half its SMs busy and holding 1 GiB."""
+    gpus = [h100(i) for i in range(n)]
+    for g in gpus:
+        g.processes.append(SimProcess(100 + g.index, sm=lambda t: 0.5, memory_bytes=lambda t: GIB))
+    return gpus
+
+
 class EmulatedNode:
     """Emulated GPUs read through the real `NvmlSource`, on a clock that moves only on `sweep`."""
 
@@ -102,6 +128,30 @@ class EmulatedNode:
     def sweep(self, seconds: float = 10.0) -> DeviceSweep:
         self.now += seconds
         return self.source.read()
+
+
+def sim_node(
+    fixture_dir: Path,
+    *,
+    seed: int = 3,
+    gpus: int = 4,
+    mig: int = 1,
+    pods: int = 12,
+    start: float = 1_700_000_000.0,
+) -> tuple[BackendParts, SimNode, Clock]:
+    """The `sim` backend with its default workload mix, on a clock standing at `start`."""
+    clock = Clock(start)
+    parts, node = build_sim_backend(
+        gpus=gpus,
+        mig=mig,
+        pods=pods,
+        seed=seed,
+        workloads_file=None,
+        fixture_dir=fixture_dir,
+        node_name="n1",
+        clock=clock,
+    )
+    return parts, node, clock
 
 
 class ScriptedDevices:

@@ -10,10 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from exporter.attribution import attribute
-from exporter.cgroup import CgroupRef
 from exporter.model import DeviceReading
-from exporter.pods import PodIndex
-from exporter.sources import Allocation, PodIdentity
+from exporter.sources import Allocation, CgroupRef, PodIdentity, PodIndex
 
 G0, G1 = gpu(0), gpu(1)
 PODS = {

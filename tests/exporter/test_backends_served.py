@@ -7,28 +7,28 @@ from pathlib import Path
 import pytest
 from exporter_fakes import Clock, promtool_problems
 
-from exporter.collector import AttributionSources, Collector
-from exporter.nvml import build_nvml_backend
-from exporter.podresources import AllocationsFile, PodResourcesClient
-from exporter.pods import PodsFile
-from exporter.replay import build_replay_backend
-from exporter.sim import SimNode, build_sim_backend, sim_gpus
-from exporter.simnvml import SimNvml
+from exporter.cycle import AttributionSources, CollectLoop
+from exporter.node.podresources import AllocationsFile, PodResourcesClient
+from exporter.node.pods import PodsFile
+from exporter.nvml.source import build_nvml_backend
+from exporter.sim.backend import SimNode, build_sim_backend, sim_gpus
+from exporter.sim.nvml.library import SimNvml
+from exporter.sim.replay import build_replay_backend
 from exporter.sources import BackendParts
 
 T0 = 1_700_000_000.0
 
 
-def fixture_collector(parts: BackendParts, clock: Clock) -> Collector:
+def fixture_loop(parts: BackendParts, clock: Clock) -> CollectLoop:
     assert parts.podresources_file is not None and parts.pods_file is not None
     sources = AttributionSources(
         AllocationsFile(parts.podresources_file), PodsFile(parts.pods_file), parts.proc_root
     )
-    return Collector(parts.devices, sources, hostname="sim-node", clock=clock)
+    return CollectLoop(parts.devices, sources, hostname="sim-node", clock=clock)
 
 
 @pytest.fixture
-def sim(tmp_path: Path) -> tuple[Collector, SimNode, Clock]:
+def sim(tmp_path: Path) -> tuple[CollectLoop, SimNode, Clock]:
     clock = Clock(T0)
     parts, node = build_sim_backend(
         gpus=4,
@@ -40,7 +40,7 @@ def sim(tmp_path: Path) -> tuple[Collector, SimNode, Clock]:
         node_name="sim-node",
         clock=clock,
     )
-    return fixture_collector(parts, clock), node, clock
+    return fixture_loop(parts, clock), node, clock
 
 
 def device_key(usage_device_uuid: str, mig_uuid: str | None) -> str:
@@ -48,16 +48,16 @@ def device_key(usage_device_uuid: str, mig_uuid: str | None) -> str:
 
 
 def test_per_pod_utilization_matches_the_sim_ground_truth(
-    sim: tuple[Collector, SimNode, Clock],
+    sim: tuple[CollectLoop, SimNode, Clock],
 ) -> None:
-    collector, node, clock = sim
-    collector.collect_once()
+    loop, node, clock = sim
+    loop.collect_once()
     checked_shared = 0
     idle_holders = 0
     for _ in range(8):
         start = clock.now
         clock.now += 1.0
-        snapshot = collector.collect_once().snapshot
+        snapshot = loop.collect_once().snapshot
         truth = {
             (ns, pod, dev.split("::")[0]): (value, "::" in dev)
             for (ns, pod, dev), value in node.expected_by_device(start, clock.now).items()
@@ -79,11 +79,11 @@ def test_per_pod_utilization_matches_the_sim_ground_truth(
     assert idle_holders >= 8  # allocated-but-idle pods were present, at 0
 
 
-def test_time_sliced_pods_never_exceed_their_gpu(sim: tuple[Collector, SimNode, Clock]) -> None:
-    collector, _, clock = sim
-    collector.collect_once()
+def test_time_sliced_pods_never_exceed_their_gpu(sim: tuple[CollectLoop, SimNode, Clock]) -> None:
+    loop, _, clock = sim
+    loop.collect_once()
     clock.now += 1.0
-    snapshot = collector.collect_once().snapshot
+    snapshot = loop.collect_once().snapshot
     for device in snapshot.devices:
         if device.mig is None and "DCGM_FI_DEV_GPU_UTIL" in device.values:
             total = sum(u.utilization for u in snapshot.pods if u.device is device)
@@ -114,26 +114,26 @@ def test_a_pod_at_100_and_two_pods_at_45_read_as_such_over_15_s_intervals(
         node_name="sim-node",
         clock=clock,
     )
-    collector = fixture_collector(parts, clock)
-    collector.collect_once()
+    loop = fixture_loop(parts, clock)
+    loop.collect_once()
     for _ in range(4):
         clock.now += 15.0
-        snapshot = collector.collect_once().snapshot
+        snapshot = loop.collect_once().snapshot
         got = {u.ref.pod: (u.utilization, u.device.index) for u in snapshot.pods}
         assert got["busy"][0] >= 0.85
         assert got["half-a"][0] == pytest.approx(0.45, abs=0.02)
         assert got["half-b"][0] == pytest.approx(0.45, abs=0.02)
         assert got["half-a"][1] == got["half-b"][1] != got["busy"][1]  # one GPU, time-sliced
-        text = collector.published.exposition.body.decode() if collector.published else ""
+        text = loop.published.exposition.body.decode() if loop.published else ""
         assert 'gpu_pod_utilization_ratio{namespace="ml",pod="busy"' in text
 
 
 @pytest.mark.prometheus
-def test_promtool_on_the_sim_backend(sim: tuple[Collector, SimNode, Clock]) -> None:
-    collector, _, clock = sim
-    collector.collect_once()
+def test_promtool_on_the_sim_backend(sim: tuple[CollectLoop, SimNode, Clock]) -> None:
+    loop, _, clock = sim
+    loop.collect_once()
     clock.now += 1.0
-    text = collector.collect_once().exposition.body.decode()
+    text = loop.collect_once().exposition.body.decode()
     assert "gpu_pod_utilization_ratio{" in text and 'GPU_I_PROFILE="' in text
     assert promtool_problems(text) == []
 
@@ -145,10 +145,10 @@ def test_promtool_on_the_nvml_backend_through_the_emulator_without_a_kubelet(
     clock = Clock(T0)
     parts = build_nvml_backend(proc_root=tmp_path, lib=SimNvml(sim_gpus(3, 1, 1), clock=clock))
     sources = AttributionSources(PodResourcesClient(tmp_path / "kubelet.sock"), None, tmp_path)
-    collector = Collector(parts.devices, sources, hostname="gpu-node", clock=clock)
-    collector.collect_once()
+    loop = CollectLoop(parts.devices, sources, hostname="gpu-node", clock=clock)
+    loop.collect_once()
     clock.now += 1.0
-    text = collector.collect_once().exposition.body.decode()
+    text = loop.collect_once().exposition.body.decode()
     parts.devices.close()
     assert 'gpu_exporter_collector_success{collector="podresources"} 0' in text
     assert "DCGM_FI_DEV_GPU_UTIL{" in text and "gpu_pod_" not in text
@@ -167,9 +167,9 @@ def test_promtool_on_the_replay_backend(shared_data: Path, tmp_path: Path) -> No
         clock=clock,
         pods=4,
     )
-    collector = fixture_collector(parts, clock)
-    collector.collect_once()
+    loop = fixture_loop(parts, clock)
+    loop.collect_once()
     clock.now += 1.0
-    text = collector.collect_once().exposition.body.decode()
+    text = loop.collect_once().exposition.body.decode()
     assert text.count("gpu_pod_allocated{") == 4
     assert promtool_problems(text) == []

@@ -1,4 +1,4 @@
-"""Configuration loading (pure) and the CLI's answers to bad input; a real run on the sim."""
+"""The CLI's answers to bad input, and a real run on the sim backend."""
 
 from __future__ import annotations
 
@@ -8,70 +8,19 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from conftest import REPO
+from exporter_fakes import ScriptedDevices
 from promserver import free_port
 
-from exporter.cli import main
-from exporter.config import Backend, ConfigError, ExporterConfig, load_config, parse_listen_address
-
-
-def test_defaults() -> None:
-    config = load_config({}, {}, "host-1")
-    assert config == ExporterConfig(node_name="host-1")
-    assert (config.listen_host, config.listen_port, config.collect_interval) == (None, 9400, 1.0)
-
-
-def test_node_name_prefers_the_flag_then_node_name_env_then_hostname() -> None:
-    assert load_config({"node_name": "flag"}, {"NODE_NAME": "env"}, "h").node_name == "flag"
-    assert load_config({}, {"NODE_NAME": "env"}, "h").node_name == "env"
-
-
-def test_every_invalid_field_is_reported_at_once() -> None:
-    raw = {
-        "listen": "nonsense",
-        "backend": "cuda",
-        "collect_interval": "-1",
-        "sim_gpus": "zero",
-        "replay_speed": "fast",
-        "log_level": "loud",
-    }
-    with pytest.raises(ConfigError) as err:
-        load_config(raw, {}, "h")
-    flags = [e.split("=")[0] for e in err.value.errors]
-    assert flags == [
-        "--web.listen-address",
-        "--backend",
-        "--collect-interval",
-        "--sim.gpus",
-        "--replay.speed",
-        "--log.level",
-    ]
-    assert "must be one of nvml, sim, replay" in str(err.value)
-
-
-def test_replay_needs_a_file_and_sim_mig_counts_gpus() -> None:
-    with pytest.raises(ConfigError, match=r"needs --replay\.file"):
-        load_config({"backend": "replay"}, {}, "h")
-    config = load_config({"backend": "sim", "sim_gpus": "4", "sim_mig": "half"}, {}, "h")
-    assert (config.backend, config.sim_mig) == (Backend.SIM, 2)
-    assert load_config({"sim_gpus": "3", "sim_mig": "3"}, {}, "h").sim_mig == 3
-    with pytest.raises(ConfigError, match=r"sim\.mig"):
-        load_config({"sim_gpus": "3", "sim_mig": "4"}, {}, "h")
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        pytest.param(":9400", (None, 9400), id="all-interfaces"),
-        pytest.param("127.0.0.1:0", ("127.0.0.1", 0), id="ipv4"),
-        pytest.param("[::1]:9400", ("::1", 9400), id="ipv6"),
-    ],
-)
-def test_parse_listen_address(text: str, expected: tuple[str | None, int]) -> None:
-    assert parse_listen_address(text) == expected
+from exporter.cli import attribution_sources, build_parser, main
+from exporter.config import load_config
+from exporter.node.podresources import AllocationsFile, PodResourcesClient
+from exporter.node.pods import KubernetesPods, PodsFile
+from exporter.sources import BackendParts, DeviceSweep
 
 
 @pytest.mark.parametrize(
@@ -161,3 +110,32 @@ def test_python_m_exporter_serves_the_sim_and_stops_cleanly_on_sigterm(tmp_path:
             proc.wait()
     assert status == 200 and code == 0
     assert b'Hostname="node-x"' in body and b"gpu_pod_allocated{" in body
+
+
+@pytest.mark.parametrize(
+    ("argv", "fixtures", "allocations", "pods"),
+    [
+        pytest.param("", False, PodResourcesClient, KubernetesPods, id="a-real-node"),
+        pytest.param("--no-collector.kubernetes", False, PodResourcesClient, None, id="no-api"),
+        pytest.param("--no-collector.pods", False, None, None, id="no-attribution"),
+        pytest.param("", True, AllocationsFile, PodsFile, id="sim-fixtures"),
+    ],
+)
+def test_attribution_reads_the_kubelet_and_the_api_or_the_fixtures_as_flagged(
+    tmp_path: Path, argv: str, fixtures: bool, allocations: type | None, pods: type | None
+) -> None:
+    config = load_config(vars(build_parser().parse_args(argv.split())), {}, "h")
+    parts = BackendParts(
+        ScriptedDevices(lambda: DeviceSweep(())),
+        tmp_path,
+        tmp_path / "podresources.json" if fixtures else None,
+        tmp_path / "pods.json" if fixtures else None,
+    )
+    with ExitStack() as stack:
+        sources = attribution_sources(config, parts, stack)
+        if allocations is None:
+            assert sources is None
+            return
+        assert sources is not None and sources.proc_root == tmp_path
+        assert type(sources.allocations) is allocations
+        assert (type(sources.pods) if sources.pods is not None else None) is pods

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from exporter.model import DeviceReading, NodeSnapshot, ProcessUsage
-from exporter.nvml_readings import FB_FREE, FB_RESERVED, FB_USED, GPU_UTIL, family
+from exporter.nvml.readings import FB_FREE, FB_RESERVED, FB_USED, GPU_UTIL, family
 
 POWER = family("DCGM_FI_DEV_POWER_USAGE")
 TEMP = family("DCGM_FI_DEV_GPU_TEMP")
@@ -63,7 +63,7 @@ SIM_SMI = """
 import sys, tempfile
 from pathlib import Path
 sys.path.insert(0, {repo!r})
-from exporter.sim import build_sim_backend
+from exporter.sim.backend import build_sim_backend
 _, node = build_sim_backend(gpus={mig} + 3, mig={mig}, pods=0, seed=0,
     workloads_file=Path({out!r}) / "sim-workloads.yaml", fixture_dir=Path(tempfile.mkdtemp()),
     node_name="smi")

@@ -19,14 +19,14 @@ from exporter_fakes import Clock, ScriptedDevices, alloc, gpu, proc, uid, write_
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import health
-from exporter.collector import AttributionSources, Collector
-from exporter.nvml import NvmlSource
-from exporter.podresources import AllocationsFile
-from exporter.pods import PodIndex, PodLookup
+from exporter.cycle import AttributionSources, CollectLoop
+from exporter.node.podresources import AllocationsFile
+from exporter.node.pods import PodLookup
+from exporter.nvml.source import NvmlSource
 from exporter.server import make_app
-from exporter.simnvml import SimNvml
-from exporter.simnvml_device import h100
-from exporter.sources import DeviceSweep
+from exporter.sim.nvml.device import h100
+from exporter.sim.nvml.library import SimNvml
+from exporter.sources import DeviceSweep, PodIndex
 
 T0 = 1_700_000_000.0
 
@@ -58,8 +58,8 @@ def test_readiness(now: float, taken: float | None, ready: bool) -> None:
 
 
 @asynccontextmanager
-async def served(collector: Collector) -> AsyncIterator[Callable[[str], object]]:
-    server = TestServer(make_app(collector), host="127.0.0.1")
+async def served(loop: CollectLoop) -> AsyncIterator[Callable[[str], object]]:
+    server = TestServer(make_app(loop), host="127.0.0.1")
     await server.start_server()
     try:
         async with aiohttp.ClientSession() as http:
@@ -76,11 +76,11 @@ async def served(collector: Collector) -> AsyncIterator[Callable[[str], object]]
 async def test_a_hung_nvml_call_fails_healthz_until_it_returns() -> None:
     gpus = [h100(0)]
     lib = SimNvml(gpus)
-    collector = Collector(NvmlSource(lib), None, hostname="n", interval=0.05)
+    loop = CollectLoop(NvmlSource(lib), None, hostname="n", interval=0.05)
     stop = asyncio.Event()
-    async with served(collector) as get:
-        loop_task = asyncio.create_task(collector.run(stop))
-        while collector.published is None:
+    async with served(loop) as get:
+        loop_task = asyncio.create_task(loop.run(stop))
+        while loop.published is None:
             await asyncio.sleep(0.01)
         assert await get("/healthz") == (200, "ok\n")
         lib.inject_hang("nvmlDeviceGetPowerUsage")
@@ -146,11 +146,11 @@ async def test_failing_cycles_are_counted_and_their_stale_data_is_not_served_as_
         AllocationsFile(tmp_path / "podresources.json"), pods, tmp_path / "proc"
     )
     devices = ScriptedDevices(lambda: DeviceSweep((device,)))
-    collector = Collector(devices, sources, hostname="n", interval=0.02, clock=clock)
+    loop = CollectLoop(devices, sources, hostname="n", interval=0.02, clock=clock)
     stop = asyncio.Event()
-    async with served(collector) as get:
-        loop_task = asyncio.create_task(collector.run(stop))
-        await until(lambda: collector.published is not None)
+    async with served(loop) as get:
+        loop_task = asyncio.create_task(loop.run(stop))
+        await until(lambda: loop.published is not None)
         text = (await get("/metrics"))[1]  # type: ignore[index]
         assert sample(text, "gpu_pod_utilization_ratio", pod="idle-pod") == 0
         pods.broken = True

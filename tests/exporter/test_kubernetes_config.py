@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from exporter.apiserver import IN_CLUSTER_DIR, ApiEndpoint
 from exporter.cli import api_endpoint, build_parser, main
 from exporter.config import ConfigError, load_config
+from exporter.node.apiserver import IN_CLUSTER_DIR, ApiEndpoint
 
 IN_CLUSTER = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
 

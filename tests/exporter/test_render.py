@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.model import NodeSnapshot, PodRef, PodUsage
-from exporter.render import escape_label_value, format_value, render, render_text
+from exporter.render import escape_label_value, exposition, exposition_text, format_value
 from gpu_contract import DEVICE_METRICS
 
 GPU0 = gpu(
@@ -103,19 +103,19 @@ gpu_exporter_errors_total{{call="kubernetes_list_pods"}} 3
 
 
 def test_golden_exposition() -> None:
-    assert render_text(snapshot()) == GOLDEN
+    assert exposition_text(snapshot()) == GOLDEN
 
 
 def test_device_series_never_carry_pod_labels() -> None:
-    for family in text_string_to_metric_families(render_text(snapshot())):
+    for family in text_string_to_metric_families(exposition_text(snapshot())):
         for sample in family.samples:
             if sample.name.startswith("DCGM_"):
                 assert not {"pod", "namespace", "container"} & set(sample.labels)
 
 
 def test_gzip_is_the_same_bytes() -> None:
-    exposition = render(snapshot())
-    assert gzip.decompress(exposition.gzipped) == exposition.body == GOLDEN.encode()
+    rendered = exposition(snapshot())
+    assert gzip.decompress(rendered.gzipped) == rendered.body == GOLDEN.encode()
 
 
 @pytest.mark.parametrize(
@@ -138,7 +138,7 @@ def test_format_value(value: float, text: str) -> None:
 @given(st.text())
 def test_any_label_value_round_trips_through_the_parser(value: str) -> None:
     pods = (PodUsage(PodRef("ns", value, "c"), GPU0, 0.5, 1, 1, True),)
-    text = render_text(snapshot(hostname=value, pods=pods))
+    text = exposition_text(snapshot(hostname=value, pods=pods))
     samples = [s for f in text_string_to_metric_families(text) for s in f.samples]
     assert all(s.labels["Hostname"] == value for s in samples if "Hostname" in s.labels)
     assert {s.labels["pod"] for s in samples if "pod" in s.labels} == {value}
@@ -157,4 +157,4 @@ def test_promtool_finds_nothing_but_dcgm_naming_on_a_full_node() -> None:
     pods = tuple(
         PodUsage(PodRef("ns", f"p{i}", "c"), d, 0.1, 1, 1, True) for i, d in enumerate(devices)
     )
-    assert promtool_problems(render_text(snapshot(devices=devices, pods=pods))) == []
+    assert promtool_problems(exposition_text(snapshot(devices=devices, pods=pods))) == []

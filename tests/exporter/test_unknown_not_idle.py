@@ -2,7 +2,7 @@
 memory sample (absent, never 0; `gpu_pod_allocated` stays) and shows in the self-metrics.
 
 Through the sim backend as the CLI builds it (`--sim.fault`), the real `NvmlSource`, the
-collector and the renderer; and once through a running `python -m exporter`."""
+collect loop and the renderer; and once through a running `python -m exporter`."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from exporter_fakes import Clock
 from prometheus_client.parser import text_string_to_metric_families
 from promserver import free_port, stop_process
 
-from exporter.collector import AttributionSources, Collector
 from exporter.config import load_config
-from exporter.podresources import AllocationsFile
-from exporter.pods import PodsFile
-from exporter.sim import SimNode, sim_backend_for
+from exporter.cycle import AttributionSources, CollectLoop
+from exporter.node.podresources import AllocationsFile
+from exporter.node.pods import PodsFile
+from exporter.sim.backend import SimNode, sim_backend_for
 
 T0 = 1_700_000_000.0
 Samples = dict[str, dict[tuple[str, str], float]]  # family -> (pod or label, gpu) -> value
@@ -38,7 +38,7 @@ def parse(text: str) -> Samples:
     return out
 
 
-def sim_collector(tmp: Path, *faults: str) -> tuple[Collector, SimNode, Clock]:
+def sim_collector(tmp: Path, *faults: str) -> tuple[CollectLoop, SimNode, Clock]:
     raw = {"backend": "sim", "sim_gpus": "3", "sim_pods": "8", "sim_faults": list(faults)}
     config = load_config(raw, {}, "sim-node")
     clock = Clock(T0)
@@ -47,7 +47,7 @@ def sim_collector(tmp: Path, *faults: str) -> tuple[Collector, SimNode, Clock]:
     sources = AttributionSources(
         AllocationsFile(parts.podresources_file), PodsFile(parts.pods_file), parts.proc_root
     )
-    return Collector(parts.devices, sources, hostname="sim-node", clock=clock), node, clock
+    return CollectLoop(parts.devices, sources, hostname="sim-node", clock=clock), node, clock
 
 
 def pods_on(node: SimNode, gpu: int) -> set[str]:
@@ -81,11 +81,11 @@ def pods_on(node: SimNode, gpu: int) -> set[str]:
 def test_pods_on_a_failing_gpu_have_no_usage_samples(
     tmp_path: Path, fault: str, call: str, memory_known: bool
 ) -> None:
-    collector, node, clock = sim_collector(tmp_path, fault)
-    collector.collect_once()
+    loop, node, clock = sim_collector(tmp_path, fault)
+    loop.collect_once()
     for _ in range(3):
         clock.now += 5
-        got = parse(collector.collect_once().exposition.body.decode())
+        got = parse(loop.collect_once().exposition.body.decode())
         failing, others = pods_on(node, 0), pods_on(node, 1) | pods_on(node, 2)
         assert failing and others
         for pod in failing:
@@ -100,11 +100,11 @@ def test_pods_on_a_failing_gpu_have_no_usage_samples(
 
 
 def test_the_failing_gpu_recovers_when_the_fault_is_gone(tmp_path: Path) -> None:
-    collector, node, clock = sim_collector(tmp_path, "nvmlDeviceGetProcessUtilization:0")
-    collector.collect_once()
+    loop, node, clock = sim_collector(tmp_path, "nvmlDeviceGetProcessUtilization:0")
+    loop.collect_once()
     node.lib.clear_faults()
     clock.now += 5
-    got = parse(collector.collect_once().exposition.body.decode())
+    got = parse(loop.collect_once().exposition.body.decode())
     assert all((pod, "0") in got["gpu_pod_utilization_ratio"] for pod in pods_on(node, 0))
     assert got["gpu_exporter_collector_success"][("processes", "")] == 1
 

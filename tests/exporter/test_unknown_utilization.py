@@ -11,14 +11,12 @@ import pytest
 from exporter_fakes import alloc, gpu, proc, promtool_problems, uid
 
 from exporter.attribution import attribute
-from exporter.cgroup import CgroupRef
 from exporter.model import DeviceReading, NodeSnapshot, PodUsage, ProcessUsage
-from exporter.nvml import NvmlSource
-from exporter.pods import PodIndex
-from exporter.render import render_text
-from exporter.simnvml import SimNvml
-from exporter.simnvml_device import SimGpu, SimProcess, h100
-from exporter.sources import Allocation, PodIdentity
+from exporter.nvml.source import NvmlSource
+from exporter.render import exposition_text
+from exporter.sim.nvml.device import SimGpu, SimProcess, h100
+from exporter.sim.nvml.library import SimNvml
+from exporter.sources import Allocation, CgroupRef, PodIdentity, PodIndex
 
 NAN = float("nan")
 INDEX = PodIndex(
@@ -69,7 +67,7 @@ def test_unknown_processes_leave_the_sum_and_the_cap_intact(
     usage = attribute([device], allocations, OWNERS, INDEX)
     got = {u.ref.pod: None if math.isnan(u.utilization) else round(u.utilization, 9) for u in usage}
     assert got == expected
-    text = render_text(NodeSnapshot("n", 0.0, 0.0, (device,), usage, {}, {}))
+    text = exposition_text(NodeSnapshot("n", 0.0, 0.0, (device,), usage, {}, {}))
     for pod, value in expected.items():
         util_lines = [ln for ln in text.splitlines() if _is(ln, "gpu_pod_utilization_ratio", pod)]
         assert len(util_lines) == (0 if value is None else 1)
@@ -116,7 +114,7 @@ def test_the_nvml_source_nan_renders_without_the_utilization_sample() -> None:
     by_pod = {u.ref.pod: u for u in _pods(first, allocations)}
     assert math.isnan(by_pod["p1"].utilization) and math.isnan(by_pod["p2"].utilization)
     assert by_pod["p1"].memory_bytes == 1 << 30 and by_pod["p2"].allocated
-    text = render_text(NodeSnapshot("n", 0.0, 0.0, first, tuple(by_pod.values()), {}, {}))
+    text = exposition_text(NodeSnapshot("n", 0.0, 0.0, first, tuple(by_pod.values()), {}, {}))
     assert "gpu_pod_utilization_ratio" not in text and "NaN" not in text
     assert 'gpu_pod_allocated{namespace="ns",pod="p2"' in text
     assert promtool_problems(text) == []

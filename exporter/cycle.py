@@ -1,0 +1,300 @@
+"""The collect loop: sample, attribute, snapshot, render, publish; once per interval.
+
+An asyncio task runs `collect_once` in a daemon worker thread every `interval` seconds on a fixed
+grid (an overrun skips ticks instead of piling up). A cycle reads the devices, then the
+attribution inputs (kubelet allocations, the node's pods, each process's cgroup), computes
+per-pod usage (`attribution.attribute`, pure), freezes everything into a `NodeSnapshot`, renders
+it once and publishes the result with one reference assignment; scrapes read that reference and
+nothing else. The thread is a daemon so that a call stuck in the driver cannot keep the process
+from exiting; the loop waits on it, and `/healthz` (`exporter.health`) reports the wait.
+
+Failures are contained: a failing attribution input marks its collector failed (self-metric
+`gpu_exporter_collector_success{collector}` 0, `gpu_exporter_errors_total{call}` +1) and the cycle
+publishes device metrics anyway; an exception that escapes a whole cycle is logged and counted
+(`gpu_exporter_errors_total{call="collect_cycle"}`, `gpu_exporter_collector_success{collector=
+"cycle"}` 0) and the previous snapshot is published again with those self-metrics, its
+measurements dropped once it is stale (`exporter.health.without_measurements`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import TypeVar
+
+from exporter import health, render
+from exporter.attribution import attribute
+from exporter.model import DeviceReading, NodeSnapshot, PodUsage
+from exporter.node.cgroup import parse_cgroup, read_cgroup
+from exporter.node.podresources import AllocationSource, PodResourcesError
+from exporter.node.pods import PodSource
+from exporter.sources import Allocation, CgroupRef, DeviceSource, DeviceSweep, PodIndex
+
+log = logging.getLogger(__name__)
+
+PODRESOURCES = "podresources"
+KUBERNETES = "kubernetes"
+PROC = "proc"
+CALL_PODRESOURCES = "podresources_list"
+CALL_PODS = "kubernetes_list_pods"
+CALL_CGROUP = "proc_cgroup_read"
+CALL_DEVICES = "device_read"
+CALL_CYCLE = "collect_cycle"
+CYCLE = "cycle"
+STOP_WAIT_S = 5.0  # how long a stop waits for the cycle in flight before abandoning it
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class AttributionSources:
+    """Where per-pod attribution reads from; the same for every backend."""
+
+    allocations: AllocationSource
+    pods: PodSource | None  # None: no API; fall back to single-holder devices
+    proc_root: Path
+
+
+@dataclass(frozen=True)
+class Published:
+    snapshot: NodeSnapshot
+    exposition: render.Exposition
+
+
+@dataclass
+class _Cycle:
+    """Mutable scratch of one cycle (thread-local to the worker)."""
+
+    success: dict[str, bool] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def fail(self, collector: str | None, call: str, n: int = 1) -> None:
+        if collector is not None:
+            self.success[collector] = False
+        self.errors[call] = self.errors.get(call, 0) + n
+
+
+class CollectLoop:
+    """The loop of the module docstring: `run` drives it, `collect_once` is one cycle, and
+    `published` is what scrapes serve."""
+
+    def __init__(
+        self,
+        devices: DeviceSource,
+        attribution: AttributionSources | None,
+        *,
+        hostname: str,
+        interval: float = 1.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._devices = devices
+        self._attribution = attribution
+        self._hostname = hostname
+        self.interval = interval
+        self._clock = clock
+        self._errors: dict[str, int] = {}
+        self._degraded: set[str] = set()
+        self._owner_cache: dict[int, CgroupRef | None] = {}
+        self.published: Published | None = None  # swapped whole; read by the server
+        self.started_at = clock()
+        self.last_completed_at: float | None = None  # a cycle ended, successfully or not
+        self.last_duration: float | None = None
+
+    def liveness(self) -> str | None:
+        """None while cycles complete in time, else why not (see `exporter.health`)."""
+        return health.liveness(
+            self._clock(),
+            self.started_at,
+            self.last_completed_at,
+            self.interval,
+            self.last_duration,
+        )
+
+    def readiness(self) -> str | None:
+        """None while the data served is fresh, else why not."""
+        published = self.published
+        taken_at = published.snapshot.taken_at if published is not None else None
+        return health.readiness(self._clock(), taken_at, self.interval, self.last_duration)
+
+    def collect_once(self) -> Published:
+        """Blocking: one full cycle. Returns what to publish (also publishes it)."""
+        started = time.perf_counter()
+        try:
+            return self._collect(started)
+        finally:
+            self.last_completed_at = self._clock()
+            self.last_duration = time.perf_counter() - started
+
+    def cycle_failed(self) -> None:
+        """Count a cycle that raised, and publish the previous snapshot again with the updated
+        self-metrics (its measurements dropped once stale); nothing before a first snapshot."""
+        self._errors[CALL_CYCLE] = self._errors.get(CALL_CYCLE, 0) + 1
+        previous = self.published
+        if previous is None:
+            return
+        snapshot = previous.snapshot
+        if self.readiness() is not None:
+            snapshot = health.without_measurements(snapshot)
+        snapshot = replace(
+            snapshot,
+            collector_success=MappingProxyType({**snapshot.collector_success, CYCLE: False}),
+            errors_total=MappingProxyType(dict(self._errors)),
+        )
+        self.published = Published(snapshot, render.exposition(snapshot))
+
+    def _collect(self, started: float) -> Published:
+        cycle = _Cycle(success={CYCLE: True})
+        sweep = self._read_devices(cycle)
+        cycle.success.update(sweep.collector_success)
+        for call, n in sweep.errors.items():
+            cycle.fail(None, call, n)
+        pods = self._attribute(sweep.devices, cycle)
+        for call, n in cycle.errors.items():
+            self._errors[call] = self._errors.get(call, 0) + n
+        snapshot = NodeSnapshot(
+            hostname=self._hostname,
+            taken_at=self._clock(),
+            duration_seconds=time.perf_counter() - started,
+            devices=sweep.devices,
+            pods=pods,
+            collector_success=MappingProxyType(cycle.success),
+            errors_total=MappingProxyType(dict(self._errors)),
+        )
+        published = Published(snapshot, render.exposition(snapshot))
+        self.published = published
+        return published
+
+    def _read_devices(self, cycle: _Cycle) -> DeviceSweep:
+        try:
+            return self._devices.read()
+        except Exception:
+            log.exception("reading devices failed")
+            cycle.fail("devices", CALL_DEVICES)
+            return DeviceSweep(devices=())
+
+    def _attribute(self, devices: tuple[DeviceReading, ...], cycle: _Cycle) -> tuple[PodUsage, ...]:
+        src = self._attribution
+        if src is None:
+            return ()
+        allocations = self._allocations(src, cycle)
+        if allocations is None:
+            return ()  # without allocations nothing can be named: device metrics only
+        index = self._pod_index(src, cycle)
+        owners = self._owners(src.proc_root, devices, cycle)
+        known = {pid: ref for pid, ref in owners.items() if ref is not None}
+        if src.pods is not None:
+            src.pods.want(ref.pod_uid for ref in known.values())
+        return attribute(devices, allocations, known, index)
+
+    def _allocations(self, src: AttributionSources, cycle: _Cycle) -> tuple[Allocation, ...] | None:
+        try:
+            allocations = src.allocations.list()
+        except PodResourcesError as exc:
+            self._warn_once(PODRESOURCES, f"no pod attribution, device metrics only: {exc}")
+            cycle.fail(PODRESOURCES, CALL_PODRESOURCES)
+            return None
+        self._recovered(PODRESOURCES)
+        cycle.success[PODRESOURCES] = True
+        return allocations
+
+    def _pod_index(self, src: AttributionSources, cycle: _Cycle) -> PodIndex | None:
+        if src.pods is None:
+            return None
+        lookup = src.pods.lookup()
+        cycle.success[KUBERNETES] = lookup.ok
+        if lookup.new_errors:
+            cycle.fail(KUBERNETES, CALL_PODS, lookup.new_errors)
+        return lookup.index
+
+    def _owners(
+        self, proc_root: Path, devices: tuple[DeviceReading, ...], cycle: _Cycle
+    ) -> dict[int, CgroupRef | None]:
+        """Each process's pod, read from its cgroup the first cycle its PID shows up.
+
+        A PID stays cached while NVML keeps listing it and is forgotten the first cycle it is
+        absent, so a reused PID (which needs the old process gone first) is read afresh.
+        """
+        pids = {p.pid for d in devices for p in d.processes or ()}
+        cache = {pid: ref for pid, ref in self._owner_cache.items() if pid in pids}
+        cycle.success[PROC] = True
+        for pid in pids - cache.keys():
+            try:
+                text = read_cgroup(proc_root, pid)
+            except OSError as exc:
+                self._warn_once(PROC, f"cannot read {proc_root}/{pid}/cgroup: {exc}")
+                cycle.fail(PROC, CALL_CGROUP)
+                continue
+            if text is not None:  # a vanished process is not cached: it may be a race
+                cache[pid] = parse_cgroup(text)
+        self._owner_cache = cache
+        return cache
+
+    def _warn_once(self, what: str, message: str) -> None:
+        if what not in self._degraded:
+            self._degraded.add(what)
+            log.warning("%s", message)
+
+    def _recovered(self, what: str) -> None:
+        if what in self._degraded:
+            self._degraded.discard(what)
+            log.info("%s is back", what)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Collect every `interval` until `stop` is set. Never raises for a failed cycle."""
+        loop = asyncio.get_running_loop()
+        next_at = loop.time()
+        while not stop.is_set():
+            pending = asyncio.ensure_future(in_daemon_thread(self.collect_once))
+            stopping = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({pending, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not pending.done():  # asked to stop mid-cycle: give it a moment, then leave it
+                await asyncio.wait({pending}, timeout=STOP_WAIT_S)
+            stopping.cancel()
+            if not pending.done():
+                log.warning("a collect cycle is stuck (in NVML?); exiting without it")
+                pending.cancel()
+                return
+            if pending.exception() is not None:
+                log.error(
+                    "collect cycle failed; serving the previous snapshot",
+                    exc_info=pending.exception(),
+                )
+                self.cycle_failed()
+            next_at += self.interval
+            now = loop.time()
+            next_at = max(next_at, now)  # overran: skip the missed ticks rather than bursting
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=next_at - now)
+
+
+async def in_daemon_thread(function: Callable[[], T]) -> T:
+    """Run a blocking function in a new daemon thread and await its result."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def target() -> None:
+        try:
+            result = function()
+        except BaseException as exc:  # handed to the awaiting task
+            outcome: tuple[T | None, BaseException | None] = (None, exc)
+        else:
+            outcome = (result, None)
+        with contextlib.suppress(RuntimeError):  # the loop closed while we ran
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=target, name="collect-cycle", daemon=True).start()
+    return await future

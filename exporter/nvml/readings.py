@@ -1,0 +1,161 @@
+"""The device readings the NVML source takes, as data: which call, which collector, which
+dcgm-exporter families it yields and how to convert NVML's units (bytes -> MiB, mW -> W).
+
+A reading may name a fallback, taken on a device once the reading is disabled there: memory
+info v2 (R510+) falls back to v1; the GPU temperature is read with `nvmlDeviceGetTemperatureV`
+(R570+; nvml.h deprecates `nvmlDeviceGetTemperature` for it) and falls back to the deprecated
+call on older drivers, or with a pynvml that predates it. Field values are read from the member
+of the `value` union their `valueType` names (nvml.h: `nvmlFieldValue_t.valueType`, "Type of the
+value stored in value"); reading another member reinterprets the bytes.
+
+Family names come from `gpu_contract` (`family` fails at import if a name is not in the
+contract), so a renamed metric cannot silently drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from gpu_contract import BY_NAME
+
+
+def family(name: str) -> str:
+    """The contract's name for a dcgm-exporter family (KeyError if the contract lacks it)."""
+    return BY_NAME[name].name
+
+
+class NvmlCollector(StrEnum):
+    IDENTITY = "identity"
+    MEMORY = "memory"
+    UTILIZATION = "utilization"
+    POWER = "power"
+    THERMAL = "thermal"
+    CLOCKS = "clocks"
+    PCIE = "pcie"
+    PROCESSES = "processes"
+    PROFILING = "profiling"
+    MIG = "mig"
+    XID = "xid"
+
+
+FB_FREE = family("DCGM_FI_DEV_FB_FREE")
+FB_USED = family("DCGM_FI_DEV_FB_USED")
+FB_RESERVED = family("DCGM_FI_DEV_FB_RESERVED")
+GPU_UTIL = family("DCGM_FI_DEV_GPU_UTIL")
+MEM_COPY_UTIL = family("DCGM_FI_DEV_MEM_COPY_UTIL")
+
+
+@dataclass(frozen=True)
+class Reading:
+    collector: NvmlCollector
+    call: str
+    parse: Callable[[Any], dict[str, float]]
+    args: Callable[[Any], tuple[Any, ...]] = lambda _lib: ()
+    tag: str = ""  # distinguishes two readings of the same call (clock types)
+    whole_gpu_only: bool = False  # skipped on MIG-enabled GPUs (NVML refuses them there)
+    fallback: Reading | None = None  # taken once this reading is disabled on a device
+
+
+def _memory(m: Any) -> dict[str, float]:
+    values = {FB_FREE: float(m.free // (1 << 20)), FB_USED: float(m.used // (1 << 20))}
+    if hasattr(m, "reserved"):  # v2; v1's `used` includes the reserved memory
+        values[FB_RESERVED] = float(m.reserved // (1 << 20))
+    return values
+
+
+def _one(name: str, scale: float = 1.0) -> Callable[[Any], dict[str, float]]:
+    fam = family(name)
+    return lambda v: {fam: float(v) * scale}
+
+
+def _first(name: str) -> Callable[[Any], dict[str, float]]:
+    fam = family(name)
+    return lambda v: {fam: float(v[0])}
+
+
+# nvmlValueType_t -> the member of nvmlValue_t holding the value (nvml.h / pynvml.py)
+VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
+
+
+def field_value(fv: Any) -> float | None:
+    """A field value's number, read by its valueType; None when NVML gave none."""
+    if int(fv.nvmlReturn) != 0 or not 0 <= int(fv.valueType) < len(VALUE_MEMBERS):
+        return None
+    return float(getattr(fv.value, VALUE_MEMBERS[int(fv.valueType)]))
+
+
+def _memory_temp(values: Any) -> dict[str, float]:
+    value = field_value(values[0])
+    return {} if value is None else {family("DCGM_FI_DEV_MEMORY_TEMP"): value}
+
+
+MEMORY_V1 = Reading(NvmlCollector.MEMORY, "nvmlDeviceGetMemoryInfo", _memory)
+MEMORY = Reading(  # drivers before R510 lack nvmlDeviceGetMemoryInfo_v2: fall back to v1
+    NvmlCollector.MEMORY,
+    "nvmlDeviceGetMemoryInfo",
+    _memory,
+    lambda lib: (lib.nvmlMemory_v2,),
+    tag="(v2)",
+    fallback=MEMORY_V1,
+)
+READINGS: tuple[Reading, ...] = (
+    MEMORY,
+    Reading(
+        NvmlCollector.UTILIZATION,
+        "nvmlDeviceGetUtilizationRates",
+        lambda u: {GPU_UTIL: float(u.gpu), MEM_COPY_UTIL: float(u.memory)},
+        whole_gpu_only=True,
+    ),
+    Reading(
+        NvmlCollector.UTILIZATION, "nvmlDeviceGetEncoderUtilization", _first("DCGM_FI_DEV_ENC_UTIL")
+    ),
+    Reading(
+        NvmlCollector.UTILIZATION, "nvmlDeviceGetDecoderUtilization", _first("DCGM_FI_DEV_DEC_UTIL")
+    ),
+    Reading(NvmlCollector.POWER, "nvmlDeviceGetPowerUsage", _one("DCGM_FI_DEV_POWER_USAGE", 1e-3)),
+    Reading(
+        NvmlCollector.POWER,
+        "nvmlDeviceGetTotalEnergyConsumption",
+        _one("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"),
+    ),
+    Reading(
+        NvmlCollector.THERMAL,
+        "nvmlDeviceGetTemperatureV",
+        _one("DCGM_FI_DEV_GPU_TEMP"),
+        lambda lib: (lib.NVML_TEMPERATURE_GPU,),
+        fallback=Reading(
+            NvmlCollector.THERMAL,
+            "nvmlDeviceGetTemperature",
+            _one("DCGM_FI_DEV_GPU_TEMP"),
+            lambda lib: (lib.NVML_TEMPERATURE_GPU,),
+        ),
+    ),
+    Reading(
+        NvmlCollector.THERMAL,
+        "nvmlDeviceGetFieldValues",
+        _memory_temp,
+        lambda lib: ([lib.NVML_FI_DEV_MEMORY_TEMP],),
+    ),
+    Reading(
+        NvmlCollector.CLOCKS,
+        "nvmlDeviceGetClockInfo",
+        _one("DCGM_FI_DEV_SM_CLOCK"),
+        lambda lib: (lib.NVML_CLOCK_SM,),
+        tag="(SM)",
+    ),
+    Reading(
+        NvmlCollector.CLOCKS,
+        "nvmlDeviceGetClockInfo",
+        _one("DCGM_FI_DEV_MEM_CLOCK"),
+        lambda lib: (lib.NVML_CLOCK_MEM,),
+        tag="(MEM)",
+    ),
+    Reading(
+        NvmlCollector.PCIE,
+        "nvmlDeviceGetPcieReplayCounter",
+        _one("DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
+    ),
+)

@@ -1,0 +1,1 @@
+"""Tests of `exporter.node`, one module per node reader."""

@@ -1,0 +1,222 @@
+"""PodResources v1: the hand-written wire decoder, and `List` against a real gRPC server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from exporter.node.podresources import (
+    AllocationsFile,
+    PodResourcesClient,
+    PodResourcesError,
+    decode_list_response,
+)
+from exporter.sources import Allocation
+
+# --- a minimal protobuf encoder, written independently of the decoder under test ---------------
+
+
+def varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def ld(number: int, payload: bytes) -> bytes:
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def s(number: int, text: str) -> bytes:
+    return ld(number, text.encode())
+
+
+def devices(resource: str, ids: list[str], numa: int | None = None) -> bytes:
+    body = s(1, resource) + b"".join(s(2, i) for i in ids)
+    if numa is not None:  # TopologyInfo { repeated NUMANode nodes = 1 { int64 ID = 1 } }
+        body += ld(3, ld(1, varint(1 << 3 | 0) + varint(numa)))
+    return body
+
+
+def container(name: str, devs: list[bytes], extras: bytes = b"") -> bytes:
+    return s(1, name) + b"".join(ld(2, d) for d in devs) + extras
+
+
+def pod(name: str, namespace: str, containers: list[bytes]) -> bytes:
+    return s(1, name) + s(2, namespace) + b"".join(ld(3, c) for c in containers)
+
+
+def response(pods: list[bytes]) -> bytes:
+    return b"".join(ld(1, p) for p in pods)
+
+
+CPU_IDS = ld(3, varint(2) + varint(3))  # packed repeated int64 cpu_ids = 3
+MEMORY = ld(4, s(1, "memory") + varint(2 << 3 | 0) + varint(1 << 30))  # ContainerMemory
+FIXED = varint(9 << 3 | 1) + b"\0" * 8 + varint(10 << 3 | 5) + b"\0" * 4  # unknown fixed fields
+
+SAMPLE = response(
+    [
+        pod(
+            "train-0",
+            "team-a",
+            [
+                container(
+                    "trainer",
+                    [
+                        devices("nvidia.com/gpu", ["GPU-aaaa", "GPU-bbbb"], numa=0),
+                        devices("example.com/nic", ["eth1"]),
+                    ],
+                    CPU_IDS + MEMORY + FIXED,
+                ),
+                container("sidecar", []),
+            ],
+        ),
+        pod(
+            "nb",
+            "team-b",
+            [container("notebook", [devices("nvidia.com/gpu", ["GPU-cccc::3"])])],
+        ),
+        pod(
+            "mig",
+            "team-b",
+            [container("infer", [devices("nvidia.com/mig-1g.10gb", ["MIG-dddd"])])],
+        ),
+        pod("cpu-only", "default", [container("app", [devices("cpu", [])])]),
+    ]
+)
+EXPECTED = (
+    Allocation("team-a", "train-0", "trainer", "nvidia.com/gpu", ("GPU-aaaa", "GPU-bbbb")),
+    Allocation("team-b", "nb", "notebook", "nvidia.com/gpu", ("GPU-cccc::3",)),
+    Allocation("team-b", "mig", "infer", "nvidia.com/mig-1g.10gb", ("MIG-dddd",)),
+)
+
+
+def test_decode_keeps_gpu_allocations_and_skips_everything_else() -> None:
+    assert decode_list_response(SAMPLE) == EXPECTED
+
+
+def test_decode_empty_response() -> None:
+    assert decode_list_response(b"") == ()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(SAMPLE[:-3], id="truncated"),
+        pytest.param(varint(1 << 3 | 3), id="group-wire-type"),
+        pytest.param(b"\xff" * 11, id="endless-varint"),
+        pytest.param(varint(1 << 3 | 0) + varint(5), id="message-field-as-varint"),
+    ],
+)
+def test_decode_rejects_malformed_input(data: bytes) -> None:
+    with pytest.raises(PodResourcesError):
+        decode_list_response(data)
+
+
+names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+allocation = st.builds(
+    Allocation,
+    namespace=names,
+    pod=names,
+    container=names,
+    resource_name=st.sampled_from(["nvidia.com/gpu", "nvidia.com/mig-2g.20gb"]),
+    device_ids=st.lists(names, min_size=1, max_size=3).map(tuple),
+)
+
+
+@given(st.lists(allocation, max_size=6))
+def test_decode_round_trips_any_allocation_list(allocs: list[Allocation]) -> None:
+    pods = [
+        pod(
+            a.pod,
+            a.namespace,
+            [container(a.container, [devices(a.resource_name, [*a.device_ids])])],
+        )
+        for a in allocs
+    ]
+    assert decode_list_response(response(pods)) == tuple(allocs)
+
+
+@pytest.fixture
+def kubelet(tmp_path: Path) -> Iterator[tuple[Path, list[bytes]]]:
+    """A real gRPC server speaking PodResourcesLister/List on a unix socket."""
+    replies = [SAMPLE]
+    sock = tmp_path / "kubelet.sock"
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    handler = grpc.method_handlers_generic_handler(
+        "v1.PodResourcesLister",
+        {
+            "List": grpc.unary_unary_rpc_method_handler(
+                lambda _req, _ctx: replies[-1],
+                request_deserializer=lambda b: b,
+                response_serializer=lambda b: b,
+            )
+        },
+    )
+    server.add_generic_rpc_handlers((handler,))
+    server.add_insecure_port(f"unix://{sock}")
+    server.start()
+    try:
+        yield sock, replies
+    finally:
+        server.stop(grace=None)
+
+
+def test_list_over_a_real_grpc_unix_socket(kubelet: tuple[Path, list[bytes]]) -> None:
+    sock, replies = kubelet
+    client = PodResourcesClient(sock, timeout=5)
+    try:
+        assert client.list() == EXPECTED
+        replies.append(response([]))  # the pods are gone: the next List says so
+        assert client.list() == ()
+    finally:
+        client.close()
+
+
+def test_missing_socket_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    with pytest.raises(PodResourcesError, match="does not exist"):
+        PodResourcesClient(tmp_path / "nope.sock").list()
+
+
+def test_a_server_without_the_service_is_an_error(tmp_path: Path) -> None:
+    sock = tmp_path / "other.sock"
+    server = grpc.server(ThreadPoolExecutor(max_workers=1))
+    server.add_insecure_port(f"unix://{sock}")
+    server.start()
+    client = PodResourcesClient(sock, timeout=5)
+    try:
+        with pytest.raises(PodResourcesError, match="List failed"):
+            client.list()
+    finally:
+        client.close()
+        server.stop(grace=None)
+
+
+def test_allocations_file_reads_fixtures_and_follows_changes(tmp_path: Path) -> None:
+    path = tmp_path / "podresources.json"
+    rows = [
+        {
+            "namespace": "ns",
+            "pod": "p",
+            "container": "c",
+            "resource_name": "nvidia.com/gpu",
+            "device_ids": ["GPU-1"],
+        }
+    ]
+    path.write_text(json.dumps(rows))
+    source = AllocationsFile(path)
+    assert source.list() == (Allocation("ns", "p", "c", "nvidia.com/gpu", ("GPU-1",)),)
+    path.write_text("[]")
+    assert source.list() == ()
+    path.write_text("{not json")
+    with pytest.raises(PodResourcesError):
+        source.list()

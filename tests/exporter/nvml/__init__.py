@@ -1,0 +1,1 @@
+"""Tests of `exporter.nvml`, one module per module of the NVML path."""

@@ -1,0 +1,1 @@
+"""Tests of `exporter.sim`, the simulated node."""

@@ -1,0 +1,1 @@
+"""Tests of `exporter.sim.nvml`, the NVML emulator, against pynvml and nvml.h."""

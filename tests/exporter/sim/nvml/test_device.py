@@ -1,0 +1,45 @@
+"""The emulated device state: energy and power follow the processes' activity."""
+
+from __future__ import annotations
+
+import pytest
+from exporter_fakes import emulator
+
+from exporter.sim.nvml import library as simnvml
+from exporter.sim.nvml.device import SimGpu, SimProcess, h100
+
+
+def test_energy_and_power_follow_activity(clock: list[float]) -> None:
+    busy, idle = h100(0), h100(1)
+    busy.processes.append(SimProcess(1, sm=lambda t: 1.0))
+    lib = emulator(clock, [busy, idle])
+    h_busy, h_idle = lib.nvmlDeviceGetHandleByIndex(0), lib.nvmlDeviceGetHandleByIndex(1)
+    before = [lib.nvmlDeviceGetTotalEnergyConsumption(h) for h in (h_busy, h_idle)]
+    clock[0] += 100
+    assert lib.nvmlDeviceGetPowerUsage(h_busy) == busy.max_watts * 1000
+    after = [lib.nvmlDeviceGetTotalEnergyConsumption(h) for h in (h_busy, h_idle)]
+    assert after[0] - before[0] == pytest.approx(busy.max_watts * 100e3)
+    assert after[1] - before[1] == pytest.approx(idle.idle_watts * 100e3)
+    sm = lib.nvmlDeviceGetClockInfo(h_busy, simnvml.NVML_CLOCK_SM)
+    assert sm > lib.nvmlDeviceGetClockInfo(h_idle, simnvml.NVML_CLOCK_SM)
+
+
+def test_a_gpu_reads_the_same_whenever_its_emulator_was_created() -> None:
+    """The first advance integrates `WARMUP_PERIODS` of history, so an emulator created late (a
+    fake nvidia-smi) agrees with one that has run all along (the exporter's) on the same GPU."""
+
+    def busy() -> SimGpu:
+        gpu = h100(0)
+        gpu.processes.append(SimProcess(1, sm=lambda t: 1.0))
+        return gpu
+
+    early_clock, late_clock = [1_000.0], [1_195.0]
+    early, late = emulator(early_clock, [busy()]), emulator(late_clock, [busy()])
+    early_clock[0] = late_clock[0] = 1_200.0
+    temperatures = [
+        lib.nvmlDeviceGetTemperature(
+            lib.nvmlDeviceGetHandleByIndex(0), simnvml.NVML_TEMPERATURE_GPU
+        )
+        for lib in (early, late)
+    ]
+    assert temperatures[0] == temperatures[1] > 60  # a GPU busy for long runs hot
