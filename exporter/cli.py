@@ -29,8 +29,12 @@ from exporter.cycle import AttributionSources, CollectLoop
 from exporter.node.apiserver import ApiEndpoint, in_cluster_endpoint
 from exporter.node.podresources import AllocationsFile, PodResourcesClient
 from exporter.node.pods import KubernetesPods, PodsFile, PodSource
-from exporter.server import make_app, start_server
+from exporter.server import PROBES, make_app
 from exporter.sources import BackendParts
+from webconfig.flags import WebFlagError, add_web_arguments, web_settings
+from webconfig.live import LiveWebConfig
+from webconfig.model import Limits
+from webconfig.server import serve as serve_web
 
 log = logging.getLogger("exporter")
 PROG = "gpu-exporter"
@@ -110,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not verify the API server's certificate (tests and development only)",
     )
     add("--log.level", dest="log_level", metavar="{debug,info,warn,error}")
+    add_web_arguments(p)
     return p
 
 
@@ -190,7 +195,7 @@ def attribution_sources(
     return AttributionSources(allocations, pods, parts.proc_root)
 
 
-async def serve(config: ExporterConfig, backend: Backend) -> int:
+async def serve(config: ExporterConfig, backend: Backend, web: Web | None = None) -> int:
     """Build the backend's parts, then serve them until SIGTERM/SIGINT."""
     with tempfile.TemporaryDirectory(prefix="gpu-exporter-") as fixture_dir:
         try:
@@ -198,10 +203,16 @@ async def serve(config: ExporterConfig, backend: Backend) -> int:
         except (ValueError, OSError) as exc:  # e.g. pods that do not fit, an unreadable trace
             print(f"{PROG}: error: cannot start the {backend} backend: {exc}", file=sys.stderr)
             return 2
-        return await serve_parts(config, parts, label=str(backend))
+        return await serve_parts(config, parts, label=str(backend), web=web)
 
 
-async def serve_parts(config: ExporterConfig, parts: BackendParts, *, label: str) -> int:
+Web = tuple[LiveWebConfig | None, Limits]
+"""The web config (None: plain HTTP, no auth) and the bounded server's limits."""
+
+
+async def serve_parts(
+    config: ExporterConfig, parts: BackendParts, *, label: str, web: Web | None = None
+) -> int:
     """Collect from `parts` and serve HTTP until SIGTERM/SIGINT; close everything on the way out."""
     # The collect cycle runs Python in a worker thread; with the default 5 ms GIL switch
     # interval every scrape that lands during a cycle waits several of those. 0.5 ms keeps
@@ -219,17 +230,20 @@ async def serve_parts(config: ExporterConfig, parts: BackendParts, *, label: str
             hostname=config.node_name,
             interval=config.collect_interval,
         )
+        live, limits = web or (None, Limits())
+        host, port = config.listen_host, config.listen_port
         try:
-            runner = await start_server(make_app(loop), config.listen_host, config.listen_port)
+            server = await serve_web(
+                make_app(loop), host, port, config=live, open_paths=PROBES, limits=limits
+            )
         except OSError as exc:
-            log.error("cannot listen on %s:%s: %s", config.listen_host, config.listen_port, exc)
-            return 1
-        host = config.listen_host or "*"
-        log.info("serving %s backend on %s:%d", label, host, config.listen_port)
+            print(f"{PROG}: error: cannot listen on {host or ''}:{port}: {exc}", file=sys.stderr)
+            return 2
+        log.info("serving %s backend on %s:%d", label, host or "*", server.port)
         try:
             await loop.run(stop)
         finally:
-            await runner.cleanup()
+            await server.stop()
     log.info("stopped")
     return 0
 
@@ -259,4 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     backend = _resolve_backend(config)
     if not isinstance(backend, Backend):
         return _usage_error(parser, [backend])
-    return asyncio.run(serve(config, backend))
+    try:
+        web = web_settings(args)
+    except WebFlagError as exc:
+        return _usage_error(parser, [str(exc)])
+    return asyncio.run(serve(config, backend, web))

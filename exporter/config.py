@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from exporter.node.podresources import DEFAULT_SOCKET
+from webconfig.address import parse_listen_address
 
 T = TypeVar("T")
 
@@ -105,17 +106,15 @@ class ConfigError(ValueError):
         self.errors = errors
 
 
-def parse_listen_address(text: str) -> tuple[str | None, int]:
-    """`:9400`, `0.0.0.0:9400`, `[::1]:9400` -> (host or None for every interface, port)."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep:
-        raise ValueError(f"{text!r} is not HOST:PORT")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    port = int(port_text)
-    if not 0 <= port <= 65535:
-        raise ValueError(f"port {port} is out of range")
-    return (host or None), port
+MIN_COLLECT_INTERVAL = 0.1
+"""Below this a collect cycle (NVML sweep, /proc reads, rendering) cannot finish in time."""
+
+
+def _collect_interval(text: str) -> float:
+    value = _positive_float(text)
+    if value < MIN_COLLECT_INTERVAL:
+        raise ValueError(f"must be at least {MIN_COLLECT_INTERVAL:g} seconds")
+    return value
 
 
 def _positive_float(text: str) -> float:
@@ -198,7 +197,7 @@ def load_config(
         "listen_host": host,
         "listen_port": port,
         "backend": backend,
-        "collect_interval": field("collect-interval", "collect_interval", _positive_float),
+        "collect_interval": field("collect-interval", "collect_interval", _collect_interval),
         "sim_gpus": field("sim.gpus", "sim_gpus", _int_in(1, 64)),
         "sim_pods": field("sim.pods", "sim_pods", _int_in(0, 4096)),
         "sim_seed": field("sim.seed", "sim_seed", int),

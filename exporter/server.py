@@ -46,6 +46,10 @@ def accepts_gzip(header: str) -> bool:
     return False
 
 
+PROBES = ("/healthz", "/health", "/readyz")
+"""Open without credentials under a web config, so kubelet probes work (they say nothing)."""
+
+
 def make_app(loop: HasPublished) -> web.Application:
     async def metrics(request: web.Request) -> web.Response:
         published = loop.published
@@ -82,12 +86,3 @@ def make_app(loop: HasPublished) -> web.Application:
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/", index)
     return app
-
-
-async def start_server(app: web.Application, host: str | None, port: int) -> web.AppRunner:
-    """Bind and serve; the caller awaits `runner.cleanup()` to stop."""
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, host=host, port=port)
-    await site.start()
-    return runner

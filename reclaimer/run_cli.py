@@ -37,8 +37,8 @@ from reclaimer.quantities import parse_duration
 from reclaimer.run_wiring import UsageError, Wiring, wire
 from reclaimer.server import PROBES, make_app, report_dict
 from reclaimer.telemetry import ReclaimerMetrics
-from reclaimer.web_flags import WebFlagError, add_web_arguments, web_settings
 from webconfig.address import parse_listen_address
+from webconfig.flags import WebFlagError, add_web_arguments, web_settings
 from webconfig.server import serve
 
 log = logging.getLogger("gpu_reclaimer")

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import shutil
+import socket
 import ssl
-from collections.abc import AsyncIterator
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -197,3 +201,35 @@ async def fetch(
         session.get(url, ssl=context if context is not None else True, headers=headers) as response,
     ):
         return Answer(response.status, dict(response.headers), await response.text())
+
+
+@contextlib.contextmanager
+def listening_process(argv: list[str], port: int, cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Run a server process until it accepts connections on 127.0.0.1:`port`; stop it after."""
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                out = proc.stdout.read().decode() if proc.stdout else ""
+                raise AssertionError(f"the server exited early: {out}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "the server never listened"
+            time.sleep(0.2)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+async def dropped_after(host: str, port: int, timeout: float = 10.0) -> float:
+    """Send half a request head and return how long the server took to close the connection."""
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+    await writer.drain()
+    start = time.monotonic()
+    assert await asyncio.wait_for(reader.read(), timeout=timeout) == b""
+    writer.close()
+    return time.monotonic() - start

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.config import Backend, ConfigError, ExporterConfig, load_config, parse_listen_address
+from exporter.config import Backend, ConfigError, ExporterConfig, load_config
 
 
 def test_defaults() -> None:
@@ -53,29 +53,24 @@ def test_replay_needs_a_file_and_sim_mig_counts_gpus() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"),
+    ("raw", "message"),
     [
-        pytest.param(":9400", (None, 9400), id="all-interfaces"),
-        pytest.param("127.0.0.1:0", ("127.0.0.1", 0), id="ipv4"),
-        pytest.param("[::1]:9400", ("::1", 9400), id="ipv6"),
+        pytest.param({"listen": "9400"}, "--web.listen-address=9400", id="no-colon"),
+        pytest.param({"listen": ":65536"}, "out of range", id="port-too-high"),
+        pytest.param({"listen": "::1:9400"}, "brackets", id="ipv6-unbracketed"),
+        pytest.param({"collect_interval": "0.05"}, "at least 0.1 seconds", id="interval-too-short"),
+        pytest.param({"collect_interval": "0"}, "collect-interval", id="interval-zero"),
     ],
 )
-def test_parse_listen_address(text: str, expected: tuple[str | None, int]) -> None:
-    assert parse_listen_address(text) == expected
+def test_bad_serving_flags_are_config_errors(raw: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(raw, {}, "h")
+    assert any(message in e for e in caught.value.errors), caught.value.errors
 
 
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        pytest.param("9400", "is not HOST:PORT", id="no-colon"),
-        pytest.param(":65536", "out of range", id="port-too-high"),
-        pytest.param(":-1", "out of range", id="port-negative"),
-        pytest.param("host:http", "invalid literal", id="port-not-a-number"),
-    ],
-)
-def test_parse_listen_address_rejects(text: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        parse_listen_address(text)
+def test_listen_address_and_interval_are_parsed() -> None:
+    cfg = load_config({"listen": "[::1]:9400", "collect_interval": "0.1"}, {}, "h")
+    assert (cfg.listen_host, cfg.listen_port, cfg.collect_interval) == ("::1", 9400, 0.1)
 
 
 def test_sim_flags_belong_to_the_simulated_backends() -> None:

@@ -1,16 +1,17 @@
-"""The web-serving flags of `gpu-reclaimer run`: exporter-toolkit's web config and the limits.
+"""The web-serving flags both servers take: exporter-toolkit's web config and the limits.
 
 `--web.config.file` (TLS, basic auth, response headers; re-read when it changes) and the bounded
-server's limits (`--web.header-timeout`, `--web.request-timeout`, `--web.max-connections`), read
-into `webconfig` objects before anything starts: a bad file or value is a usage error (exit 2).
+server's limits (`--web.header-timeout`, `--web.request-timeout`, durations like `10s`, `500ms`,
+`1m` or plain seconds; `--web.max-connections`), read into `webconfig` objects before anything
+starts: a bad file or value raises `WebFlagError`, which each CLI turns into exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
-from reclaimer.quantities import parse_duration
 from webconfig.live import LiveWebConfig
 from webconfig.model import Limits, WebConfigError
 
@@ -18,7 +19,20 @@ _DEFAULT = Limits()
 
 
 class WebFlagError(ValueError):
-    """A web flag the reclaimer cannot start with."""
+    """A web flag a server cannot start with."""
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m)?")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, None: 1.0}
+
+
+def parse_timeout(text: str) -> float:
+    """`10s`, `500ms`, `1m` or `10` (seconds) -> seconds > 0."""
+    found = _DURATION.fullmatch(str(text).strip())
+    seconds = float(found.group(1)) * _UNIT[found.group(2)] if found else 0.0
+    if seconds <= 0:
+        raise WebFlagError(f"expected a duration > 0 like 10s or 500ms, got {text!r}")
+    return seconds
 
 
 def add_web_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,14 +66,16 @@ def add_web_arguments(p: argparse.ArgumentParser) -> None:
 def web_settings(args: argparse.Namespace) -> tuple[LiveWebConfig | None, Limits]:
     """The web config (None: plain HTTP, no auth) and the limits; `WebFlagError` when bad."""
     try:
-        header = parse_duration(args.web_header_timeout)
-        request = parse_duration(args.web_request_timeout)
-    except ValueError as err:
+        header = parse_timeout(args.web_header_timeout)
+        request = parse_timeout(args.web_request_timeout)
+    except WebFlagError as err:
         raise WebFlagError(f"--web.header-timeout/--web.request-timeout: {err}") from err
-    if header <= 0 or request <= 0 or args.web_max_connections < 1:
-        raise WebFlagError("web timeouts must be > 0 and --web.max-connections >= 1")
+    if args.web_max_connections is None or int(args.web_max_connections) < 1:
+        raise WebFlagError(f"--web.max-connections: must be >= 1, got {args.web_max_connections}")
     limits = Limits(
-        header_timeout=header, request_timeout=request, max_connections=args.web_max_connections
+        header_timeout=header,
+        request_timeout=request,
+        max_connections=int(args.web_max_connections),
     )
     if not args.web_config_file:
         return None, limits
