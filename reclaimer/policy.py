@@ -136,7 +136,7 @@ class Policy:
     # A pending job of a starved queue that has waited this long may also take reclaimable jobs
     # that are not forecast idle (only when idle ones cannot make room); null: idle jobs only.
     reclaim_busy_after_seconds: float | None = setting(
-        600.0, as_optional_duration, "reclaimBusyAfter"
+        None, as_optional_duration, "reclaimBusyAfter"
     )
     queue_shares: Mapping[str, float] = setting(
         MappingProxyType({}), None, "queueShares", values=as_ratio

@@ -10,8 +10,8 @@
   1), so victim choice, fit check, limits and minimum runtime are the same as ours.
 - `forecast` (ours): the controller's own `forecast()` on each running reclaimable job's recent
   utilization history, then the controller's own `plan()`; victims are what the plan preempts.
-  Under the default policy that includes busy reclaimable jobs for a pending job that has waited
-  `reclaimBusyAfter` (10 minutes) when idle ones cannot make room; set it to null for idle only.
+  The default policy takes idle jobs only; with `reclaimBusyAfter` set, also busy reclaimable
+  jobs for a pending job that has waited that long when idle ones cannot make room.
 
 The tick sees a `TickView` of the replay (running and pending jobs); what the controller gets is
 a `Snapshot` built from it, the shape the live controller builds from the cluster. The planner

@@ -14,6 +14,7 @@ from reclaimer.shares import proportion
 
 Case = Callable[[], World]
 IDLE_ONLY = Policy(reclaim_busy_after_seconds=None)
+BUSY_10M = Policy(reclaim_busy_after_seconds=600.0)
 
 
 def _full() -> World:
@@ -30,10 +31,15 @@ def _busy_world(waited: float) -> World:
 
 CASES = [
     pytest.param(
-        lambda: _busy_world(599), Policy(), set(), {"be/busy": Reason.NOT_IDLE}, id="before-wait"
+        lambda: _busy_world(599), BUSY_10M, set(), {"be/busy": Reason.NOT_IDLE}, id="before-wait"
     ),
+    pytest.param(lambda: _busy_world(600), BUSY_10M, {"be/busy"}, {}, id="after-a-10m-wait"),
     pytest.param(
-        lambda: _busy_world(600), Policy(), {"be/busy"}, {}, id="after-the-default-10m-wait"
+        lambda: _busy_world(3600),
+        Policy(),
+        set(),
+        {"be/busy": Reason.NOT_IDLE, "ls/x": Reason.NO_FIT},
+        id="the-default-takes-idle-jobs-only",
     ),
     pytest.param(
         lambda: _busy_world(3600),
@@ -56,7 +62,7 @@ CASES = [
             .job("be/idle", "be", {"n2": 8}, idle=0.99)
             .pend("ls/x", "ls", 8, since=NOW - 3600)
         ),
-        Policy(),
+        BUSY_10M,
         {"be/idle"},
         {"be/busy": Reason.NOT_IDLE},
         id="idle-job-still-goes-first",
@@ -68,7 +74,7 @@ CASES = [
             .job("be/idle", "be", {"n1": 4}, idle=0.99)
             .pend("ls/x", "ls", 8, since=NOW - 3600)
         ),
-        Policy(),
+        BUSY_10M,
         {"be/busy", "be/idle"},
         {"gold/run": Reason.NOT_RECLAIMABLE},
         id="idle-and-busy-complete-a-node-together",
@@ -79,7 +85,7 @@ CASES = [
             .job("gold/busy", "gold", {"n1": 8}, busy=True)
             .pend("ls/x", "ls", 8, since=NOW - 3600)
         ),
-        Policy(),
+        BUSY_10M,
         set(),
         {"gold/busy": Reason.NOT_RECLAIMABLE},
         id="never-a-non-reclaimable-queue",
@@ -90,7 +96,7 @@ CASES = [
             .job("be/young", "be", {"n1": 8}, busy=True, age=60)
             .pend("ls/x", "ls", 8, since=NOW - 3600)
         ),
-        Policy(),
+        BUSY_10M,
         set(),
         {"be/young": Reason.TOO_YOUNG},
         id="minimum-runtime-still-holds",
@@ -101,7 +107,7 @@ CASES = [
             .job("be/last", "be", {"n1": 8}, idle=0.99, retries_left=1)
             .pend("ls/x", "ls", 8, since=NOW - 3600)
         ),
-        Policy(),
+        BUSY_10M,
         set(),
         {"be/last": Reason.LAST_RETRY},
         id="volcano-job-on-its-last-retry-is-spared",
@@ -110,7 +116,7 @@ CASES = [
         lambda: (
             _full().job("be/two", "be", {"n1": 8}, idle=0.99, retries_left=2).pend("ls/x", "ls", 8)
         ),
-        Policy(),
+        BUSY_10M,
         {"be/two"},
         {},
         id="volcano-job-with-two-retries-left-may-go",
@@ -129,7 +135,7 @@ def test_busy_reclaim(
 
 
 def test_busy_victim_action_says_why_and_how_long_the_job_waited() -> None:
-    plan = _busy_world(900).plan(Policy())
+    plan = _busy_world(900).plan(BUSY_10M)
     (action,) = plan.actions
     assert action.reason is Reason.BUSY_FOR_LONG_STARVED
     assert action.evidence.for_pending == "ls/x"
