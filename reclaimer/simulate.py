@@ -6,10 +6,12 @@ each event that frees GPUs or adds a pending job, the scheduler places what fits
 fall on a fixed grid (`interval_seconds`) but only while the policy could act: while a
 reclaimable job runs for the idle culler, while a guaranteed queue has pending demand and a
 reclaimable job runs for the planners. At a tick the policy names victims; each is preempted
-whole: its work since the last checkpoint (or its start) is lost, its progress rolls back, and
-it is re-queued at the back of its queue. Completion events carry the run's epoch, so a
-preempted run's completion is ignored. The replay ends when the trace does (the last
-arrival + runtime): runs still going are cut there and pending jobs' waits are censored.
+whole: the work it did since its last checkpoint (or its start) is lost (its time at or above
+the idle threshold; idle time is waiting, not work, and is not redone: see `sim_usage`), its
+progress steps back by that much, and it is re-queued at the back of its queue. Completion
+events carry the run's epoch, so a preempted run's completion is ignored. The replay ends when
+the trace does (the last arrival + runtime): runs still going are cut there and pending jobs'
+waits are censored.
 
 Pure and deterministic for given inputs and seed (the seed only picks utilization profiles).
 """
@@ -168,15 +170,15 @@ class Replay:
         self.tally.waited(self.jobs.queues[job], self.waited[job])
 
     def preempt(self, job: int, now: float) -> None:
+        """Stop the job; it must redo its work (not its idle time) since its last checkpoint."""
         progress = self.stop(job, now)
         every = self.settings.checkpoint_seconds
         kept = (progress // every) * every if every else 0.0
+        lost = self.usage.work_seconds(job, kept, progress)
         queue = self.jobs.queues[job]
         wrongful = self.usage.busy_within_horizon(job, progress, self.threshold)
-        self.tally.preempted(
-            float(self.jobs.gpus[job]), progress - kept, wrongful, queue in self.guaranteed
-        )
-        self.base[job] = kept
+        self.tally.preempted(float(self.jobs.gpus[job]), lost, wrongful, queue in self.guaranteed)
+        self.base[job] = progress - lost
         self.epoch[job] += 1
         self.last_actions[self.keys[job]] = now
         self.enqueue(job, now)
@@ -257,8 +259,14 @@ def simulate(
 ) -> SimResult:
     """Replay `jobs` on `nodes` under `settings.policy`; pure and deterministic for a seed."""
     horizon = controller.horizon_seconds if controller else 900.0
+    threshold = controller.threshold if controller else 0.05
     usage = assign_usage(
-        profiles, len(jobs.names), settings.seed, settings.idle_window_seconds, horizon
+        profiles,
+        len(jobs.names),
+        settings.seed,
+        settings.idle_window_seconds,
+        horizon,
+        threshold=threshold,
     )
     replay = Replay(jobs, nodes, usage, settings, controller)
     for j in range(len(jobs.names)):

@@ -77,6 +77,8 @@ IDLE = profile_frame([0.0] * 240)
 """Never busy: four hours of zeros."""
 BURSTY = profile_frame([0.0] * 40 + [50.0] * 10, repeat=6)
 """Idle 40 minutes, busy 10, over and over."""
+WORKING_4_OF_5 = profile_frame([0.0] + [50.0] * 4, repeat=20)
+"""Busy four minutes of every five: any whole number of 5-minute steps is 80% work."""
 
 
 def run(
@@ -103,7 +105,9 @@ def run(
     )
 
 
-def write_trace(directory: Path, pods: Sequence[P], gpus: Sequence[int]) -> dict[str, Path]:
+def write_trace(
+    directory: Path, pods: Sequence[P], gpus: Sequence[int], profile: pd.DataFrame = IDLE
+) -> dict[str, Path]:
     paths = {
         "pods": directory / "pods.csv",
         "nodes": directory / "nodes.csv",
@@ -111,5 +115,5 @@ def write_trace(directory: Path, pods: Sequence[P], gpus: Sequence[int]) -> dict
     }
     pods_frame(pods).to_csv(paths["pods"], index=False)
     nodes_frame(gpus).to_csv(paths["nodes"], index=False)
-    IDLE.to_csv(paths["utilization"], index=False)
+    profile.to_csv(paths["utilization"], index=False)
     return paths

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from simworld import BURSTY, HOUR, IDLE, P, run
+from simworld import BURSTY, HOUR, IDLE, WORKING_4_OF_5, P, run
 
 from reclaimer.policy import Policy
 from reclaimer.sim_policies import PolicyName
@@ -22,6 +22,11 @@ STARVED = [
 WORK_GPU_HOURS = sum(p.runtime for p in STARVED) / HOUR
 
 
+def _ls_start(result):
+    """When the LS job started: the victim was preempted for it at that very tick."""
+    return 3 * HOUR + max(result.wait_p50_s["ls"], result.wait_p95_s["ls"])
+
+
 @pytest.mark.parametrize("policy", [PolicyName.FORECAST, PolicyName.ALLOCATION], ids=str)
 def test_idle_best_effort_job_is_preempted_for_a_waiting_guaranteed_job(policy):
     result = run(STARVED, [1, 1], policy)
@@ -31,12 +36,27 @@ def test_idle_best_effort_job_is_preempted_for_a_waiting_guaranteed_job(policy):
     assert result.guaranteed_preemptions == 0
     assert result.wrongful_preemptions == 0  # the profile never gets busy
     assert result.wait_p95_s["ls"] < baseline.wait_p95_s["ls"]
-    # the victim ran from 0 until the LS job started, and all of that work is lost
-    ls_start = 3 * HOUR + max(result.wait_p50_s["ls"], result.wait_p95_s["ls"])
-    assert result.lost_gpu_hours == pytest.approx(ls_start / HOUR, abs=0.01)
-    # re-queued work runs again: allocated = the trace's work + what was lost
+    # the victim never worked: it loses nothing and redoes nothing
+    assert result.lost_gpu_hours == 0
+    assert result.gpu_hours_allocated == pytest.approx(WORK_GPU_HOURS, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("profile", "work_share"),
+    [(IDLE, 0.0), (BURSTY, None), (WORKING_4_OF_5, 0.8)],
+    ids=["idle", "bursty", "busy-4-of-5-minutes"],
+)
+def test_a_victim_redoes_its_work_since_its_start_but_not_its_idle_time(profile, work_share):
+    result = run(STARVED, [1, 1], PolicyName.ALLOCATION, profile)  # blind: takes busy jobs too
+    ran = _ls_start(result)  # the victim ran from 0 until then
+
+    assert result.preemptions == 1
+    if work_share is not None:  # whole 5-minute steps: the share holds at any profile offset
+        assert result.lost_gpu_hours == pytest.approx(work_share * ran / HOUR, abs=0.01)
+    assert 0 <= result.lost_gpu_hours <= ran / HOUR
+    # lost work is done again, idle time is not: allocated = the trace's run time + lost work
     assert result.gpu_hours_allocated == pytest.approx(
-        WORK_GPU_HOURS + result.lost_gpu_hours, abs=0.02
+        WORK_GPU_HOURS + result.lost_gpu_hours, abs=0.01
     )
 
 
@@ -51,18 +71,19 @@ def test_nothing_is_preempted_without_a_policy():
 
 def test_a_checkpoint_interval_limits_the_lost_work():
     every = HOUR
-    plain = run(STARVED, [1, 1], PolicyName.FORECAST)
+    plain = run(STARVED, [1, 1], PolicyName.ALLOCATION, WORKING_4_OF_5)
     saved = run(
         STARVED,
         [1, 1],
-        PolicyName.FORECAST,
+        PolicyName.ALLOCATION,
+        WORKING_4_OF_5,
         reclaim_policy=Policy(checkpoint_interval_seconds=every),
     )
 
     assert saved.preemptions == plain.preemptions == 1
-    assert saved.lost_gpu_hours == pytest.approx(
-        (plain.lost_gpu_hours * HOUR % every) / HOUR, abs=0.01
-    )
+    assert _ls_start(saved) == _ls_start(plain)
+    # only the work since the last checkpoint is lost
+    assert saved.lost_gpu_hours == pytest.approx(0.8 * (_ls_start(saved) % every) / HOUR, abs=0.01)
     assert saved.lost_gpu_hours < plain.lost_gpu_hours
 
 
@@ -93,7 +114,7 @@ def test_idle_culler_preemptions_are_wrongful_when_the_victim_gets_busy_again(
     assert result.preemptions > 0  # it culls even though nobody waits
     expected = result.preemptions if all_wrongful else 0
     assert result.wrongful_preemptions == expected
-    assert result.lost_gpu_hours > 0
+    assert (result.lost_gpu_hours > 0) == all_wrongful  # a job that never works loses nothing
 
 
 def test_the_forecast_policy_leaves_jobs_alone_when_nobody_waits():
