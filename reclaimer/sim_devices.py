@@ -96,7 +96,7 @@ def _group_job(device: str, runs: tuple[RunningJob, ...]) -> Job:
     name = f"~{node}~{gpu}"
     return Job(
         key=f"{queue}/{name}",
-        kind=JobKind.POD,
+        kind=JobKind.PYTORCH_JOB,
         namespace=queue,
         name=name,
         queue=queue,
@@ -216,3 +216,14 @@ def planned_victims(view: TickView, usage: Usage, controller: Controller, blind:
         for key in nodes.members.get(a.target, (a.target,))
         if key in by_key
     ]
+
+
+def planned_resumes(view: TickView, controller: Controller) -> list[int]:
+    """The suspended victims the controller's plan resumes now, in the device view.
+
+    This plan sees every pending job (multi-GPU ones as gangs of whole-device pods), so a
+    starved job of any shape that finds no room holds the resumes back, as in the controller.
+    """
+    by_key = {h.job.key: h.index for h in view.suspended}
+    plan = controller.plan_resumes(snapshot_of(view), {}, view.now)
+    return [by_key[a.target] for a in plan.actions if a.kind is ActionKind.RESUME]

@@ -81,6 +81,7 @@ class Controller:
     min_history_seconds: float  # the forecaster never calls a job with less history idle
     cooldown_seconds: float  # the planner leaves a job alone this long after acting on it
     plan_devices: PlanFn  # in the node view (see `sim_devices`): limits counted in devices
+    plan_resumes: PlanFn  # in the device view, resumes only (see `sim_devices`)
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,14 @@ class RunningJob:
 
 
 @dataclass(frozen=True)
+class HeldJob:
+    """A victim the reclaimer holds suspended: not running, not pending."""
+
+    index: int
+    job: Job
+
+
+@dataclass(frozen=True)
 class TickView:
     now: float
     running: tuple[RunningJob, ...]
@@ -101,6 +110,7 @@ class TickView:
     queues: tuple[Queue, ...]
     nodes: tuple[Node, ...]
     last_actions: Mapping[str, float]
+    suspended: tuple[HeldJob, ...] = ()
 
 
 def culler_victims(view: TickView, usage: Usage, threshold: float, window: float) -> list[int]:
@@ -168,7 +178,7 @@ def snapshot_of(view: TickView) -> Snapshot:
     return Snapshot(
         taken_at=view.now,
         queues=view.queues,
-        jobs=tuple(r.job for r in view.running),
+        jobs=tuple(r.job for r in view.running) + tuple(h.job for h in view.suspended),
         pods=tuple(p for r in view.running for p in r.pods),
         nodes=view.nodes,
         pending=view.pending,
@@ -184,7 +194,11 @@ def device_name(node: str, device: int) -> str:
 def make_job(
     key: str, queue: str, devices: tuple[str, ...], slots: int, start: float
 ) -> tuple[Job, tuple[Pod, ...]]:
-    """The Job and its Pods (one per device, `slots` each), as the planner sees a trace pod."""
+    """The Job and its Pods (one per device, `slots` each), as the planner sees a trace pod.
+
+    A trace pod stands for the suspendable jobs the reclaimer is made for (a PyTorchJob here),
+    so a victim is suspended and resumed, not deleted.
+    """
     namespace, _, name = key.partition("/")
     names = (name,) if len(devices) == 1 else tuple(f"{name}-{i}" for i in range(len(devices)))
     pods = tuple(
@@ -202,7 +216,7 @@ def make_job(
     )
     job = Job(
         key=key,
-        kind=JobKind.POD,
+        kind=JobKind.PYTORCH_JOB,
         namespace=namespace,
         name=name,
         queue=queue,
@@ -212,3 +226,20 @@ def make_job(
         pods=tuple(p.key for p in pods),
     )
     return job, pods
+
+
+def suspended_job(key: str, queue: str, slots: int, count: int, since: float) -> Job:
+    """A trace pod the reclaimer suspended, as the planner sees it: no pods, `count` to place."""
+    namespace, _, name = key.partition("/")
+    return Job(
+        key=key,
+        kind=JobKind.PYTORCH_JOB,
+        namespace=namespace,
+        name=name,
+        queue=queue,
+        gpus=slots * count,
+        min_member=count,
+        start_time=since,
+        suspended=True,
+        suspended_by_reclaimer=True,
+    )

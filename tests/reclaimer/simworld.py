@@ -12,6 +12,7 @@ from reclaimer.policy import Policy
 from reclaimer.sim_controller import controller_for
 from reclaimer.sim_metrics import SimResult
 from reclaimer.sim_policies import PolicyName
+from reclaimer.sim_replay import Event
 from reclaimer.sim_trace import parse_nodes, parse_pods, parse_profiles
 from reclaimer.simulate import SimSettings, simulate
 
@@ -89,7 +90,9 @@ def run(
     *,
     seed: int = 0,
     reclaim_policy: Policy | None = None,
+    events: list[Event] | None = None,
 ) -> SimResult:
+    """Replay `pods` on nodes of `gpus` GPUs; `events`, when given, collects every job event."""
     reclaim = reclaim_policy or Policy()
     settings = SimSettings(
         policy=policy,
@@ -102,6 +105,7 @@ def run(
         parse_profiles(profile),
         settings,
         controller=controller_for(reclaim),
+        on_event=None if events is None else events.append,
     )
 
 
