@@ -76,6 +76,7 @@ def controller_for(policy: Policy, params: ForecastParams | None = None) -> Cont
         min_runtime_seconds=policy.min_runtime_seconds,
         min_history_seconds=params.min_history_seconds,
         cooldown_seconds=policy.job_cooldown_seconds,
+        reclaim_after_seconds=policy.reclaim_after_seconds,
         plan_devices=run_plan_devices,
         plan_resumes=run_plan_resumes,
     )

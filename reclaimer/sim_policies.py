@@ -80,6 +80,7 @@ class Controller:
     min_runtime_seconds: float  # the planner never preempts younger jobs
     min_history_seconds: float  # the forecaster never calls a job with less history idle
     cooldown_seconds: float  # the planner leaves a job alone this long after acting on it
+    reclaim_after_seconds: float  # the planner takes no victim for a job pending less long
     plan_devices: PlanFn  # in the node view (see `sim_devices`): limits counted in devices
     plan_resumes: PlanFn  # in the device view, resumes only (see `sim_devices`)
 

@@ -70,10 +70,14 @@ def tick(replay: Replay, now: float) -> None:
 def worth_planning(replay: Replay, ctl: Controller, now: float) -> bool:
     """Could the plan preempt anything now? Skips cycles where it provably cannot.
 
-    The planner only takes victims old enough, out of their cool-down and (for the forecast
-    policy) with enough history to be forecast idle, and only when what they free fits a
-    starved job.
+    The planner only takes victims for a job that has waited `reclaimAfter`, only victims old
+    enough, out of their cool-down and (for the forecast policy) with enough history to be
+    forecast idle, and only when what they free fits a starved job.
     """
+    after = ctl.reclaim_after_seconds
+    guaranteed = [d for d in replay.demand.values() if d.queue in replay.guaranteed]
+    if not any(now - d.since >= after for d in guaranteed):
+        return False
     min_age = ctl.min_runtime_seconds
     if replay.settings.policy is PolicyName.FORECAST:
         min_age = max(min_age, ctl.min_history_seconds)
