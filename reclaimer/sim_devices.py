@@ -1,4 +1,4 @@
-"""The planner's two views of a replay tick, and the victims the controller's plan picks in them.
+"""The planner's two views of a replay tick, and what the controller's plan does in them.
 
 The main view (`sim_policies.snapshot_of`) shows the planner one node per device in tenths of a
 GPU: exact for the one-device pods (whole-GPU or GPU-sharing) that are 97% of the trace, and the
@@ -11,6 +11,8 @@ steps, each with the controller's real `plan()` on the same forecasts:
    multi-GPU pending pods, each shown as one pod of k slots.
 
 Only one step acts in a tick, so the policy's per-cycle limits hold for the tick as a whole.
+Resumes of suspended victims are planned apart (`planned_resumes`), in the device view with every
+pending job, in ticks that preempt nothing.
 
 The node view has one planner node per trace node with one slot per device (`replicas` 1), so
 the planner's per-node fit check (`free // k`) is exactly "k free devices on one node". A device
