@@ -234,6 +234,7 @@ class Reason(StrEnum):
     # added with the planner
     CLASS_LIMIT = "WorkloadClassLimit"  # action: replicas above what the node's classes allow
     QUEUE_AT_SHARE = "QueueAtDeservedShare"  # pending job's queue is not below its share
+    WAITED_BRIEFLY = "WaitedLessThanReclaimAfter"  # room usually frees itself sooner
     QUEUE_AT_CAPABILITY = "QueueAtCapability"  # pending job would push its queue over capability
     FITS_FREE = "FitsInFreeCapacity"  # pending job needs no preemption: free slots hold it
     BELOW_GUARANTEE = "QueueAtGuarantee"  # preempting would take the queue below its guarantee

@@ -88,6 +88,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         ledger,
         policy.limits,
         now=now,
+        after=policy.reclaim_after_seconds,
         busy_after=policy.reclaim_busy_after_seconds,
     )
     actions += acts

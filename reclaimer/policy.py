@@ -138,6 +138,9 @@ class Policy:
     checkpoint_interval_seconds: float | None = setting(
         None, as_optional_duration, "checkpointInterval"
     )
+    # A pending job takes victims only once it has waited this long: room that frees itself
+    # within minutes costs no one their work (the default is chosen on the backtest: README).
+    reclaim_after_seconds: float = setting(300.0, as_duration, "reclaimAfter")
     # A pending job of a starved queue that has waited this long may also take reclaimable jobs
     # that are not forecast idle (only when idle ones cannot make room). Opt-in: the default,
     # null, takes idle jobs only, which is what an operator enabling an idle reclaimer expects.

@@ -3,8 +3,10 @@
 Pending jobs are served in order: most starved queue first (allocated / deserved), then queue
 priority, job priority, age. For each one, whose queue is still below its deserved share (and
 under its capability): if the free slots already hold it, its slots are reserved and nothing is
-preempted; otherwise victims come from the other queues' ranked candidates (see `victims`),
-within the cycle's budget and never taking a queue below its guarantee. Selection is greedy on
+preempted; if it has waited less than `reclaimAfter`, it waits on (room usually frees itself
+sooner, and a victim would lose its work for little); otherwise victims come from the other
+queues' ranked candidates (see `victims`), within the cycle's budget and never taking a queue
+below its guarantee. Selection is greedy on
 pods gained per node (`free // pod_size`), each victim's gain capped at what is still missing so
 that among victims that would each suffice the most confidently idle wins; then victims the fit
 no longer needs are dropped again, which keeps the set small. A job is preempted only when the
@@ -106,12 +108,15 @@ def plan_preemptions(
     limits: Limits,
     *,
     now: float = 0.0,
+    after: float = 0.0,
     busy_after: float | None = None,
 ) -> tuple[list[Action], list[Skip]]:
     """Serve `demands` in order, preempting from `victims` (ranked); mutates `ledger`.
 
-    Busy victims are offered only to a pending job that has waited `busy_after` seconds by
-    `now`, and only once the idle victims alone cannot make room for it.
+    A pending job takes victims only once it has waited `after` seconds by `now` (until then
+    it stays unserved, so it still holds resumes back). Busy victims are offered only to a
+    pending job that has waited `busy_after` seconds, and only once the idle victims alone
+    cannot make room for it.
     """
     search = _Search(ledger, Budget(limits))
     idle = [v for v in victims if v.idle]
@@ -126,6 +131,10 @@ def plan_preemptions(
         if ledger.free.fit_count(pod_gpus) >= pods:
             skips.append(_fits_skip(d, pod_gpus, pods, ledger))
             grant(d, pod_gpus, pods, ledger)
+            continue
+        if now - d.since < after:
+            ledger.unserved.append(d)
+            skips.append(_waited_briefly(d, now, after))
             continue
         waited_out = busy_after is not None and now - d.since >= busy_after
         picked = search.find(d, idle, False)
@@ -202,6 +211,12 @@ def _queue_refuses(d: PendingDemand, ledger: Ledger) -> Skip | None:
     if allocated >= deserved:
         return Skip(d.job, Reason.QUEUE_AT_SHARE, f"{d.queue} holds {allocated:g}/{deserved:g}")
     return ledger.over_capability(d.job, d.queue, d.gpus)
+
+
+def _waited_briefly(d: PendingDemand, now: float, after: float) -> Skip:
+    waited = format_duration(max(now - d.since, 0.0))
+    detail = f"waited {waited} of reclaimAfter {format_duration(after)}"
+    return Skip(d.job, Reason.WAITED_BRIEFLY, detail)
 
 
 def _release(v: Victim, ledger: Ledger) -> None:

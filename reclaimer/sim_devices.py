@@ -1,4 +1,4 @@
-"""The planner's two views of a replay tick, and the victims the controller's plan picks in them.
+"""The planner's two views of a replay tick, and what the controller's plan does in them.
 
 The main view (`sim_policies.snapshot_of`) shows the planner one node per device in tenths of a
 GPU: exact for the one-device pods (whole-GPU or GPU-sharing) that are 97% of the trace, and the
@@ -11,6 +11,8 @@ steps, each with the controller's real `plan()` on the same forecasts:
    multi-GPU pending pods, each shown as one pod of k slots.
 
 Only one step acts in a tick, so the policy's per-cycle limits hold for the tick as a whole.
+Resumes of suspended victims are planned apart (`planned_resumes`), in the device view with every
+pending job, in ticks that preempt nothing.
 
 The node view has one planner node per trace node with one slot per device (`replicas` 1), so
 the planner's per-node fit check (`free // k`) is exactly "k free devices on one node". A device
@@ -96,7 +98,7 @@ def _group_job(device: str, runs: tuple[RunningJob, ...]) -> Job:
     name = f"~{node}~{gpu}"
     return Job(
         key=f"{queue}/{name}",
-        kind=JobKind.POD,
+        kind=JobKind.PYTORCH_JOB,
         namespace=queue,
         name=name,
         queue=queue,
@@ -216,3 +218,14 @@ def planned_victims(view: TickView, usage: Usage, controller: Controller, blind:
         for key in nodes.members.get(a.target, (a.target,))
         if key in by_key
     ]
+
+
+def planned_resumes(view: TickView, controller: Controller) -> list[int]:
+    """The suspended victims the controller's plan resumes now, in the device view.
+
+    This plan sees every pending job (multi-GPU ones as gangs of whole-device pods), so a
+    starved job of any shape that finds no room holds the resumes back, as in the controller.
+    """
+    by_key = {h.job.key: h.index for h in view.suspended}
+    plan = controller.plan_resumes(snapshot_of(view), {}, view.now)
+    return [by_key[a.target] for a in plan.actions if a.kind is ActionKind.RESUME]

@@ -9,7 +9,8 @@ over all its (re)queueings, censored at the end of the replay; percentiles are p
 A preemption is wrongful when the victim would have reached the idle threshold again within the
 forecast horizon after the preemption point (read from its own profile); it is guaranteed when
 the victim's queue is not reclaimable (every policy must keep that at zero). Lost GPU-hours are
-the GPUs x seconds of work since the victim's last checkpoint (or start).
+the GPUs x seconds of work (time at or above the idle threshold) since the victim's last
+checkpoint (or start): what it must do again.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@
   1), so victim choice, fit check, limits and minimum runtime are the same as ours.
 - `forecast` (ours): the controller's own `forecast()` on each running reclaimable job's recent
   utilization history, then the controller's own `plan()`; victims are what the plan preempts.
-  Under the default policy that includes busy reclaimable jobs for a pending job that has waited
-  `reclaimBusyAfter` (10 minutes) when idle ones cannot make room; set it to null for idle only.
+  The default policy takes idle jobs only; with `reclaimBusyAfter` set, also busy reclaimable
+  jobs for a pending job that has waited that long when idle ones cannot make room.
 
 The tick sees a `TickView` of the replay (running and pending jobs); what the controller gets is
 a `Snapshot` built from it, the shape the live controller builds from the cluster. The planner
@@ -80,7 +80,9 @@ class Controller:
     min_runtime_seconds: float  # the planner never preempts younger jobs
     min_history_seconds: float  # the forecaster never calls a job with less history idle
     cooldown_seconds: float  # the planner leaves a job alone this long after acting on it
+    reclaim_after_seconds: float  # the planner takes no victim for a job pending less long
     plan_devices: PlanFn  # in the node view (see `sim_devices`): limits counted in devices
+    plan_resumes: PlanFn  # in the device view, resumes only (see `sim_devices`)
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,14 @@ class RunningJob:
 
 
 @dataclass(frozen=True)
+class HeldJob:
+    """A victim the reclaimer holds suspended: not running, not pending."""
+
+    index: int
+    job: Job
+
+
+@dataclass(frozen=True)
 class TickView:
     now: float
     running: tuple[RunningJob, ...]
@@ -101,6 +111,7 @@ class TickView:
     queues: tuple[Queue, ...]
     nodes: tuple[Node, ...]
     last_actions: Mapping[str, float]
+    suspended: tuple[HeldJob, ...] = ()
 
 
 def culler_victims(view: TickView, usage: Usage, threshold: float, window: float) -> list[int]:
@@ -168,7 +179,7 @@ def snapshot_of(view: TickView) -> Snapshot:
     return Snapshot(
         taken_at=view.now,
         queues=view.queues,
-        jobs=tuple(r.job for r in view.running),
+        jobs=tuple(r.job for r in view.running) + tuple(h.job for h in view.suspended),
         pods=tuple(p for r in view.running for p in r.pods),
         nodes=view.nodes,
         pending=view.pending,
@@ -184,7 +195,11 @@ def device_name(node: str, device: int) -> str:
 def make_job(
     key: str, queue: str, devices: tuple[str, ...], slots: int, start: float
 ) -> tuple[Job, tuple[Pod, ...]]:
-    """The Job and its Pods (one per device, `slots` each), as the planner sees a trace pod."""
+    """The Job and its Pods (one per device, `slots` each), as the planner sees a trace pod.
+
+    A trace pod stands for the suspendable jobs the reclaimer is made for (a PyTorchJob here),
+    so a victim is suspended and resumed, not deleted.
+    """
     namespace, _, name = key.partition("/")
     names = (name,) if len(devices) == 1 else tuple(f"{name}-{i}" for i in range(len(devices)))
     pods = tuple(
@@ -202,7 +217,7 @@ def make_job(
     )
     job = Job(
         key=key,
-        kind=JobKind.POD,
+        kind=JobKind.PYTORCH_JOB,
         namespace=namespace,
         name=name,
         queue=queue,
@@ -212,3 +227,20 @@ def make_job(
         pods=tuple(p.key for p in pods),
     )
     return job, pods
+
+
+def suspended_job(key: str, queue: str, slots: int, count: int, since: float) -> Job:
+    """A trace pod the reclaimer suspended, as the planner sees it: no pods, `count` to place."""
+    namespace, _, name = key.partition("/")
+    return Job(
+        key=key,
+        kind=JobKind.PYTORCH_JOB,
+        namespace=namespace,
+        name=name,
+        queue=queue,
+        gpus=slots * count,
+        min_member=count,
+        start_time=since,
+        suspended=True,
+        suspended_by_reclaimer=True,
+    )

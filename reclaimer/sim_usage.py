@@ -6,9 +6,14 @@ seconds of progress (work done, which a preemption rolls back) is the profile sa
 job that re-runs lost work replays the same usage, and "would the victim have been busy again?"
 is answered by reading its own profile just after the preemption point.
 
-Everything is precomputed as numpy arrays so lookups are vectorized: prefix sums (busy seconds
-of a run segment in O(1)), a trailing maximum over the idle-culler window, and a leading maximum
-over the forecast horizon (wrongful-preemption check).
+A job's *work* is the time it spends at or above the idle threshold: a sample below it is a job
+waiting (for a user, for data, for requests), not computing. `work_seconds` is what a preemption
+costs the victim (the work since its last checkpoint, which it must do again); idle time is not
+redone, since a resumed job does not wait again for what already came.
+
+Everything is precomputed as numpy arrays so lookups are vectorized: prefix sums (busy and work
+seconds of a run segment in O(1)), a trailing maximum over the idle-culler window, and a leading
+maximum over the forecast horizon (wrongful-preemption check).
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ class Usage:
     step: float
     values: FloatArray
     prefix: FloatArray  # per profile, its prefix sums back to back (length + 1 each)
+    working: FloatArray  # 1.0 where a sample is at or above the threshold (work), else 0.0
+    work_prefix: FloatArray  # prefix sums of `working`, laid out like `prefix`
     trailing_max: FloatArray  # max of the idle window ending at each sample
     leading_max: FloatArray  # max of the horizon starting at each sample
     start: IntArray  # per job: first sample of its profile in `values`
@@ -73,21 +80,32 @@ class Usage:
         pos = self.position(np.array([job]), np.array([progress]))
         return bool(self.leading_max[pos[0]] >= threshold)
 
-    def _cumulative(self, job: int, samples: float) -> float:
+    def _cumulative(
+        self, job: int, samples: float, prefix: FloatArray, values: FloatArray
+    ) -> float:
         length = int(self.length[job])
         whole, rest = divmod(samples, length)
         index = int(rest)
         base = int(self.prefix_start[job])
-        total = self.prefix[base + length]
-        partial = self.prefix[base + index] + (rest - index) * self.values[self.start[job] + index]
+        total = prefix[base + length]
+        partial = prefix[base + index] + (rest - index) * values[self.start[job] + index]
         return float(whole * total + partial)
 
-    def busy_seconds(self, job: int, progress_from: float, progress_to: float) -> float:
-        """Utilization-weighted seconds of the run segment between two progress points."""
+    def _integral(self, job: int, progress_from: float, progress_to: float, work: bool) -> float:
+        prefix, values = (self.work_prefix, self.working) if work else (self.prefix, self.values)
         offset = float(self.offset[job])
         a = offset + progress_from / self.step
         b = offset + progress_to / self.step
-        return (self._cumulative(job, b) - self._cumulative(job, a)) * self.step
+        span = self._cumulative(job, b, prefix, values) - self._cumulative(job, a, prefix, values)
+        return span * self.step
+
+    def busy_seconds(self, job: int, progress_from: float, progress_to: float) -> float:
+        """Utilization-weighted seconds of the run segment between two progress points."""
+        return self._integral(job, progress_from, progress_to, work=False)
+
+    def work_seconds(self, job: int, progress_from: float, progress_to: float) -> float:
+        """Seconds at or above the threshold between two progress points: the work done."""
+        return self._integral(job, progress_from, progress_to, work=True)
 
 
 def assign_usage(
@@ -96,20 +114,27 @@ def assign_usage(
     seed: int,
     idle_window_seconds: float,
     horizon_seconds: float,
+    *,
+    threshold: float,
 ) -> Usage:
-    """Give each job a profile and an offset by a seeded choice (same seed, same assignment)."""
+    """Give each job a profile and an offset by a seeded choice (same seed, same assignment).
+
+    `threshold` is the idle threshold: samples at or above it are work.
+    """
     rng = np.random.default_rng(seed)
     which = rng.integers(0, len(profiles.lengths), size=n_jobs)
     lengths = profiles.lengths[which]
     offsets = (rng.random(n_jobs) * lengths).astype(np.int64)
     idle_k = max(1, math.ceil(idle_window_seconds / profiles.step))
     horizon_k = max(1, math.ceil(horizon_seconds / profiles.step) + 1)
-    prefixes, trailing, leading = [], [], []
+    working = (profiles.values >= threshold).astype(np.float64)
+    prefixes, work_prefixes, trailing, leading = [], [], [], []
     prefix_starts = np.zeros(len(profiles.lengths), dtype=np.int64)
     cursor = 0
     for i, (s, n) in enumerate(zip(profiles.starts, profiles.lengths, strict=True)):
         v = profiles.values[s : s + n]
         prefixes.append(np.concatenate([[0.0], np.cumsum(v)]))
+        work_prefixes.append(np.concatenate([[0.0], np.cumsum(working[s : s + n])]))
         trailing.append(_circular_max(v, idle_k, leading=False))
         leading.append(_circular_max(v, horizon_k, leading=True))
         prefix_starts[i] = cursor
@@ -118,6 +143,8 @@ def assign_usage(
         step=profiles.step,
         values=profiles.values,
         prefix=np.concatenate(prefixes),
+        working=working,
+        work_prefix=np.concatenate(work_prefixes),
         trailing_max=np.concatenate(trailing),
         leading_max=np.concatenate(leading),
         start=profiles.starts[which],

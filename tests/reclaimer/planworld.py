@@ -170,8 +170,8 @@ class World:
         return self
 
     def pend(self, key: str, queue: str, gpus: int, pods: int = 1, **kw: Any) -> World:
-        """A pending job; it arrived just now unless `since` says otherwise."""
-        kw.setdefault("since", self.now)
+        """A pending job; it has waited an hour (past `reclaimAfter`) unless `since` says so."""
+        kw.setdefault("since", self.now - HOUR)
         self.pending.append(PendingDemand(queue=queue, job=key, gpus=gpus, min_member=pods, **kw))
         return self
 

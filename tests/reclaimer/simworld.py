@@ -12,6 +12,7 @@ from reclaimer.policy import Policy
 from reclaimer.sim_controller import controller_for
 from reclaimer.sim_metrics import SimResult
 from reclaimer.sim_policies import PolicyName
+from reclaimer.sim_replay import Event
 from reclaimer.sim_trace import parse_nodes, parse_pods, parse_profiles
 from reclaimer.simulate import SimSettings, simulate
 
@@ -77,6 +78,8 @@ IDLE = profile_frame([0.0] * 240)
 """Never busy: four hours of zeros."""
 BURSTY = profile_frame([0.0] * 40 + [50.0] * 10, repeat=6)
 """Idle 40 minutes, busy 10, over and over."""
+WORKING_4_OF_5 = profile_frame([0.0] + [50.0] * 4, repeat=20)
+"""Busy four minutes of every five: any whole number of 5-minute steps is 80% work."""
 
 
 def run(
@@ -87,7 +90,9 @@ def run(
     *,
     seed: int = 0,
     reclaim_policy: Policy | None = None,
+    events: list[Event] | None = None,
 ) -> SimResult:
+    """Replay `pods` on nodes of `gpus` GPUs; `events`, when given, collects every job event."""
     reclaim = reclaim_policy or Policy()
     settings = SimSettings(
         policy=policy,
@@ -100,10 +105,13 @@ def run(
         parse_profiles(profile),
         settings,
         controller=controller_for(reclaim),
+        on_event=None if events is None else events.append,
     )
 
 
-def write_trace(directory: Path, pods: Sequence[P], gpus: Sequence[int]) -> dict[str, Path]:
+def write_trace(
+    directory: Path, pods: Sequence[P], gpus: Sequence[int], profile: pd.DataFrame = IDLE
+) -> dict[str, Path]:
     paths = {
         "pods": directory / "pods.csv",
         "nodes": directory / "nodes.csv",
@@ -111,5 +119,5 @@ def write_trace(directory: Path, pods: Sequence[P], gpus: Sequence[int]) -> dict
     }
     pods_frame(pods).to_csv(paths["pods"], index=False)
     nodes_frame(gpus).to_csv(paths["nodes"], index=False)
-    IDLE.to_csv(paths["utilization"], index=False)
+    profile.to_csv(paths["utilization"], index=False)
     return paths

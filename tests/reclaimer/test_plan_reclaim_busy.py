@@ -14,7 +14,7 @@ from reclaimer.shares import proportion
 
 Case = Callable[[], World]
 IDLE_ONLY = Policy(reclaim_busy_after_seconds=None)
-BUSY_10M = Policy(reclaim_busy_after_seconds=600.0)
+BUSY_10M = Policy(reclaim_after_seconds=0.0, reclaim_busy_after_seconds=600.0)
 
 
 def _full() -> World:

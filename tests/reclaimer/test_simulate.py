@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from simworld import BURSTY, HOUR, IDLE, P, run
+from simworld import BURSTY, HOUR, IDLE, WORKING_4_OF_5, P, run
 
-from reclaimer.policy import Policy
+from reclaimer.policy import Policy, load_policy
 from reclaimer.sim_policies import PolicyName
+from reclaimer.sim_replay import Event, EventKind
 
 ALL = list(PolicyName)
 
@@ -22,6 +23,10 @@ STARVED = [
 WORK_GPU_HOURS = sum(p.runtime for p in STARVED) / HOUR
 
 
+def _preemptions(events: list[Event]) -> list[Event]:
+    return [e for e in events if e.kind is EventKind.PREEMPTED]
+
+
 @pytest.mark.parametrize("policy", [PolicyName.FORECAST, PolicyName.ALLOCATION], ids=str)
 def test_idle_best_effort_job_is_preempted_for_a_waiting_guaranteed_job(policy):
     result = run(STARVED, [1, 1], policy)
@@ -31,12 +36,35 @@ def test_idle_best_effort_job_is_preempted_for_a_waiting_guaranteed_job(policy):
     assert result.guaranteed_preemptions == 0
     assert result.wrongful_preemptions == 0  # the profile never gets busy
     assert result.wait_p95_s["ls"] < baseline.wait_p95_s["ls"]
-    # the victim ran from 0 until the LS job started, and all of that work is lost
-    ls_start = 3 * HOUR + max(result.wait_p50_s["ls"], result.wait_p95_s["ls"])
-    assert result.lost_gpu_hours == pytest.approx(ls_start / HOUR, abs=0.01)
-    # re-queued work runs again: allocated = the trace's work + what was lost
+    # the victim never worked: it loses nothing and redoes nothing
+    assert result.lost_gpu_hours == 0
+    assert result.gpu_hours_allocated == pytest.approx(WORK_GPU_HOURS, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("profile", "work_share"),
+    [(IDLE, 0.0), (BURSTY, None), (WORKING_4_OF_5, 0.8)],
+    ids=["idle", "bursty", "busy-4-of-5-minutes"],
+)
+def test_a_victim_redoes_its_work_since_its_start_but_not_its_idle_time(profile, work_share):
+    events: list[Event] = []
+    result = run(STARVED, [1, 1], PolicyName.ALLOCATION, profile, events=events)  # takes busy too
+    (cut,) = _preemptions(events)
+    ran = cut.progress  # the victim ran from its start (progress 0) until then
+    resumed = [e for e in events if e.job == cut.job and e.at > cut.at]
+
+    assert result.preemptions == 1
+    assert cut.at % 300 == 0  # on the tick grid: whole 5-minute steps of its profile
+    if work_share is not None:  # whole 5-minute steps: the share holds at any profile offset
+        assert cut.lost_seconds == pytest.approx(work_share * ran)
+    assert 0 <= cut.lost_seconds <= ran
+    assert result.lost_gpu_hours == pytest.approx(cut.lost_seconds / HOUR, abs=0.01)
+    # it goes on where it stood less the work it lost
+    assert [e.kind for e in resumed] == [EventKind.RESUMED, EventKind.STARTED, EventKind.FINISHED]
+    assert resumed[1].progress == pytest.approx(ran - cut.lost_seconds)
+    # lost work is done again, idle time is not: allocated = the trace's run time + lost work
     assert result.gpu_hours_allocated == pytest.approx(
-        WORK_GPU_HOURS + result.lost_gpu_hours, abs=0.02
+        WORK_GPU_HOURS + result.lost_gpu_hours, abs=0.01
     )
 
 
@@ -51,18 +79,21 @@ def test_nothing_is_preempted_without_a_policy():
 
 def test_a_checkpoint_interval_limits_the_lost_work():
     every = HOUR
-    plain = run(STARVED, [1, 1], PolicyName.FORECAST)
+    plain = run(STARVED, [1, 1], PolicyName.ALLOCATION, WORKING_4_OF_5)
+    events: list[Event] = []
     saved = run(
         STARVED,
         [1, 1],
-        PolicyName.FORECAST,
+        PolicyName.ALLOCATION,
+        WORKING_4_OF_5,
         reclaim_policy=Policy(checkpoint_interval_seconds=every),
+        events=events,
     )
+    (cut,) = _preemptions(events)
 
     assert saved.preemptions == plain.preemptions == 1
-    assert saved.lost_gpu_hours == pytest.approx(
-        (plain.lost_gpu_hours * HOUR % every) / HOUR, abs=0.01
-    )
+    # only the work since the last checkpoint is lost
+    assert cut.lost_seconds == pytest.approx(0.8 * (cut.progress % every))
     assert saved.lost_gpu_hours < plain.lost_gpu_hours
 
 
@@ -93,7 +124,7 @@ def test_idle_culler_preemptions_are_wrongful_when_the_victim_gets_busy_again(
     assert result.preemptions > 0  # it culls even though nobody waits
     expected = result.preemptions if all_wrongful else 0
     assert result.wrongful_preemptions == expected
-    assert result.lost_gpu_hours > 0
+    assert (result.lost_gpu_hours > 0) == all_wrongful  # a job that never works loses nothing
 
 
 def test_the_forecast_policy_leaves_jobs_alone_when_nobody_waits():
@@ -140,3 +171,53 @@ def test_replay_invariants(policy, shapes):
     assert 0 <= result.gpu_hours_busy <= result.gpu_hours_allocated <= result.gpu_hours_capacity
     assert 0 <= result.wrongful_preemptions <= result.preemptions
     assert set(result.wait_p95_s) <= {"be", "ls", "burstable"}
+
+
+def _kinds(events: list[Event], job: int) -> list[EventKind]:
+    return [e.kind for e in events if e.job == job]
+
+
+def test_a_planner_victim_stays_suspended_until_the_controller_resumes_it():
+    events: list[Event] = []
+    result = run(STARVED, [1, 1], PolicyName.FORECAST, events=events)
+    (cut,) = _preemptions(events)
+    ls_done = next(e.at for e in events if e.kind is EventKind.FINISHED and e.job == 2)
+    resumed = next(e for e in events if e.kind is EventKind.RESUMED)
+
+    assert cut.suspended
+    assert _kinds(events, cut.job) == [
+        EventKind.QUEUED,
+        EventKind.STARTED,
+        EventKind.PREEMPTED,
+        EventKind.RESUMED,
+        EventKind.STARTED,
+        EventKind.FINISHED,
+    ]
+    # not while the LS job holds its GPU, nor within the job cool-down after its preemption
+    assert resumed.job == cut.job
+    assert resumed.at >= max(ls_done, cut.at + Policy().job_cooldown_seconds)
+    # its time suspended is waiting: be-1 waited it all, be-2 not at all (p50 of the two)
+    started_again = [e for e in events if e.job == cut.job][-2]
+    assert result.wait_p50_s["be"] == pytest.approx((started_again.at - cut.at) / 2, abs=0.1)
+
+
+def test_without_resumes_a_victim_waits_to_the_end_of_the_replay():
+    events: list[Event] = []
+    policy = load_policy("actions: {resume: false}")
+    run(STARVED, [1, 1], PolicyName.FORECAST, reclaim_policy=policy, events=events)
+    (cut,) = _preemptions(events)
+
+    assert _kinds(events, cut.job)[-1] is EventKind.PREEMPTED
+
+
+def test_the_idle_culler_requeues_its_victims_at_once():
+    events: list[Event] = []
+    run([P("be-1", "BE", 0.0, 6 * HOUR)], [1], PolicyName.THRESHOLD, IDLE, events=events)
+    cut = _preemptions(events)[0]
+    after = [e for e in events if e.job == cut.job and e.at >= cut.at][1:3]
+
+    assert not cut.suspended
+    assert [(e.kind, e.at) for e in after] == [
+        (EventKind.QUEUED, cut.at),
+        (EventKind.STARTED, cut.at),
+    ]

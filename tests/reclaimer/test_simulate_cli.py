@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 import pytest
-from simworld import HOUR, P, write_trace
+from simworld import HOUR, WORKING_4_OF_5, P, write_trace
 
 from reclaimer.cli import main
 from reclaimer.sim_metrics import JSON_KEYS
@@ -60,13 +60,13 @@ def test_without_json_a_table_lists_every_key(tmp_path, capsys):
 
 
 def test_a_policy_file_sets_the_checkpoint_interval(tmp_path, capsys):
-    paths = write_trace(tmp_path, TRACE, [1, 1])
+    paths = write_trace(tmp_path, TRACE, [1, 1], WORKING_4_OF_5)  # a busy victim loses work
     policy = tmp_path / "policy.yaml"
     policy.write_text("checkpointInterval: 1h\n")
 
-    main(_args(paths, "--policy", "forecast", "--json"))
+    main(_args(paths, "--policy", "allocation", "--json"))
     plain = json.loads(capsys.readouterr().out)
-    main(_args(paths, "--policy", "forecast", "--json", "--policy-file", str(policy)))
+    main(_args(paths, "--policy", "allocation", "--json", "--policy-file", str(policy)))
     saved = json.loads(capsys.readouterr().out)
 
     assert plain["preemptions"] == saved["preemptions"] == 1

@@ -119,7 +119,7 @@ def _usage(values: list[float], seed: int = 0):
             "container_ip": "p",
         }
     )
-    return assign_usage(parse_profiles(frame), 1, seed, 1800.0, 900.0)
+    return assign_usage(parse_profiles(frame), 1, seed, 1800.0, 900.0, threshold=0.05)
 
 
 def test_busy_seconds_over_a_whole_cycle_is_the_profile_total():
@@ -147,3 +147,23 @@ def test_busy_seconds_add_up_over_consecutive_segments(a, b, c, seed):
 
     assert whole == pytest.approx(parts, abs=1e-6)
     assert 0.0 <= whole <= (c - a) + 1e-6
+
+
+@pytest.mark.parametrize(
+    ("threshold", "working"),
+    [(0.05, 3), (0.5, 1), (0.01, 4)],
+    ids=["default-5%", "high-threshold", "low-threshold"],
+)
+def test_work_seconds_count_samples_at_or_above_the_threshold_whatever_their_level(
+    threshold, working
+):
+    # percent per minute: 0 and 2 are idle at 5%, 5 (at the threshold), 20 and 50 are work
+    values = [0.0, 2.0, 5.0, 20.0, 50.0] * 20
+    frame = pd.DataFrame(
+        {"value": values, "timestamp_anon": [60.0 * i for i in range(100)], "container_ip": "p"}
+    )
+    usage = assign_usage(parse_profiles(frame), 1, 3, 1800.0, 900.0, threshold=threshold)
+
+    assert usage.work_seconds(0, 0.0, 100 * 60.0) == pytest.approx(20 * working * 60.0)
+    # any whole number of 5-minute cycles holds the same share, wherever it starts
+    assert usage.work_seconds(0, 7 * 60.0, 17 * 60.0) == pytest.approx(2 * working * 60.0)
