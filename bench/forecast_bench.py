@@ -22,7 +22,7 @@ import tracemalloc
 import numpy as np
 import pandas as pd
 
-from reclaimer.forecast import ForecastParams, forecast
+from reclaimer.forecast.forecaster import ForecastParams, forecast
 
 
 def synthetic_history(jobs: int, days: float, step: float, seed: int) -> pd.DataFrame:

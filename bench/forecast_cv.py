@@ -6,8 +6,8 @@
 The project checks the forecaster on further pods of the same trace that it keeps aside, so a
 number measured on the pods the method was tuned on says little. This script splits the pods
 at random into `--folds` folds (once per seed) and runs `forecast-eval`'s exact protocol
-(`reclaimer.backtest`) on each fold's pods alone, as if that fold were the held-out file: the
-walk-forward models learn only from that fold's earlier windows and the fleet features see only
+(`reclaimer.forecast.backtest`) on each fold's pods alone, as if that fold were the held-out file:
+the walk-forward models learn only from that fold's earlier windows and the fleet features see only
 its pods. Nothing is fitted on the other folds, because no method ships parameters; a method that
 did would have to be fitted on the other folds here.
 
@@ -37,14 +37,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reclaimer.backtest import WARMUP_SECONDS, answers, origins
-from reclaimer.baselines import BASELINES
-from reclaimer.features import Grid, build_grid, busy_flags, fleet_fraction, samples_for
-from reclaimer.forecast import DEFAULT_METHOD, FORECASTERS, ForecastParams
-from reclaimer.forecast_eval import read_trace
-from reclaimer.forecast_params import Forecaster, Prediction
-from reclaimer.idle_model import _assemble, _training_columns, eligible
-from reclaimer.logistic import fit_logistic
+from reclaimer.commands.forecast_eval import read_trace
+from reclaimer.forecast.backtest import WARMUP_SECONDS, answers, origins
+from reclaimer.forecast.baselines import BASELINES
+from reclaimer.forecast.features import Grid, build_grid, busy_flags, fleet_fraction, samples_for
+from reclaimer.forecast.forecaster import DEFAULT_METHOD, FORECASTERS, ForecastParams
+from reclaimer.forecast.idle_model import _assemble, _training_columns, eligible
+from reclaimer.forecast.logistic import fit_logistic
+from reclaimer.forecast.params import Forecaster, Prediction
 
 TARGET_PRECISION = 0.90
 TARGET_RECALL = 0.60

@@ -25,7 +25,7 @@ from fakeapi import FakeApiServer, FakeCluster
 from kubernetes import client as k8s
 
 from reclaimer.kube.client import api_from_configuration
-from reclaimer.kube.convert import ClusterObjects, group_by_kind, to_cluster_view
+from reclaimer.kube.objects.convert import ClusterObjects, group_by_kind, to_cluster_view
 from reclaimer.kube.read import read_cluster_sync
 
 

@@ -6,11 +6,11 @@
 Builds a cluster the size of the issue's target: 1,000 nodes of 8 GPUs (a third of them
 time-sliced 4 ways), filled with 10,000 GPU jobs (whole-node and multi-node gangs, small jobs,
 shared-GPU pods), 40 queues (half reclaimable, deserved shares by weight, some starved), 2,000
-pending jobs of mixed gang shapes, jobs the reclaimer suspended, per-GPU stats on every node.
-By default it first runs `reclaimer.forecast.forecast` on 7 days of 5-minute history per job
-(2,016 samples x 10,000 jobs, from `forecast_bench.synthetic_history`) and plans on its answers;
-`--synthetic-forecasts` skips that and draws forecasts at random (plan alone). Reports wall and
-CPU seconds for each step, the plan's size, and the process' peak RSS (`ru_maxrss`, which
+pending jobs of mixed gang shapes, jobs the reclaimer suspended, per-GPU stats on every node. By
+default it first runs `reclaimer.forecast.forecaster.forecast` on 7 days of 5-minute history per
+job (2,016 samples x 10,000 jobs, from `forecast_bench.synthetic_history`) and plans on its
+answers; `--synthetic-forecasts` skips that and draws forecasts at random (plan alone). Reports
+wall and CPU seconds for each step, the plan's size, and the process' peak RSS (`ru_maxrss`, which
 includes the history frame). Budget (issue 3): forecast + plan < 30 s and < 1 GiB on 2 cores.
 """
 
@@ -26,7 +26,7 @@ from types import MappingProxyType
 
 from forecast_bench import synthetic_history  # bench/ is on sys.path when run as a script
 
-from reclaimer.forecast import ForecastParams, forecast
+from reclaimer.forecast.forecaster import ForecastParams, forecast
 from reclaimer.model import (
     DataQuality,
     Forecast,
@@ -40,8 +40,8 @@ from reclaimer.model import (
     Queue,
     Snapshot,
 )
-from reclaimer.plan import plan
-from reclaimer.policy import Limits, Policy, TimeSlicing, WorkloadClass
+from reclaimer.plan.planner import plan
+from reclaimer.policy.settings import Limits, Policy, TimeSlicing, WorkloadClass
 
 NOW = 1.7e9 + 7 * 86400 - 300  # the last sample of forecast_bench's 7-day history
 

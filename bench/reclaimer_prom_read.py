@@ -19,10 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from promserver import openmetrics, start_prometheus
 
 import gpu_contract as gc
-from reclaimer.history import HistoryParams, MetricsSource
-from reclaimer.metrics_read import read_metrics
 from reclaimer.model import ClusterView, Job, JobKind, Node, Pod, PodPhase
-from reclaimer.prom import PromClient, RetryPolicy
+from reclaimer.prometheus.client import PromClient, RetryPolicy
+from reclaimer.prometheus.history import HistoryParams, MetricsSource
+from reclaimer.prometheus.reads import read_metrics
 
 
 def world(n: int, end: float, hours: float) -> tuple[str, ClusterView]:

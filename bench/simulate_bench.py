@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 from types import MappingProxyType
 
-from reclaimer.policy import load_policy
-from reclaimer.sim_controller import controller_for
-from reclaimer.sim_policies import PolicyName
-from reclaimer.sim_trace import read_nodes, read_pods, read_profiles
-from reclaimer.simulate import SimSettings, simulate
-from reclaimer.simulate_cli import DEFAULT_CAPACITY_SCALE
+from reclaimer.commands.simulate import DEFAULT_CAPACITY_SCALE
+from reclaimer.policy.settings import load_policy
+from reclaimer.simulate.planning import controller_for
+from reclaimer.simulate.replay import SimSettings, simulate
+from reclaimer.simulate.strategies import PolicyName
+from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 

@@ -24,11 +24,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from reclaimer.policy import Policy, load_policy
-from reclaimer.sim_controller import controller_for
-from reclaimer.sim_policies import PolicyName
-from reclaimer.sim_trace import read_nodes, read_pods, read_profiles
-from reclaimer.simulate import SimSettings, simulate
+from reclaimer.policy.settings import Policy, load_policy
+from reclaimer.simulate.planning import controller_for
+from reclaimer.simulate.replay import SimSettings, simulate
+from reclaimer.simulate.strategies import PolicyName
+from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 SCALES = "0.005,0.006,0.007,0.008,0.009,0.010"

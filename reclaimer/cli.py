@@ -12,9 +12,12 @@ import sys
 from collections.abc import Sequence
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("reclaimer.run_cli", "run the controller (dry-run unless --apply)"),
-    "forecast-eval": ("reclaimer.forecast_eval", "evaluate idle-window forecasters on a trace"),
-    "simulate": ("reclaimer.simulate_cli", "replay a cluster trace under each reclaim policy"),
+    "run": ("reclaimer.commands.run", "run the controller (dry-run unless --apply)"),
+    "forecast-eval": (
+        "reclaimer.commands.forecast_eval",
+        "evaluate idle-window forecasters on a trace",
+    ),
+    "simulate": ("reclaimer.commands.simulate", "replay a cluster trace under each reclaim policy"),
 }
 
 

@@ -24,7 +24,7 @@ class QueueState(StrEnum):
 
 
 class JobKind(StrEnum):
-    """A workload the reclaimer stops whole (`reclaimer.kube.kinds` says how)."""
+    """A workload the reclaimer stops whole (`reclaimer.kube.objects.kinds` says how)."""
 
     PYTORCH_JOB = "PyTorchJob"
     TF_JOB = "TFJob"

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from reclaimer.kube import resources as r
 from reclaimer.kube.client import KubeApi, KubeError, call
+from reclaimer.kube.objects import resources as r
 from reclaimer.kube.write import rfc3339_micro
 
 log = logging.getLogger(__name__)

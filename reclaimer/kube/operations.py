@@ -26,10 +26,10 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reclaimer.kube import disruption, kinds, volcano
-from reclaimer.kube import fields as f
-from reclaimer.kube import resources as r
 from reclaimer.kube.client import KubeError
+from reclaimer.kube.objects import disruption, kinds, volcano
+from reclaimer.kube.objects import fields as f
+from reclaimer.kube.objects import resources as r
 from reclaimer.kube.write import KubeWriter, rfc3339
 from reclaimer.model import Job, Pod
 

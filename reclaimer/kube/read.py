@@ -14,10 +14,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from reclaimer.kube import kinds
-from reclaimer.kube import resources as r
 from reclaimer.kube.client import KubeApi, KubeError, call
-from reclaimer.kube.convert import ClusterObjects, to_cluster_view
+from reclaimer.kube.objects import kinds
+from reclaimer.kube.objects import resources as r
+from reclaimer.kube.objects.convert import ClusterObjects, to_cluster_view
 from reclaimer.model import ClusterView
 
 log = logging.getLogger(__name__)

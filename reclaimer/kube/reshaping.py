@@ -25,10 +25,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reclaimer.kube import fields as f
-from reclaimer.kube import resources as r
-from reclaimer.kube import timeslicing
 from reclaimer.kube.client import KubeError
+from reclaimer.kube.objects import fields as f
+from reclaimer.kube.objects import resources as r
+from reclaimer.kube.objects import timeslicing
 from reclaimer.kube.operations import Precondition
 from reclaimer.kube.write import KubeWriter, rfc3339
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from reclaimer.kube import resources as r
 from reclaimer.kube.client import KubeApi, call
+from reclaimer.kube.objects import resources as r
 
 Obj = dict[str, Any]
 

@@ -6,10 +6,10 @@ from typing import Any
 
 from fakeapi import FakeCluster
 
-from reclaimer.actuator import Actuator
 from reclaimer.kube.read import read_cluster_sync
 from reclaimer.model import Action, ActionKind, ActionResult, Evidence, Forecast, Reason
-from reclaimer.policy import Policy
+from reclaimer.policy.settings import Policy
+from reclaimer.runtime.actuator import Actuator
 
 NOW = 1_796_000_000.0  # 2026-11-30T00:53:20Z, after every fixture timestamp plus cool-downs
 PYT = ("kubeflow.org", "v1", "pytorchjobs")

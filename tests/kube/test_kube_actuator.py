@@ -20,11 +20,11 @@ from kube.plan_fixture import (
     resume,
     run,
 )
-from reclaimer.actuator import Actuator
-from reclaimer.kube import resources as r
+from reclaimer.kube.objects import resources as r
 from reclaimer.kube.read import read_cluster_sync
 from reclaimer.model import Action, Outcome, Reason
-from reclaimer.policy import Actions, Limits, Policy
+from reclaimer.policy.settings import Actions, Limits, Policy
+from reclaimer.runtime.actuator import Actuator
 
 
 def test_preempt_pytorchjob_suspends_annotates_and_records(api, cluster: FakeCluster) -> None:

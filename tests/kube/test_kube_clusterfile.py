@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reclaimer.clusterfile import ClusterFileError, load_cluster_file, load_cluster_view
+from reclaimer.kube.dumps import ClusterFileError, load_cluster_file, load_cluster_view
 
 REPO = Path(__file__).resolve().parent.parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "cluster" / "cluster.yaml"

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import yaml
 
-from reclaimer.clusterfile import parse_objects
-from reclaimer.kube.convert import ClusterObjects, to_cluster_view
-from reclaimer.kube.gangs import pending_since, volcano_job
-from reclaimer.kube.quantity import QuantityError, parse_quantity
+from reclaimer.kube.dumps import parse_objects
+from reclaimer.kube.objects.convert import ClusterObjects, to_cluster_view
+from reclaimer.kube.objects.gangs import pending_since, volcano_job
+from reclaimer.kube.objects.quantity import QuantityError, parse_quantity
 from reclaimer.model import JobKind, PodPhase, QueueState
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "cluster" / "cluster.yaml"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from reclaimer.kube.disruption import blocking_budget, disruptions_allowed, selects
+from reclaimer.kube.objects.disruption import blocking_budget, disruptions_allowed, selects
 from reclaimer.model import Pod, PodPhase
 
 APP = {"app": "train", "tier": "gpu"}

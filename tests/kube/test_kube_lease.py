@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import pytest
 from fakeapi import FakeCluster
 
-from reclaimer.actuator import Actuator
 from reclaimer.kube.lease import LeaderElector, LeaseConfig, may_take
 from reclaimer.kube.read import read_cluster_sync
 from reclaimer.model import Action, ActionKind, Evidence, Outcome, Reason
+from reclaimer.runtime.actuator import Actuator
 
 LEASE = ("coordination.k8s.io", "v1", "leases")
 WALL0 = 1_796_000_000.0

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from reclaimer.kube.gangs import managed_elsewhere
+from reclaimer.kube.objects.gangs import managed_elsewhere
 
 
 def _job(labels: dict[str, str] | None = None, managed_by: str | None = None) -> dict[str, Any]:

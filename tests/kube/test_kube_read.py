@@ -7,8 +7,8 @@ from fakeapi import FakeApiServer, FakeCluster, write_kubeconfig
 from kubernetes import client as k8s
 
 from kube.cluster_fixture import CLUSTER_YAML, TIMEOUT_S, fixture_objects
-from reclaimer.clusterfile import load_cluster_file
 from reclaimer.kube.client import KubeConfigError, api_from_configuration, build_api
+from reclaimer.kube.dumps import load_cluster_file
 from reclaimer.kube.read import ClusterReadError, read_cluster, read_cluster_sync
 
 

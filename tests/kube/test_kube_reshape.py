@@ -6,9 +6,9 @@ import yaml
 from fakeapi import FakeCluster
 
 from kube.plan_fixture import CM, NODE, NOW, events_for, reshape, run
-from reclaimer.kube import resources as r
+from reclaimer.kube.objects import resources as r
 from reclaimer.model import Outcome, Reason
-from reclaimer.policy import Policy, TimeSlicing
+from reclaimer.policy.settings import Policy, TimeSlicing
 
 
 def _replicas(cluster: FakeCluster, node: str) -> int:

@@ -7,7 +7,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reclaimer.kube.timeslicing import (
+from reclaimer.kube.objects.timeslicing import (
     KEY_PREFIX,
     TimeSlicingError,
     key_for,

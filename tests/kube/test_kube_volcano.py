@@ -1,4 +1,4 @@
-"""When a Volcano Command is safe to send, and its shape (reclaimer.kube.volcano). Pure."""
+"""When a Volcano Command is safe to send, and its shape (reclaimer.kube.objects.volcano). Pure."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from reclaimer.kube.volcano import CommandAction, command, refusal
+from reclaimer.kube.objects.volcano import CommandAction, command, refusal
 
 ABORT, RESUME = CommandAction.ABORT, CommandAction.RESUME
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kube.workload_objects import NAMES, NS, WORLDS, meta, owner, pod, world
-from reclaimer.kube.convert import group_by_kind, to_cluster_view
-from reclaimer.kube.owners import OwnerIndex
+from reclaimer.kube.objects.convert import group_by_kind, to_cluster_view
+from reclaimer.kube.objects.owners import OwnerIndex
 from reclaimer.model import JobKind
 
 

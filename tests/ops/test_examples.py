@@ -16,9 +16,9 @@ import pytest
 import yaml
 from manifests import DEPLOY, REPO, Obj, load_yaml, name_of, render, schema_errors, walk
 
-from reclaimer.clusterfile import load_cluster_view
-from reclaimer.kube import kinds
-from reclaimer.policy import load_policy
+from reclaimer.kube.dumps import load_cluster_view
+from reclaimer.kube.objects import kinds
+from reclaimer.policy.settings import load_policy
 
 EXAMPLES = DEPLOY / "examples"
 QUEUE_SPEC = {"weight", "capability", "deserved", "guarantee", "reclaimable", "priority", "parent"}

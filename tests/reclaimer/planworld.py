@@ -24,8 +24,8 @@ from reclaimer.model import (
     Queue,
     Snapshot,
 )
-from reclaimer.plan import plan
-from reclaimer.policy import Policy
+from reclaimer.plan.planner import plan
+from reclaimer.policy.settings import Policy
 
 NOW = 1_000_000.0
 HOUR = 3600.0

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from reclaimer.policy import Policy
-from reclaimer.sim_controller import controller_for
-from reclaimer.sim_metrics import SimResult
-from reclaimer.sim_policies import PolicyName
-from reclaimer.sim_replay import Event
-from reclaimer.sim_trace import parse_nodes, parse_pods, parse_profiles
-from reclaimer.simulate import SimSettings, simulate
+from reclaimer.policy.settings import Policy
+from reclaimer.simulate.jobs import Event
+from reclaimer.simulate.planning import controller_for
+from reclaimer.simulate.replay import SimSettings, simulate
+from reclaimer.simulate.results import SimResult
+from reclaimer.simulate.strategies import PolicyName
+from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles
 
 HOUR = 3600.0
 STEP = 60.0

@@ -16,8 +16,6 @@ from clusterviews import job_with_pods, view
 from fakeprom import Reply, fake_prometheus, matrix, vector
 
 import gpu_contract as gc
-from reclaimer.controller import Controller, ControllerConfig, CycleResult, gate
-from reclaimer.history import HistoryParams
 from reclaimer.model import (
     Action,
     ActionKind,
@@ -31,9 +29,11 @@ from reclaimer.model import (
     Reason,
     Snapshot,
 )
-from reclaimer.policy import Policy
-from reclaimer.prom import PromClient, RetryPolicy
-from reclaimer.telemetry import ReclaimerMetrics
+from reclaimer.policy.settings import Policy
+from reclaimer.prometheus.client import PromClient, RetryPolicy
+from reclaimer.prometheus.history import HistoryParams
+from reclaimer.runtime.controller import Controller, ControllerConfig, CycleResult, gate
+from reclaimer.runtime.telemetry import ReclaimerMetrics
 
 NOW = 1_800_000_000.0
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.01, timeout=1.0)

@@ -13,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_controller import RecordingActuator, make, prom_route
 
 import gpu_contract as gc
-from reclaimer.server import make_app
-from reclaimer.telemetry import ReclaimerMetrics
+from reclaimer.runtime.server import make_app
+from reclaimer.runtime.telemetry import ReclaimerMetrics
 
 
 def exposed_names(text: str) -> tuple[set[str], set[str]]:

@@ -1,4 +1,4 @@
-"""Unknown is not idle: which jobs' recent utilization counts as known (reclaimer.coverage)."""
+"""Unknown is not idle: which jobs' recent utilization counts as known (prometheus.coverage)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from clusterviews import job_with_pods, view
 
-from reclaimer.coverage import Recent, unknown_usage
+from reclaimer.prometheus.coverage import Recent, unknown_usage
 
 STEP = 60.0
 NOW = 24 * 3600.0

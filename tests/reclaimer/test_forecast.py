@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reclaimer.features import HistoryError
-from reclaimer.forecast import ForecastParams, forecast
-from reclaimer.idle_model import BURST_RATE, POOLED_LOGISTIC
+from reclaimer.forecast.features import HistoryError
+from reclaimer.forecast.forecaster import ForecastParams, forecast
+from reclaimer.forecast.idle_model import BURST_RATE, POOLED_LOGISTIC
 
 STEP = 60.0
 N = 420  # 7 hours of minutes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from reclaimer.forecast_check import GRACE, CheckResult, PendingCheck, check, remember
+from reclaimer.forecast.checks import GRACE, CheckResult, PendingCheck, check, remember
 from reclaimer.model import Forecast
 
 

@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reclaimer.backtest import answers, evaluate, origins
-from reclaimer.baselines import BASELINES
 from reclaimer.cli import main
-from reclaimer.features import Grid, build_grid
-from reclaimer.forecast import DEFAULT_METHOD, FORECASTERS, ForecastParams
-from reclaimer.forecast_eval import parse_duration, parse_percent, read_trace
-from reclaimer.forecast_params import Prediction
+from reclaimer.commands.forecast_eval import parse_duration, parse_percent, read_trace
+from reclaimer.forecast.backtest import answers, evaluate, origins
+from reclaimer.forecast.baselines import BASELINES
+from reclaimer.forecast.features import Grid, build_grid
+from reclaimer.forecast.forecaster import DEFAULT_METHOD, FORECASTERS, ForecastParams
+from reclaimer.forecast.params import Prediction
 
 NAN = float("nan")
 JSON_KEYS = {"method", "default", "precision", "recall", "idle_gpu_hours_found", "ms_per_series"}

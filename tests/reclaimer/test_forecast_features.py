@@ -9,8 +9,8 @@ import statsmodels.api as sm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reclaimer.baselines import weighted_quantile
-from reclaimer.features import (
+from reclaimer.forecast.baselines import weighted_quantile
+from reclaimer.forecast.features import (
     build_grid,
     busy_flags,
     decayed_fraction,
@@ -19,7 +19,7 @@ from reclaimer.features import (
     seasonal_fleet,
     window_idle,
 )
-from reclaimer.logistic import fit_logistic
+from reclaimer.forecast.logistic import fit_logistic
 
 NAN = float("nan")
 

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpu_contract as gc
-from reclaimer.coverage import Recent
-from reclaimer.history import (
+from reclaimer.prometheus.client import QueryResult, Series
+from reclaimer.prometheus.coverage import Recent
+from reclaimer.prometheus.history import (
     PROMETHEUS_MAX_POINTS,
     UNREADABLE,
     MetricsSource,
@@ -23,7 +24,6 @@ from reclaimer.history import (
     pod_utilization_query,
     time_chunks,
 )
-from reclaimer.prom import QueryResult, Series
 
 
 def series(labels: dict[str, str], *points: tuple[float, float]) -> Series:

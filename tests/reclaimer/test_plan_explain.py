@@ -6,9 +6,9 @@ import json
 
 from planworld import HOUR, World, starved_world
 
-from reclaimer.explain import plan_to_dict, render_plan
 from reclaimer.model import Plan, Reason
-from reclaimer.policy import Policy, TimeSlicing
+from reclaimer.policy.settings import Policy, TimeSlicing
+from reclaimer.report.plan_table import plan_to_dict, render_plan
 
 
 def _world() -> World:

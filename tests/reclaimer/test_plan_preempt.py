@@ -9,8 +9,8 @@ import pytest
 from planworld import HOUR, NOW, World, starved_world
 
 from reclaimer.model import ActionKind, DataQuality, Reason
-from reclaimer.policy import Limits, Policy
-from reclaimer.victims import confidence_band
+from reclaimer.plan.victims import confidence_band
+from reclaimer.policy.settings import Limits, Policy
 
 Case = Callable[[], World]
 

@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from planworld import NOW, forecast
 
-from reclaimer.capacity import is_opted_out
 from reclaimer.model import (
     Action,
     ActionKind,
@@ -28,9 +27,10 @@ from reclaimer.model import (
     Reason,
     Snapshot,
 )
-from reclaimer.plan import plan
-from reclaimer.policy import Limits, Policy
-from reclaimer.victims import min_runtime_seconds
+from reclaimer.plan.capacity import is_opted_out
+from reclaimer.plan.planner import plan
+from reclaimer.plan.victims import min_runtime_seconds
+from reclaimer.policy.settings import Limits, Policy
 
 QUEUES = ("q0", "q1", "q2", "q3")
 ANNOTATIONS = (

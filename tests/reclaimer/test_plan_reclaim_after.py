@@ -12,7 +12,7 @@ import pytest
 from planworld import NOW, World, starved_world
 
 from reclaimer.model import ActionKind, Reason
-from reclaimer.policy import Policy, PolicyError, load_policy
+from reclaimer.policy.settings import Policy, PolicyError, load_policy
 
 Case = Callable[[], World]
 AFTER_15M = Policy(reclaim_after_seconds=900.0)

@@ -9,8 +9,8 @@ import pytest
 from planworld import NOW, World, starved_world
 
 from reclaimer.model import ActionKind, Reason
-from reclaimer.policy import Policy
-from reclaimer.shares import proportion
+from reclaimer.plan.shares import proportion
+from reclaimer.policy.settings import Policy
 
 Case = Callable[[], World]
 IDLE_ONLY = Policy(reclaim_busy_after_seconds=None)

@@ -9,7 +9,7 @@ import pytest
 from planworld import HOUR, World, starved_world
 
 from reclaimer.model import ActionKind, Reason
-from reclaimer.policy import Limits, Policy, TimeSlicing, WorkloadClass
+from reclaimer.policy.settings import Limits, Policy, TimeSlicing, WorkloadClass
 
 Case = Callable[[], World]
 

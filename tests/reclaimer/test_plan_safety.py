@@ -9,7 +9,7 @@ import pytest
 from planworld import NOW, World, starved_world
 
 from reclaimer.model import ActionKind, Reason
-from reclaimer.policy import Policy
+from reclaimer.policy.settings import Policy
 
 Case = Callable[[], World]
 BUSY_10M = Policy(reclaim_busy_after_seconds=600.0)

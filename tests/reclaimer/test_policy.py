@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reclaimer.policy import Policy, PolicyError, TimeSlicing, WorkloadClass, load_policy
-from reclaimer.quantities import format_duration, parse_duration, parse_ratio
+from reclaimer.policy.settings import Policy, PolicyError, TimeSlicing, WorkloadClass, load_policy
+from reclaimer.units import format_duration, parse_duration, parse_ratio
 
 EXAMPLE = Path(__file__).with_name("policy_example.yaml")
 

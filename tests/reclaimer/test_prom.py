@@ -7,7 +7,7 @@ import math
 import pytest
 from fakeprom import Reply, error, fake_prometheus, matrix, vector
 
-from reclaimer.prom import PromClient, PromError, PromErrorKind, RetryPolicy
+from reclaimer.prometheus.client import PromClient, PromError, PromErrorKind, RetryPolicy
 
 FAST = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02, timeout=0.5)
 

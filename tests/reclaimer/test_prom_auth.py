@@ -21,8 +21,8 @@ from fakeapi import FakeCluster, served_kubeconfig
 from promserver import PromServer, free_port, start_prometheus
 
 from reclaimer.cli import main
-from reclaimer.prom import PromClient, PromError, RetryPolicy
-from reclaimer.prom_auth import CredentialError, Credentials, parse_header, redact_url
+from reclaimer.prometheus.auth import CredentialError, Credentials, parse_header, redact_url
+from reclaimer.prometheus.client import PromClient, PromError, RetryPolicy
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = RetryPolicy(attempts=1, timeout=2.0)

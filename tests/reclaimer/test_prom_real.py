@@ -19,12 +19,12 @@ from clusterviews import job_with_pods, view
 from promserver import PromServer, history_base, openmetrics, start_prometheus
 
 import gpu_contract as gc
-from reclaimer.history import HistoryParams, MetricsSource
-from reclaimer.metrics_read import read_metrics
 from reclaimer.model import DataQuality
-from reclaimer.plan import data_gate
-from reclaimer.policy import Policy
-from reclaimer.prom import PromClient
+from reclaimer.plan.planner import data_gate
+from reclaimer.policy.settings import Policy
+from reclaimer.prometheus.client import PromClient
+from reclaimer.prometheus.history import HistoryParams, MetricsSource
+from reclaimer.prometheus.reads import read_metrics
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 

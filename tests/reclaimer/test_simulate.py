@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from simworld import BURSTY, HOUR, IDLE, WORKING_4_OF_5, P, run
 
-from reclaimer.policy import Policy, load_policy
-from reclaimer.sim_policies import PolicyName
-from reclaimer.sim_replay import Event, EventKind
+from reclaimer.policy.settings import Policy, load_policy
+from reclaimer.simulate.jobs import Event, EventKind
+from reclaimer.simulate.strategies import PolicyName
 
 ALL = list(PolicyName)
 

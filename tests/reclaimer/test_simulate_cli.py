@@ -9,8 +9,8 @@ import pytest
 from simworld import HOUR, WORKING_4_OF_5, P, write_trace
 
 from reclaimer.cli import main
-from reclaimer.sim_metrics import JSON_KEYS
-from reclaimer.sim_policies import PolicyName
+from reclaimer.simulate.results import JSON_KEYS
+from reclaimer.simulate.strategies import PolicyName
 
 TRACE = [
     P("be-1", "BE", 0.0, 20 * HOUR),

@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reclaimer.policy import Policy
-from reclaimer.sim_controller import controller_for
-from reclaimer.sim_policies import PolicyName
-from reclaimer.sim_replay import Event, EventKind
-from reclaimer.sim_trace import parse_pods, read_nodes, read_profiles
-from reclaimer.sim_usage import Usage, assign_usage
-from reclaimer.simulate import SimSettings, simulate
+from reclaimer.policy.settings import Policy
+from reclaimer.simulate.jobs import Event, EventKind
+from reclaimer.simulate.planning import controller_for
+from reclaimer.simulate.replay import SimSettings, simulate
+from reclaimer.simulate.strategies import PolicyName
+from reclaimer.simulate.trace import parse_pods, read_nodes, read_profiles
+from reclaimer.simulate.usage import Usage, assign_usage
 
 SEED = 0
 

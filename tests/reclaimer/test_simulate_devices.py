@@ -6,10 +6,10 @@ import pytest
 from simworld import HOUR, P, nodes_frame, run
 
 from reclaimer.model import Forecast, Node, PendingDemand, Queue
-from reclaimer.sim_devices import node_view
-from reclaimer.sim_policies import SLOTS_PER_GPU, PolicyName, RunningJob, TickView, make_job
-from reclaimer.sim_scheduler import Cluster
-from reclaimer.sim_trace import parse_nodes
+from reclaimer.simulate.devices import node_view
+from reclaimer.simulate.scheduler import Cluster
+from reclaimer.simulate.strategies import SLOTS_PER_GPU, PolicyName, RunningJob, TickView, make_job
+from reclaimer.simulate.trace import parse_nodes
 
 NOW = 10 * HOUR
 QUEUES = (

@@ -1,0 +1,1 @@
+"""The command-line programs: run, simulate, forecast-eval (file reads live here)."""

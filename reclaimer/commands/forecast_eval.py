@@ -1,0 +1,139 @@
+"""`gpu-reclaimer forecast-eval`: backtest every idle forecaster and baseline on a trace.
+
+Theory of operation. The shell of `reclaimer.forecast.backtest`: it reads a utilization CSV in the
+`alibaba-gentd26` format (`container_ip`, `timestamp_anon` in seconds, `value` in percent),
+turns it into the forecaster's history frame (`job`, `timestamp`, `value` as a ratio), puts it
+on one grid, runs the protocol with the wall clock injected, and prints a table or JSON. Bad
+input (missing file, missing columns, a duration or threshold it cannot parse) is reported in
+one line on stderr with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from reclaimer import units as quantities
+from reclaimer.forecast.backtest import MethodScore, evaluate
+from reclaimer.forecast.baselines import BASELINES
+from reclaimer.forecast.features import build_grid
+from reclaimer.forecast.forecaster import DEFAULT_METHOD, FORECASTERS, ForecastParams
+
+TRACE_COLUMNS = {"container_ip": "job", "timestamp_anon": "timestamp", "value": "value"}
+
+
+class InputError(ValueError):
+    """Input the command cannot use; the message is shown to the user as is."""
+
+
+def parse_duration(text: str) -> float:
+    """'15m', '900s', '1h' or '900' (seconds) -> seconds > 0."""
+    try:
+        seconds = quantities.parse_duration(text)
+    except ValueError:
+        seconds = 0.0
+    if seconds <= 0:
+        raise InputError(f"cannot parse duration {text!r}: use e.g. 15m, 900s or 1h")
+    return seconds
+
+
+def parse_percent(text: str) -> float:
+    """'5' or '5%' -> 0.05; must lie in (0, 100]."""
+    try:
+        percent = float(text.strip().removesuffix("%"))
+    except ValueError:
+        percent = float("nan")
+    if not 0 < percent <= 100:
+        raise InputError(f"threshold {text!r} must be a percentage in (0, 100]")
+    return percent / 100.0
+
+
+def read_trace(path: Path) -> pd.DataFrame:
+    """The trace as a history frame (job, timestamp, value ratio)."""
+    try:
+        raw = pd.read_csv(path)
+    except FileNotFoundError as err:
+        raise InputError(f"utilization file not found: {path}") from err
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise InputError(f"cannot read {path} as CSV: {err}") from err
+    missing = sorted(set(TRACE_COLUMNS) - set(raw.columns))
+    if missing:
+        raise InputError(
+            f"{path} lacks column(s) {', '.join(missing)}; expected {', '.join(TRACE_COLUMNS)}"
+        )
+    frame = raw[list(TRACE_COLUMNS)].rename(columns=TRACE_COLUMNS)
+    try:
+        timestamp = pd.to_numeric(frame["timestamp"]).astype(float)
+        value = pd.to_numeric(frame["value"]).astype(float) / 100.0
+    except (ValueError, TypeError) as err:
+        raise InputError(f"{path}: timestamp and value must be numbers ({err})") from err
+    if frame.empty:
+        raise InputError(f"{path} holds no samples")
+    return pd.DataFrame({"job": frame["job"].astype(str), "timestamp": timestamp, "value": value})
+
+
+def format_table(scores: list[MethodScore]) -> str:
+    head = (
+        f"{'method':<18} {'precision':>9} {'recall':>7} {'idle GPU-h found':>17} {'ms/series':>10}"
+    )
+    lines = [head, "-" * len(head)]
+    for s in scores:
+        name = s.method + (" *" if s.default else "")
+        lines.append(
+            f"{name:<18} {s.precision:>9.3f} {s.recall:>7.3f} "
+            f"{s.idle_gpu_hours_found:>17.1f} {s.ms_per_series:>10.3f}"
+        )
+    first = scores[0] if scores else None
+    if first is not None:
+        lines.append(
+            f"{first.windows} windows, {first.idle_windows} idle; * = the controller's forecaster"
+        )
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--utilization",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help="CSV in the alibaba-gentd26 format (value in percent)",
+    )
+    parser.add_argument("--horizon", default="15m", help="idle window to forecast (15m, 900s, 1h)")
+    parser.add_argument("--threshold", default="5", help="idle below this utilization, percent")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        params = ForecastParams(
+            horizon_seconds=parse_duration(args.horizon), threshold=parse_percent(args.threshold)
+        )
+        history = read_trace(args.utilization)
+    except InputError as err:
+        print(f"gpu-reclaimer forecast-eval: {err}", file=sys.stderr)
+        return 2
+    ts = history["timestamp"]
+    grid = build_grid(history, float(ts.max()), float(ts.max() - ts.min()) + 1.0)
+    scores = evaluate(grid, {**FORECASTERS, **BASELINES}, params, DEFAULT_METHOD, time.perf_counter)
+    if args.json:
+        print(json.dumps([_as_json(s) for s in scores], indent=2))
+    else:
+        print(format_table(scores))
+    return 0
+
+
+def _as_json(score: MethodScore) -> dict[str, object]:
+    return {
+        "method": score.method,
+        "default": score.default,
+        "precision": round(score.precision, 4),
+        "recall": round(score.recall, 4),
+        "idle_gpu_hours_found": round(score.idle_gpu_hours_found, 3),
+        "ms_per_series": round(score.ms_per_series, 4),
+    }

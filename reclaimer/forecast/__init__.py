@@ -1,0 +1,1 @@
+"""Forecasting idle windows: features, the learned model, baselines, backtest."""

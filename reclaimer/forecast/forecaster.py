@@ -1,0 +1,98 @@
+"""Idle-window forecasts for every job: will it stay below the threshold for the next horizon?
+
+Theory of operation. `forecast()` is pure and deterministic: it puts the last `lookback_seconds` of
+history at or before `now` on a grid (`reclaimer.forecast.features`), runs the default forecaster
+(`reclaimer.forecast.idle_model.pooled_logistic`, a logistic model refitted on the windows the
+history already settled, pooled over all jobs) and turns its answer into one `Forecast` per job.
+The controller and the simulator consume these through `plan()`.
+
+- `confidence` is the model's probability that every sample of the next horizon stays below the
+  threshold; `idle` is `confidence >= min_confidence` (the operating point).
+- A job with less than `min_history_seconds` of history, or silent for more than
+  `max_silence_seconds`, is never idle; its `method` says why.
+- `predicted_idle_seconds` is the median idle time left if the job's hazard of turning busy is
+  constant: horizon * ln(0.5) / ln(confidence), 0 for a busy job, capped at the lookback.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from reclaimer.forecast.features import Grid, build_grid
+from reclaimer.forecast.idle_model import (
+    BURST_RATE,
+    POOLED_LOGISTIC,
+    burst_rate,
+    eligible,
+    pooled_logistic,
+)
+from reclaimer.forecast.params import Forecaster, ForecastParams, Prediction
+from reclaimer.model import Forecast
+
+__all__ = [
+    "DEFAULT_METHOD",
+    "FORECASTERS",
+    "ForecastParams",
+    "forecast",
+    "forecasts_from",
+]
+
+INSUFFICIENT_HISTORY = "insufficient-history"
+SILENT = "no-recent-samples"
+DEFAULT_METHOD = POOLED_LOGISTIC
+FORECASTERS: dict[str, Forecaster] = {POOLED_LOGISTIC: pooled_logistic, BURST_RATE: burst_rate}
+
+
+def forecast(history: pd.DataFrame, params: ForecastParams, now: float) -> dict[str, Forecast]:
+    """One `Forecast` per job in `history` (columns job, timestamp, value); pure."""
+    grid = build_grid(history, now, params.lookback_seconds)
+    return forecasts_from(grid, FORECASTERS[DEFAULT_METHOD](grid, params), params)
+
+
+def predicted_idle_seconds(confidence: float, busy_now: bool, params: ForecastParams) -> float:
+    if busy_now or confidence <= 0.0:
+        return 0.0
+    if confidence >= 1.0 - 1e-12:
+        return params.lookback_seconds
+    seconds = params.horizon_seconds * math.log(0.5) / math.log(confidence)
+    return float(min(seconds, params.lookback_seconds))
+
+
+def _why_not(grid: Grid, params: ForecastParams, row: int) -> str:
+    valid = ~np.isnan(grid.values[row])
+    if not valid.any():
+        return INSUFFICIENT_HISTORY
+    last = grid.columns - 1 - int(np.argmax(valid[::-1]))
+    if (grid.columns - 1 - last) * grid.step > params.max_silence_seconds:
+        return SILENT
+    return INSUFFICIENT_HISTORY
+
+
+def forecasts_from(
+    grid: Grid, prediction: Prediction, params: ForecastParams
+) -> dict[str, Forecast]:
+    """Wrap a forecaster's per-row answer into `Forecast`s keyed by job."""
+    ok, samples = eligible(grid, params)
+    times = grid.times()
+    out: dict[str, Forecast] = {}
+    for row, job in enumerate(grid.jobs):
+        series = grid.values[row]
+        present = np.flatnonzero(~np.isnan(series))
+        last_at = float(times[present[-1]]) if present.size else None
+        busy_now = bool(present.size and series[present[-1]] >= params.threshold)
+        confidence = float(prediction.confidence[row]) if ok[row] else 0.0
+        out[job] = Forecast(
+            job=job,
+            idle=bool(prediction.idle[row]) and bool(ok[row]),
+            confidence=confidence,
+            predicted_idle_seconds=predicted_idle_seconds(confidence, busy_now, params),
+            horizon_seconds=params.horizon_seconds,
+            threshold=params.threshold,
+            method=prediction.method if ok[row] else _why_not(grid, params, row),
+            samples=int(samples[row]),
+            last_sample_at=last_at,
+        )
+    return out

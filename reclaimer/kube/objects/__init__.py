@@ -1,0 +1,1 @@
+"""Kubernetes objects decoded into the model, with no client: pure."""

@@ -1,0 +1,321 @@
+"""Plain Kubernetes object dicts -> the model's `ClusterView`. Pure: no client, no clock.
+
+Input is a `ClusterObjects` (what `read.py` lists from the API, or what `clusterfile` finds in a
+`kubectl get -o yaml` dump). One bad object becomes one `problems` entry and is left out; it
+never fails the whole view. GPU amounts come from `nvidia.com/gpu` quantities; a node's time-slice
+replicas from the device-plugin ConfigMap key its `nvidia.com/device-plugin.config` label names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from reclaimer.kube.objects import disruption, gangs, kinds, workloads
+from reclaimer.kube.objects import fields as f
+from reclaimer.kube.objects import resources as r
+from reclaimer.kube.objects.owners import OwnerIndex
+from reclaimer.kube.objects.timeslicing import TimeSlicingError, replicas_of
+from reclaimer.model import ClusterView, Job, Node, PendingDemand, Pod, Queue, QueueState
+
+Obj = f.Obj
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ClusterObjects:
+    """Object dicts by kind; `problems` carries what reading already knows (missing CRDs)."""
+
+    queues: Sequence[Obj] = ()
+    podgroups: Sequence[Obj] = ()
+    volcano_jobs: Sequence[Obj] = ()
+    workloads: Sequence[Obj] = ()  # every suspendable kind (`kube.kinds.SUSPENDABLE`)
+    controllers: Sequence[Obj] = ()  # between pods and workloads (`kube.kinds.OWNER_CHAIN`)
+    pods: Sequence[Obj] = ()
+    nodes: Sequence[Obj] = ()
+    configmaps: Sequence[Obj] = ()
+    pdbs: Sequence[Obj] = ()
+    priority_classes: Sequence[Obj] = ()
+    problems: tuple[str, ...] = ()
+
+
+# (group, kind) -> ClusterObjects field; versions are not checked, kinds are unambiguous here
+KIND_FIELDS: Mapping[tuple[str, str], str] = {
+    (r.QUEUES.group, "Queue"): "queues",
+    (r.PODGROUPS.group, "PodGroup"): "podgroups",
+    (r.VOLCANO_JOBS.group, "Job"): "volcano_jobs",
+    **{w.key: "workloads" for w in kinds.SUSPENDABLE},
+    **{(c.group, c.kind): "controllers" for c in kinds.OWNER_CHAIN},
+    ("", "Pod"): "pods",
+    ("", "Node"): "nodes",
+    ("", "ConfigMap"): "configmaps",
+    ("policy", "PodDisruptionBudget"): "pdbs",
+    (r.PRIORITY_CLASSES.group, "PriorityClass"): "priority_classes",
+}
+
+
+def _safe(problems: list[str], what: str, fn: Callable[[], T]) -> T | None:
+    try:
+        return fn()
+    except (f.FieldError, TimeSlicingError, AttributeError, TypeError) as exc:
+        problems.append(f"{what}: skipped, {exc}")
+        return None
+
+
+def queue(obj: Obj) -> Queue:
+    spec = obj.get("spec") or {}
+    state = str(f.dig(obj, "status", "state") or QueueState.OPEN.value)
+    reclaimable = spec.get("reclaimable")
+    return Queue(
+        name=f.name(obj),
+        weight=f.int_field(spec.get("weight"), 1),
+        deserved_gpus=f.gpu_amount(spec.get("deserved")),
+        guarantee_gpus=f.gpu_amount(f.dig(spec, "guarantee", "resource")) or 0.0,
+        capability_gpus=f.gpu_amount(spec.get("capability")),
+        reclaimable=True if reclaimable is None else bool(reclaimable),
+        state=QueueState(state) if state in QueueState._value2member_map_ else QueueState.OPEN,
+        priority=f.int_field(spec.get("priority"), 0),
+    )
+
+
+def device_plugin_data(
+    configmaps: Sequence[Obj], ref: r.ConfigMapRef | None, wanted: set[str]
+) -> Mapping[str, str] | None:
+    """The device-plugin ConfigMap's data: the one `ref` names, else the one holding the keys
+    nodes point to (when exactly one does)."""
+    if ref is not None:
+        for cm in configmaps:
+            if f.name(cm) == ref.name and f.namespace(cm) == ref.namespace:
+                return dict(cm.get("data") or {})
+    holders = [cm for cm in configmaps if wanted & set(cm.get("data") or {})]
+    return dict(holders[0].get("data") or {}) if len(holders) == 1 else None
+
+
+def node(
+    obj: Obj, plugin_data: Mapping[str, str] | None, classes: Iterable[str], problems: list[str]
+) -> Node | None:
+    labels = f.labels_of(obj)
+    config_key = labels.get(r.DEVICE_PLUGIN_CONFIG_LABEL) or None
+    capacity = f.gpu_amount(f.dig(obj, "status", "capacity"))
+    if capacity is None and config_key is None:
+        return None  # not a GPU node
+    replicas = f.int_field(labels.get(r.GPU_REPLICAS_LABEL), 1)
+    if config_key is not None:
+        if plugin_data is None or config_key not in plugin_data:
+            problems.append(
+                f"node {f.name(obj)}: device-plugin config key {config_key!r} not found"
+            )
+        else:
+            replicas = replicas_of(plugin_data[config_key])
+    physical = f.int_field(labels.get(r.GPU_COUNT_LABEL), int(capacity or 0) // replicas)
+    return Node(
+        name=f.name(obj),
+        gpus=physical,
+        replicas=replicas,
+        config_key=config_key,
+        workload_classes=tuple(sorted(set(classes))),
+        last_reshape=f.timestamp(f.annotations_of(obj).get(r.LAST_RESHAPE)),
+        reshape_key_at=f.timestamp(f.annotations_of(obj).get(r.RESHAPE_KEY_AT)),
+    )
+
+
+def _jobs(
+    objs: ClusterObjects, owners: OwnerIndex, prio: Mapping[str, int], problems: list[str]
+) -> dict[str, Job]:
+    """Every top workload as a gang; one owned by another known workload (a JobSet's Jobs) is
+    part of that one's gang, not a gang of its own."""
+    jobs: dict[str, Job] = {}
+    made = [(obj, partial(gangs.volcano_job, obj, prio)) for obj in objs.volcano_jobs]
+    made += [
+        (obj, partial(workloads.build, obj, prio))
+        for obj in objs.workloads
+        if owners.resolve(obj).key is None
+    ]
+    for obj, make in made:
+        kind = str(obj.get("kind", "?"))
+        job = _safe(problems, f"{kind} {f.key(obj)}", make)
+        if job is None:
+            continue
+        if job.key in jobs:
+            problems.append(f"{kind} {job.key}: skipped, another gang has the same key")
+            continue
+        jobs[job.key] = job
+    return jobs
+
+
+def _place_pod(
+    obj: Obj,
+    ctx: _Context,
+) -> None:
+    owner = ctx.owners.resolve(obj)
+    pg_name = gangs.podgroup_name(obj)
+    pg = ctx.podgroups.get(f"{f.namespace(obj)}/{pg_name}") if pg_name else None
+    if owner.key is None and not owner.other and pg is not None:
+        found = ctx.owners.resolve(pg)  # Volcano's PodGroup of a bare pod is owned by the pod
+        owner = found if found.key is not None else owner
+    pod = gangs.pod(obj, owner.key if owner.key in ctx.jobs else None)
+    if not gangs.is_live(pod) or (pod.gpus == 0 and pod.job is None):
+        return
+    queue = gangs.pod_queue(obj, pg)
+    ctx.pod_queues[pod.key] = queue
+    if owner.key is None and not owner.other:  # a bare GPU pod
+        if pod.node:
+            ctx.jobs[pod.key] = gangs.bare_pod_job(obj, pod, queue, ctx.priorities)
+            pod = dataclasses.replace(pod, job=pod.key)
+        elif pg is None:
+            ctx.pending.append(PendingDemand(queue, pod.key, pod.gpus, since=pod.start_time))
+    elif pod.job is None and pod.node and pod.gpus > 0:
+        ctx.unmanaged[pod.key] = (
+            f"run by {owner.other}: not a kind the reclaimer can stop (its controller would "
+            "recreate the pod)"
+            if owner.other
+            else f"its {owner.kind.resource.kind if owner.kind else 'workload'} {owner.key} "
+            "is finished or could not be read"
+        )
+    ctx.pods.append(pod)
+
+
+@dataclass
+class _Context:
+    jobs: dict[str, Job]
+    podgroups: dict[str, Obj]
+    priorities: Mapping[str, int]
+    owners: OwnerIndex
+    pods: list[Pod] = field(default_factory=list)
+    pending: list[PendingDemand] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    pod_queues: dict[str, str] = field(default_factory=dict)
+    unmanaged: dict[str, str] = field(default_factory=dict)  # GPU pod key -> why in no gang
+
+
+def _pending_podgroups(ctx: _Context) -> None:
+    member_gpus: dict[str, int] = {}
+    for p in ctx.pods:
+        pg_name = p.annotations.get(r.GROUP_NAME_KEY) or p.labels.get(r.GROUP_NAME_KEY)
+        if pg_name:
+            k = f"{p.namespace}/{pg_name}"
+            member_gpus[k] = member_gpus.get(k, 0) + p.gpus
+    for pg_key, pg in sorted(ctx.podgroups.items()):
+        owner_key = ctx.owners.resolve(pg).key
+        job = ctx.jobs.get(owner_key) if owner_key else None
+        if job is not None and job.suspended:
+            continue
+        make = partial(
+            gangs.pending_from_podgroup, pg, job, member_gpus.get(pg_key, 0), ctx.priorities
+        )
+        demand = _safe(ctx.problems, f"PodGroup {pg_key}", make)
+        if demand is not None:
+            ctx.pending.append(demand)
+
+
+def _with_budgets(jobs: Sequence[Job], pods: Sequence[Pod], pdbs: Sequence[Obj]) -> list[Job]:
+    """Each job with the PodDisruptionBudget (if any) that forbids stopping it whole."""
+    if not pdbs:
+        return list(jobs)
+    members: dict[str, list[Pod]] = {}
+    for p in pods:
+        if p.job is not None:
+            members.setdefault(p.job, []).append(p)
+    out = []
+    for job in jobs:
+        block = disruption.blocking_budget(job.key, members.get(job.key, ()), pdbs)
+        out.append(dataclasses.replace(job, disruption_block=block) if block else job)
+    return out
+
+
+def _last_actions(jobs: Iterable[Job], nodes: Sequence[Obj]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for job in jobs:
+        t = gangs.last_action_time(job.annotations)
+        if t is not None:
+            out[job.key] = t
+    for obj in nodes:
+        t = gangs.last_action_time(f.annotations_of(obj))
+        if t is not None:
+            out[f.name(obj)] = t
+    return out
+
+
+def to_cluster_view(
+    objs: ClusterObjects, taken_at: float, device_plugin: r.ConfigMapRef | None = None
+) -> ClusterView:
+    """The model's view of the cluster; `device_plugin` None = find the ConfigMap by its keys."""
+    problems = list(objs.problems)
+    priorities: dict[str, int] = {}
+    for pc in objs.priority_classes:
+        priorities[f.name(pc)] = f.int_field(pc.get("value"), 0)
+    owners = OwnerIndex([*objs.workloads, *objs.volcano_jobs, *objs.controllers])
+    ctx = _Context(
+        _jobs(objs, owners, priorities, problems),
+        {f.key(pg): pg for pg in objs.podgroups},
+        priorities,
+        owners,
+        problems=problems,
+    )
+    for obj in objs.pods:
+        _safe(problems, f"Pod {f.key(obj)}", partial(_place_pod, obj, ctx))
+    _pending_podgroups(ctx)
+    if ctx.unmanaged:
+        problems.append(f"{len(ctx.unmanaged)} GPU pods in no workload the reclaimer can stop")
+    gangs_ = gangs.attach_pods(ctx.jobs, ctx.pods, ctx.pod_queues)
+    jobs = _with_budgets(gangs_, ctx.pods, objs.pdbs)
+    return ClusterView(
+        taken_at=taken_at,
+        queues=_queues(objs, problems),
+        jobs=tuple(jobs),
+        pods=tuple(sorted(ctx.pods, key=lambda p: p.key)),
+        nodes=_nodes(objs, device_plugin, jobs, ctx.pods, problems),
+        pending=tuple(sorted(ctx.pending, key=lambda d: (d.queue, d.since, d.job))),
+        last_actions=MappingProxyType(_last_actions(jobs, objs.nodes)),
+        problems=tuple(problems),
+        unmanaged=MappingProxyType(dict(sorted(ctx.unmanaged.items()))),
+    )
+
+
+def _queues(objs: ClusterObjects, problems: list[str]) -> tuple[Queue, ...]:
+    found = [_safe(problems, f"Queue {f.name(o)}", partial(queue, o)) for o in objs.queues]
+    return tuple(sorted((q for q in found if q is not None), key=lambda q: q.name))
+
+
+def _nodes(
+    objs: ClusterObjects,
+    ref: r.ConfigMapRef | None,
+    jobs: Sequence[Job],
+    pods: Sequence[Pod],
+    problems: list[str],
+) -> tuple[Node, ...]:
+    wanted = {f.labels_of(n).get(r.DEVICE_PLUGIN_CONFIG_LABEL, "") for n in objs.nodes} - {""}
+    data = device_plugin_data(objs.configmaps, ref, wanted)
+    classes: dict[str, set[str]] = {}
+    job_class = {j.key: j.workload_class for j in jobs if j.workload_class}
+    for p in pods:
+        if p.node and p.job in job_class:
+            classes.setdefault(p.node, set()).add(job_class[p.job])
+    out = []
+    for obj in objs.nodes:
+        make = partial(node, obj, data, classes.get(f.name(obj), ()), problems)
+        n = _safe(problems, f"Node {f.name(obj)}", make)
+        if n is not None:
+            out.append(n)
+    return tuple(sorted(out, key=lambda n: n.name))
+
+
+def group_by_kind(docs: Iterable[Any]) -> tuple[ClusterObjects, list[str]]:
+    """Sort object dicts into a `ClusterObjects`; kinds it does not use are counted, not kept."""
+    buckets: dict[str, list[Obj]] = {name: [] for name in set(KIND_FIELDS.values())}
+    ignored: dict[str, int] = {}
+    for doc in docs:
+        api = str(doc.get("apiVersion", ""))
+        group = api.rsplit("/", 1)[0] if "/" in api else ""
+        kind = str(doc.get("kind", ""))
+        target = KIND_FIELDS.get((group, kind))
+        if target is None:
+            ignored[kind or "<no kind>"] = ignored.get(kind or "<no kind>", 0) + 1
+        else:
+            buckets[target].append(doc)
+    notes = [f"ignored {n} object(s) of kind {k}" for k, n in sorted(ignored.items())]
+    return ClusterObjects(**buckets), notes  # type: ignore[arg-type]

@@ -1,0 +1,253 @@
+"""Pods grouped into gangs (the model's `Job`) and pending demand, from plain object dicts. Pure.
+
+A gang is what the reclaimer preempts as a whole: a workload it knows how to stop
+(`kube.kinds`: every training-operator kind, Notebook, batch Job, JobSet, RayJob, Volcano Job;
+built by `kube.workloads` and here), or a bare GPU pod (no controller; Volcano gives such a pod
+its own PodGroup). A pod joins the topmost known workload on its chain of controller owners
+(`kube.owners`), or failing that the one owning its PodGroup (`scheduling.k8s.io/group-name`).
+Pods run by other controllers (a Deployment's ReplicaSet, an unknown CRD) join no gang: evicting
+one only makes its controller recreate it; they are reported with the controller's kind. A
+workload whose spec names no queue takes its pods' queue. Pending demand is every PodGroup in
+Pending/Inqueue, plus unscheduled bare GPU pods that have no PodGroup.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from reclaimer.kube.objects import fields as f
+from reclaimer.kube.objects import volcano
+from reclaimer.kube.objects.resources import (
+    ACTION_TIME_KEYS,
+    DEFAULT_QUEUE,
+    DISRUPTION_TARGET,
+    EVICTED_AT,
+    GROUP_NAME_KEY,
+    KUEUE_QUEUE_LABEL,
+    QUEUE_LABELS,
+    ROOM_FOR,
+    SUSPENDED_AT,
+    SUSPENDED_BY,
+    TRAINING_OPERATOR,
+    WORKLOAD_CLASS,
+)
+from reclaimer.model import Job, JobKind, PendingDemand, Pod, PodPhase
+
+Obj = f.Obj
+_PENDING_PG = frozenset({"Pending", "Inqueue"})
+_VOLCANO_SUSPENDED = frozenset({"Aborting", "Aborted"})
+_VOLCANO_FINISHED = frozenset({"Completed", "Failed", "Terminated", "Terminating"})
+_LIVE_POD = frozenset({PodPhase.PENDING, PodPhase.RUNNING, PodPhase.UNKNOWN})
+
+
+def last_action_time(annotations: Mapping[str, str]) -> float | None:
+    times = [f.timestamp(annotations.get(k)) for k in ACTION_TIME_KEYS]
+    found = [t for t in times if t is not None]
+    return max(found) if found else None
+
+
+def priority_of(class_name: object, priorities: Mapping[str, int]) -> int:
+    return priorities.get(str(class_name), 0) if class_name else 0
+
+
+def job_from_meta(obj: Obj, kind: JobKind, **values: object) -> Job:
+    annotations = f.annotations_of(obj)
+    labels = f.labels_of(obj)
+    return Job(
+        key=f.key(obj),
+        kind=kind,
+        namespace=f.namespace(obj),
+        name=f.name(obj),
+        labels=labels,
+        annotations=annotations,
+        uid=str(f.meta(obj).get("uid", "")),
+        suspended_by_reclaimer=SUSPENDED_BY in annotations,
+        room_for=annotations.get(ROOM_FOR) or None,
+        stopped_at=f.timestamp(annotations.get(SUSPENDED_AT) or annotations.get(EVICTED_AT)),
+        workload_class=annotations.get(WORKLOAD_CLASS) or labels.get(WORKLOAD_CLASS),
+        managed_by=managed_elsewhere(obj),
+        **values,  # type: ignore[arg-type]
+    )
+
+
+def managed_elsewhere(obj: Obj) -> str:
+    """Who else admits this job, in words; empty when nobody does.
+
+    Kueue suspends every job it manages until it admits it and unsuspends what it admitted, so
+    a job the reclaimer suspended would be running again within a reconcile. A training job
+    whose `runPolicy.managedBy` names another controller (MultiKueue) is not even reconciled by
+    the training-operator here.
+    """
+    queue = f.labels_of(obj).get(KUEUE_QUEUE_LABEL)
+    if queue:
+        return f"Kueue admits it ({KUEUE_QUEUE_LABEL}={queue}): it would unsuspend it at once"
+    manager = f.dig(obj, "spec", "runPolicy", "managedBy")
+    if manager and manager != TRAINING_OPERATOR:
+        return f"runPolicy.managedBy is {manager}, not the training-operator"
+    return ""
+
+
+def volcano_job(obj: Obj, priorities: Mapping[str, int]) -> Job | None:
+    """A Volcano batch Job as a gang; None once it completed, failed or terminated."""
+    phase = f.dig(obj, "status", "state", "phase") or "Pending"
+    if phase in _VOLCANO_FINISHED:
+        return None
+    tasks = f.dig(obj, "spec", "tasks") or []
+    replicas = [f.int_field(t.get("replicas"), 1) for t in tasks]
+    gpus = sum(
+        r * f.pod_spec_gpus(f.dig(t, "template", "spec"))
+        for r, t in zip(replicas, tasks, strict=True)
+    )
+    spec = obj.get("spec") or {}
+    used, max_retry = volcano.retries(obj)
+    return job_from_meta(
+        obj,
+        JobKind.VOLCANO_JOB,
+        retries_left=max_retry - used,
+        queue=str(spec.get("queue") or DEFAULT_QUEUE),
+        gpus=gpus,
+        min_member=f.int_field(spec.get("minAvailable"), sum(replicas) or 1),
+        priority=priority_of(spec.get("priorityClassName"), priorities),
+        start_time=f.created_at(obj),
+        suspended=phase in _VOLCANO_SUSPENDED,
+    )
+
+
+def _pod_phase(obj: Obj) -> PodPhase:
+    try:
+        return PodPhase(str(f.dig(obj, "status", "phase") or "Pending"))
+    except ValueError:
+        return PodPhase.UNKNOWN
+
+
+def pod_queue(obj: Obj, podgroup: Obj | None) -> str:
+    if podgroup is not None and f.dig(podgroup, "spec", "queue"):
+        return str(f.dig(podgroup, "spec", "queue"))
+    labels = f.labels_of(obj)
+    annotations = f.annotations_of(obj)
+    for label in QUEUE_LABELS:
+        if labels.get(label) or annotations.get(label):
+            return labels.get(label) or annotations[label]
+    return DEFAULT_QUEUE
+
+
+def podgroup_name(obj: Obj) -> str | None:
+    return f.annotations_of(obj).get(GROUP_NAME_KEY) or f.labels_of(obj).get(GROUP_NAME_KEY)
+
+
+def pod(obj: Obj, job: str | None) -> Pod:
+    return Pod(
+        key=f.key(obj),
+        namespace=f.namespace(obj),
+        name=f.name(obj),
+        node=f.dig(obj, "spec", "nodeName") or None,
+        gpus=f.pod_spec_gpus(obj.get("spec")),
+        phase=_pod_phase(obj),
+        job=job,
+        labels=f.labels_of(obj),
+        annotations=f.annotations_of(obj),
+        start_time=f.timestamp(f.dig(obj, "status", "startTime")) or f.created_at(obj),
+        uid=str(f.meta(obj).get("uid", "")),
+        releasing=is_releasing(obj),
+    )
+
+
+def is_releasing(obj: Obj) -> bool:
+    """A pod on its way out: being deleted (graceful deletion keeps it bound, with its devices,
+    until the kubelet confirms), or marked for a disruption (eviction, preemption)."""
+    if f.meta(obj).get("deletionTimestamp"):
+        return True
+    conditions = f.dig(obj, "status", "conditions")
+    return any(
+        isinstance(c, dict) and c.get("type") == DISRUPTION_TARGET and c.get("status") == "True"
+        for c in (conditions if isinstance(conditions, list) else [])
+    )
+
+
+def bare_pod_job(obj: Obj, p: Pod, queue: str, priorities: Mapping[str, int]) -> Job:
+    spec = obj.get("spec") or {}
+    priority = spec.get("priority")
+    return job_from_meta(
+        obj,
+        JobKind.POD,
+        queue=queue,
+        gpus=p.gpus,
+        priority=int(priority)
+        if isinstance(priority, int)
+        else priority_of(spec.get("priorityClassName"), priorities),
+        start_time=p.start_time,
+        pods=(p.key,),
+    )
+
+
+def attach_pods(
+    jobs: Mapping[str, Job], pods: Sequence[Pod], pod_queues: Mapping[str, str]
+) -> list[Job]:
+    """Each job with its (sorted) pod keys, where pods ran the earliest pod start, and, when its
+    spec names no queue, its pods' queue (`pod_queues`: pod key -> queue)."""
+    members: dict[str, list[Pod]] = {}
+    for p in pods:
+        if p.job is not None:
+            members.setdefault(p.job, []).append(p)
+    out = []
+    for key, job in sorted(jobs.items()):
+        mine = sorted(members.get(key, []), key=lambda p: p.key)
+        started = [p.start_time for p in mine if p.phase == PodPhase.RUNNING and p.start_time]
+        queues = [pod_queues[p.key] for p in mine if p.key in pod_queues]
+        out.append(
+            dataclasses.replace(
+                job,
+                pods=tuple(p.key for p in mine) or job.pods,
+                start_time=min(started) if started else job.start_time,
+                queue=job.queue or (queues[0] if queues else DEFAULT_QUEUE),
+            )
+        )
+    return out
+
+
+def is_live(p: Pod) -> bool:
+    return p.phase in _LIVE_POD
+
+
+def pending_from_podgroup(
+    pg: Obj, job: Job | None, member_gpus: int, priorities: Mapping[str, int]
+) -> PendingDemand | None:
+    """Demand of a Pending/Inqueue PodGroup: its job's key, or its owner pod's, or its own."""
+    if (f.dig(pg, "status", "phase") or "Pending") not in _PENDING_PG:
+        return None
+    spec = pg.get("spec") or {}
+    gpus = f.gpu_amount(spec.get("minResources"))
+    need = int(gpus) if gpus is not None else (job.gpus if job else member_gpus)
+    if need <= 0:
+        return None
+    return PendingDemand(
+        queue=str(spec.get("queue") or (job.queue if job else DEFAULT_QUEUE)),
+        job=job.key if job else _podgroup_demand_key(pg),
+        gpus=need,
+        min_member=f.int_field(spec.get("minMember"), 1),
+        since=pending_since(pg),
+        priority=priority_of(spec.get("priorityClassName"), priorities),
+    )
+
+
+def pending_since(pg: Obj) -> float:
+    """When a pending PodGroup started waiting, as late as its objects tell.
+
+    A PodGroup outlives restarts of its job (a Volcano Job keeps it), so its creation time can
+    overstate the wait: the newest `Scheduled` condition that is True marks a later run, and the
+    group cannot have waited since before it. Overstating would let `reclaimBusyAfter` fire early.
+    """
+    since = f.created_at(pg)
+    conditions = f.dig(pg, "status", "conditions")
+    for c in conditions if isinstance(conditions, list) else []:
+        if isinstance(c, dict) and c.get("type") == "Scheduled" and c.get("status") == "True":
+            since = max(since, f.timestamp(c.get("lastTransitionTime")) or 0.0)
+    return since
+
+
+def _podgroup_demand_key(pg: Obj) -> str:
+    owner = f.controller_owner(pg)
+    if owner is not None and owner.get("kind") == "Pod":
+        return f"{f.namespace(pg)}/{owner.get('name')}"
+    return f.key(pg)

@@ -1,0 +1,97 @@
+"""What a Volcano `bus.volcano.sh/v1alpha1` Command is, and when sending one is safe. Pure.
+
+The reclaimer stops and restarts a Volcano Job the way `vcctl job suspend/resume` does: it
+creates a Command in the Job's namespace whose `target` (a `metav1.OwnerReference`: apiVersion,
+kind, name, uid, all required by the CRD schema) names the Job. Volcano's job controller watches
+only Commands whose target is a `batch.volcano.sh/v1alpha1` `Job`, deletes each one before acting
+(so it runs at most once), and hands the action to the Job's current state:
+- `AbortJob` acts only in Pending and Running: the job's live pods are deleted (marked
+  out-of-sync first, so no `PodEvicted` policy fires) and the phase goes Aborting, then Aborted.
+  In Restarting it would only kill the pods again, and finishing phases ignore it.
+- `ResumeJob` acts only in Aborting and Aborted: the phase goes Restarting and `retryCount`
+  goes up by one. Nothing ever lowers `retryCount`, and a Restarting job whose `retryCount`
+  reached `maxRetry` (default 3) is marked Failed. So every abort/resume round spends one of the
+  job's retries, and a job with one retry left must not be aborted: resuming it would fail it.
+  In any other phase ResumeJob is a plain sync (Restarting: kill the pods again).
+The Command also carries the Job as its controlling owner, so the garbage collector removes a
+Command left behind by a deleted Job. Not `blockOwnerDeletion`: with the
+OwnerReferencesPermissionEnforcement admission plugin, setting it needs `update` on
+`jobs/finalizers`, which this controller has no other use for.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Final
+
+from reclaimer.kube.objects import fields as f
+from reclaimer.kube.objects.resources import VOLCANO_COMMANDS, VOLCANO_JOBS
+from reclaimer.model import spares_a_retry
+
+Obj = dict[str, Any]
+
+DEFAULT_MAX_RETRY: Final = 3  # Job.spec.maxRetry: CRD default and the admission webhook's
+REASON: Final = "GpuReclaim"  # Command.reason: one CamelCase word
+MESSAGE_LIMIT: Final = 1024
+
+
+class CommandAction(StrEnum):
+    """The two Command actions the reclaimer sends (volcano-sh/apis bus/v1alpha1 actions.go)."""
+
+    ABORT = "AbortJob"
+    RESUME = "ResumeJob"
+
+
+ABORTABLE: Final = frozenset({"Pending", "Running"})
+RESUMABLE: Final = frozenset({"Aborting", "Aborted"})
+
+
+def phase(job: Obj) -> str:
+    """The Job's phase; a Job without one is handled as Pending by Volcano."""
+    return str(f.dig(job, "status", "state", "phase") or "Pending")
+
+
+def retries(job: f.Obj) -> tuple[int, int]:
+    """(`status.retryCount`, `spec.maxRetry`) of a Job; an unset maxRetry is Volcano's default."""
+    used = f.int_field(f.dig(job, "status", "retryCount"), 0)
+    return used, f.int_field(f.dig(job, "spec", "maxRetry"), 0) or DEFAULT_MAX_RETRY
+
+
+def refusal(job: Obj, action: CommandAction) -> str | None:
+    """Why sending `action` to this live Job would be wrong, or None when it is safe."""
+    now = phase(job)
+    wanted = ABORTABLE if action is CommandAction.ABORT else RESUMABLE
+    if now not in wanted:
+        return f"is {now}: Volcano acts on {action} only in {' or '.join(sorted(wanted))}"
+    used, max_retry = retries(job)
+    if not spares_a_retry(max_retry - used):
+        return (
+            f"has used {used} of maxRetry {max_retry}: ResumeJob counts one more, and Volcano "
+            "fails a restarting job at maxRetry"
+        )
+    return None
+
+
+def command(job: Obj, action: CommandAction, message: str) -> Obj:
+    """The Command that makes Volcano's job controller apply `action` to `job`."""
+    meta = job["metadata"]
+    owner = {
+        "apiVersion": VOLCANO_JOBS.api_version,
+        "kind": VOLCANO_JOBS.kind,
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+    }
+    return {
+        "apiVersion": VOLCANO_COMMANDS.api_version,
+        "kind": VOLCANO_COMMANDS.kind,
+        "metadata": {
+            "generateName": f"{meta['name']}-{action.lower()}-",
+            "namespace": meta["namespace"],
+            "ownerReferences": [owner],
+        },
+        "action": str(action),
+        "target": dict(owner),
+        "reason": REASON,
+        "message": message[:MESSAGE_LIMIT],
+    }

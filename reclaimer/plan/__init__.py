@@ -1,0 +1,1 @@
+"""Planning one cycle: capacity, shares, victims, preemption, resume, reshape, limits."""

@@ -1,0 +1,184 @@
+"""The planner: one cycle's snapshot, forecasts and policy in, a `Plan` of explained actions out.
+
+`plan()` is pure and deterministic: no I/O, no clock, no randomness; the same inputs, in any
+order, give the same plan. The controller applies the plan through its actuator (or only logs it
+in dry-run), the simulator replays it, and `reclaimer.report.plan_table` renders it for people.
+
+Order of work: a data gate first (metrics older than `maxDataAge`, or an incomplete snapshot,
+means no action of any kind this cycle); then the inputs are sorted into canonical order and
+the cycle's GPU ledger is built (`capacity`), counting slots still being released as future
+free; pending jobs whose room is already in flight are served first from it (`inflight`); then
+preemption for starved queues (`victims`, `preempt`), resumes of jobs the reclaimer suspended
+(`resume`) on the slots left over, and time-slice reshapes (`reshape`). Each stage returns
+actions and the skips that explain every candidate it left alone; what an operator must look
+at (a release overdue) comes back as the plan's `warnings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import TypeVar
+
+from reclaimer.model import (
+    Action,
+    DataQuality,
+    Forecast,
+    PendingDemand,
+    Plan,
+    Reason,
+    Skip,
+    Snapshot,
+)
+from reclaimer.plan.capacity import (
+    FreeSlots,
+    Placement,
+    free_slots,
+    placements,
+    queue_allocation,
+    releasing,
+    total_slots,
+)
+from reclaimer.plan.inflight import hold_rooms, rooms_in_flight
+from reclaimer.plan.preempt import Ledger, plan_preemptions
+from reclaimer.plan.reshape import plan_reshapes
+from reclaimer.plan.resume import plan_resumes
+from reclaimer.plan.shares import deserved_shares
+from reclaimer.plan.victims import Victim, candidates
+from reclaimer.policy.settings import Policy
+from reclaimer.units import format_duration
+
+T = TypeVar("T")
+
+CLUSTER = "*"
+"""Skip target for decisions about the whole cycle (stale data, a disabled action kind)."""
+
+
+def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, now: float) -> Plan:
+    """Decide this cycle's preemptions, resumes and reshapes. Pure and deterministic.
+
+    Consumed by the controller's actuator (which applies, or in dry-run only records, each
+    action), by the simulator at every control interval, and by `explain` for operators.
+    """
+    gate = data_gate(snapshot.quality, policy, now)
+    if gate is not None:
+        return Plan(created_at=now, actions=(), skipped=(gate,))
+    snap = canonical(snapshot)
+    where = placements(snap, policy)
+    demands = _demands(snap)
+    ledger = _ledger(snap, where, demands, policy)
+    demands, skips, warnings = hold_rooms(
+        demands,
+        rooms_in_flight(snap.jobs, ledger.releasing),
+        ledger,
+        now=now,
+        timeout=policy.release_timeout_seconds,
+    )
+    skips += [Skip(k, Reason.UNSUPPORTED_KIND, why) for k, why in snap.unmanaged.items()]
+    actions: list[Action] = []
+    victims: list[Victim] = []
+    if policy.actions.preempt:
+        victims, screened = candidates(snap, where, forecasts, policy, now)
+        skips += screened
+    else:
+        skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.preempt is false"))
+    acts, more = plan_preemptions(
+        demands,
+        victims,
+        ledger,
+        policy.limits,
+        now=now,
+        after=policy.reclaim_after_seconds,
+        busy_after=policy.reclaim_busy_after_seconds,
+    )
+    actions += acts
+    skips += more
+    if policy.actions.resume:
+        acts, more = plan_resumes(
+            snap.jobs, snap.nodes, ledger, policy, now=now, last_actions=snap.last_actions
+        )
+        actions += acts
+        skips += more
+    else:
+        skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.resume is false"))
+    if policy.actions.reshape:
+        ts, cap = policy.time_slicing, policy.limits.max_reshapes_per_cycle
+        acts, more = plan_reshapes(
+            snap.nodes, snap.pods, ts, max_per_cycle=cap, now=now, last_actions=snap.last_actions
+        )
+        actions += acts
+        skips += more
+    else:
+        skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.reshape is false"))
+    return Plan(now, tuple(actions), tuple(skips), tuple(warnings))
+
+
+def _ledger(
+    snap: Snapshot, where: Mapping[str, Placement], demands: list[PendingDemand], policy: Policy
+) -> Ledger:
+    allocated = queue_allocation(snap.jobs, where)
+    requests = dict(allocated)
+    for d in demands:
+        requests[d.queue] = requests.get(d.queue, 0.0) + d.gpus
+    released = releasing(snap)
+    free = free_slots(snap)
+    for node, slots in released.by_node.items():
+        if node in free:
+            free[node] += slots
+    return Ledger(
+        free=FreeSlots(free),
+        releasing=released,
+        allocated=dict(allocated),
+        running=dict(allocated),
+        deserved=deserved_shares(snap.queues, total_slots(snap.nodes), policy, requests),
+        queues={q.name: q for q in snap.queues},
+    )
+
+
+def _demands(snap: Snapshot) -> list[PendingDemand]:
+    """GPU demand, one per job (the first in canonical order), less jobs the reclaimer holds."""
+    held = {j.key for j in snap.jobs if j.suspended and j.suspended_by_reclaimer}
+    first: dict[str, PendingDemand] = {}
+    for d in snap.pending:
+        if d.gpus > 0 and d.job not in held:
+            first.setdefault(d.job, d)
+    return list(first.values())
+
+
+def data_gate(quality: DataQuality, policy: Policy, now: float) -> Skip | None:
+    """The skip that stops the whole cycle, when metrics are missing, stale or incomplete.
+
+    The one place staleness is decided: the controller gates any plan with it too.
+    """
+    if quality.metrics_at is None:
+        why = "no utilization samples in the last 5 minutes: is the exporter scraped?"
+        return Skip(CLUSTER, Reason.STALE_DATA, why)
+    age = now - quality.metrics_at
+    if age > policy.max_data_age_seconds:
+        limit = format_duration(policy.max_data_age_seconds)
+        return Skip(
+            CLUSTER, Reason.STALE_DATA, f"newest metrics {format_duration(age)} old > {limit}"
+        )
+    if not quality.complete:
+        detail = "; ".join(quality.problems) or "snapshot marked incomplete"
+        return Skip(CLUSTER, Reason.INCOMPLETE_DATA, detail)
+    return None
+
+
+def canonical(snapshot: Snapshot) -> Snapshot:
+    """The snapshot with every collection sorted by key (content breaks ties): order-free input."""
+    return replace(
+        snapshot,
+        queues=_sorted(snapshot.queues, lambda q: q.name),
+        jobs=_sorted(snapshot.jobs, lambda j: j.key),
+        pods=_sorted(snapshot.pods, lambda p: p.key),
+        nodes=_sorted(snapshot.nodes, lambda n: n.name),
+        pending=_sorted(snapshot.pending, lambda d: d.job),
+    )
+
+
+def _sorted(items: Iterable[T], key: Callable[[T], str]) -> tuple[T, ...]:
+    out = sorted(items, key=key)
+    if len({key(x) for x in out}) < len(out):  # duplicate keys: let the content decide
+        out.sort(key=lambda x: (key(x), repr(x)))
+    return tuple(out)

@@ -1,0 +1,108 @@
+"""Resume planning: give back what the reclaimer took, once no starved queue needs the room.
+
+Runs after preemption planning, on the same ledger, so it sees the free slots left once this
+cycle's pending jobs have been granted theirs. Jobs the reclaimer suspended
+(`Job.suspended_by_reclaimer`) are taken oldest suspension first; one whose pods are still
+releasing their GPUs has not finished stopping and stays as it is. One is resumed when the
+reclaimer has left it alone for the job cool-down, no starved pending job still waits for room
+(one that could fit the cluster at all; while one waits, free slots are its to take), its queue
+stays within capability, and the whole job fits the free slots node by node; at most
+`maxResumesPerCycle` per cycle. Its slots are then reserved so the next resume counts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from reclaimer.model import Action, ActionKind, Evidence, Job, Node, Reason, Skip
+from reclaimer.plan.capacity import FreeSlots, node_slots, pod_shape
+from reclaimer.plan.preempt import Ledger
+from reclaimer.policy.settings import Policy
+from reclaimer.units import format_duration
+
+
+def plan_resumes(
+    jobs: Sequence[Job],
+    nodes: Sequence[Node],
+    ledger: Ledger,
+    policy: Policy,
+    *,
+    now: float,
+    last_actions: Mapping[str, float],
+) -> tuple[list[Action], list[Skip]]:
+    """Resume actions, oldest suspension first, and a skip for each suspended job left."""
+    suspended = [j for j in jobs if j.suspended and j.suspended_by_reclaimer]
+    suspended.sort(key=lambda j: (last_actions.get(j.key, j.start_time), j.key))
+    waiting = _still_waiting(ledger, nodes)
+    actions: list[Action] = []
+    skips: list[Skip] = []
+    for job in suspended:
+        skip = _hold(
+            job, ledger, policy, now=now, last_action=last_actions.get(job.key), waiting=waiting
+        )
+        if skip is None and len(actions) >= policy.limits.max_resumes_per_cycle:
+            skip = Skip(job.key, Reason.LIMIT_REACHED, "maxResumesPerCycle reached")
+        if skip is not None:
+            skips.append(skip)
+            continue
+        pod_gpus, pods = _shape(job)
+        taken = ledger.free.reserve(pod_gpus, pods)
+        ledger.allocated[job.queue] = ledger.allocated.get(job.queue, 0.0) + job.gpus
+        since = last_actions.get(job.key)
+        ago = f"suspended {format_duration(now - since)} ago; " if since is not None else ""
+        on = ", ".join(f"{n}:{g}" for n, g in sorted(taken.items()))
+        detail = f"{ago}fits free slots ({on}); no starved queue waits for them"
+        actions.append(
+            Action(
+                kind=ActionKind.RESUME,
+                target=job.key,
+                reason=Reason.QUEUE_HAS_ROOM,
+                evidence=Evidence(for_queue=job.queue, detail=detail),
+                job_kind=job.kind,
+            )
+        )
+    return actions, skips
+
+
+def _shape(job: Job) -> tuple[int, int]:
+    return pod_shape(job.gpus, len(job.pods) or job.min_member)
+
+
+def _still_waiting(ledger: Ledger, nodes: Sequence[Node]) -> list[str]:
+    """Unserved starved pending jobs that would fit the cluster if it were empty."""
+    capacity = FreeSlots({n.name: node_slots(n) for n in nodes})
+    out = []
+    for d in ledger.unserved:
+        pod_gpus, pods = pod_shape(d.gpus, d.min_member)
+        if capacity.fit_count(pod_gpus) >= pods:
+            out.append(d.job)
+    return out
+
+
+def _hold(
+    job: Job,
+    ledger: Ledger,
+    policy: Policy,
+    *,
+    now: float,
+    last_action: float | None,
+    waiting: list[str],
+) -> Skip | None:
+    """Why `job` stays suspended this cycle, or None to resume it."""
+    held = ledger.releasing.by_job.get(job.key)
+    if held:
+        why = f"still stopping: its pods hold {sum(held.values())} GPUs until they are gone"
+        return Skip(job.key, Reason.ROOM_IN_FLIGHT, why)
+    if last_action is not None and now - last_action < policy.job_cooldown_seconds:
+        ago = format_duration(max(now - last_action, 0.0))
+        return Skip(job.key, Reason.COOLING_DOWN, f"suspended {ago} ago")
+    if waiting:
+        first = waiting[0]
+        return Skip(job.key, Reason.DEMAND_WAITING, f"{len(waiting)} waiting, first {first}")
+    capped = ledger.over_capability(job.key, job.queue, job.gpus)
+    if capped is not None:
+        return capped
+    pod_gpus, pods = _shape(job)
+    if job.gpus <= 0 or ledger.free.fit_count(pod_gpus) < pods:
+        return Skip(job.key, Reason.NO_FIT, f"{pods}x{pod_gpus} GPUs do not fit free slots")
+    return None

@@ -1,0 +1,1 @@
+"""Policy: the YAML file an operator writes, its fields and defaults, each once."""

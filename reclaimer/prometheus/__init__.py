@@ -1,0 +1,1 @@
+"""The one door to Prometheus: the HTTP client, its credentials, the history reads."""

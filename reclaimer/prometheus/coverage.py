@@ -1,0 +1,119 @@
+"""Which jobs' recent GPU utilization is known: unknown is not idle. Pure.
+
+A GPU the exporter cannot read (a failing NVML call, a lost GPU, an exporter that stopped being
+scraped) must never look idle. The exporter leaves such a pod's utilization sample out while it
+still reports the pod's allocation; the reclaimer's query turns "allocated, no reading" into a
+NaN point (`history.pod_utilization_query`), and a scrape that did not happen leaves no point at
+all. Either way a step of the recent window lacks a known value.
+
+A job holding GPUs is *unknown* when any of its running GPU pods, over the recent window
+(`Recent.start`, the policy's horizon back from now, to the newest step Prometheus has for the
+fleet), has a NaN point or fewer known points than grid steps it has been running for (its first
+two steps after start are allowed to be missing: the exporter discovers a new pod within a
+collect interval and a scrape later), or has no point at all since `fresh_since`. Unknown jobs
+are left out of the forecaster's history and reach the planner with their reason, which skips
+them (`UsageUnknown`) whatever else it knows. Works the same for every metrics source:
+dcgm-exporter's pod series simply vanish when it cannot read a GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from reclaimer.model import ClusterView, Pod, PodPhase
+from reclaimer.units import format_duration
+
+STARTUP_STEPS = 2  # steps after a pod's start that may lack a reading
+
+
+@dataclass(frozen=True)
+class Recent:
+    """The window whose samples must all be there, and the step of the grid they sit on."""
+
+    start: float  # now - horizon
+    step: float
+    fresh_since: float | None = None  # a pod needs a point at or after this (now - maxDataAge)
+
+
+def running_gpu_pods(view: ClusterView) -> dict[str, list[Pod]]:
+    """Job key -> its running pods that hold GPUs."""
+    out: dict[str, list[Pod]] = {}
+    for p in view.pods:
+        if p.job and p.gpus > 0 and p.phase is PodPhase.RUNNING:
+            out.setdefault(p.job, []).append(p)
+    return out
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """Per pod key: known points after the pod's own window start (`lows`), unreadable points in
+    the window, its newest point at all; and the fleet's newest step."""
+
+    known: Mapping[str, int]
+    unread: Mapping[str, int]
+    freshest: Mapping[str, float]
+    newest: float | None
+
+
+def _seen(pods: pd.DataFrame, start: float, lows: Mapping[str, float]) -> _Seen:
+    """Counted column-wise: a fleet's day of history is millions of points."""
+    keys = pods["namespace"].astype(str) + "/" + pods["pod"].astype(str)
+    ts = pods["timestamp"].to_numpy(dtype=np.float64)
+    if not ts.size:
+        return _Seen({}, {}, {}, None)
+    known = pods["value"].notna().to_numpy()
+    freshest = pd.Series(ts).groupby(keys.to_numpy()).max()
+    win = ts > start
+    wkeys = keys.to_numpy()[win]
+    low = pd.Series(wkeys).map(lows).to_numpy(dtype=np.float64)
+    counted = pd.Series(known[win] & (ts[win] > low)).groupby(wkeys).sum()
+    unread = pd.Series(~known[win]).groupby(wkeys).sum()
+    return _Seen(
+        {str(k): int(v) for k, v in counted.items()},
+        {str(k): int(v) for k, v in unread.items() if v},
+        {str(k): float(v) for k, v in freshest.items()},
+        float(ts.max()),
+    )
+
+
+def unknown_usage(pods: pd.DataFrame, view: ClusterView, recent: Recent) -> dict[str, str]:
+    """Job key -> why its recent usage cannot be known; jobs not listed are fully measured."""
+    running = running_gpu_pods(view)
+    lows = {
+        p.key: max(recent.start, p.start_time + STARTUP_STEPS * recent.step)
+        for members in running.values()
+        for p in members
+    }
+    seen = _seen(pods, recent.start, lows)
+    out: dict[str, str] = {}
+    for job, members in sorted(running.items()):
+        gaps = (_pod_gap(p, seen, lows[p.key], recent) for p in sorted(members, key=_key))
+        why = [g for g in gaps if g]
+        if why:
+            out[job] = "; ".join(why)
+    return out
+
+
+def _key(p: Pod) -> str:
+    return p.key
+
+
+def _pod_gap(p: Pod, seen: _Seen, low: float, recent: Recent) -> str:
+    """Why one pod's recent usage is not fully known; empty when it is."""
+    newest, last = seen.newest, seen.freshest.get(p.key)
+    if newest is None or last is None:
+        return f"{p.key}: no utilization series"
+    if recent.fresh_since is not None and last < recent.fresh_since:
+        return f"{p.key}: no sample for {format_duration(newest - last)}"
+    if seen.unread.get(p.key):
+        n = seen.unread[p.key]
+        return f"{p.key}: GPU unreadable at {n} recent step(s) (allocated, no utilization)"
+    expected = int(np.floor((newest - low) / recent.step + 1e-9))
+    known = seen.known.get(p.key, 0)
+    if expected > 0 and known < expected:
+        return f"{p.key}: {expected - known} of {expected} recent samples missing"
+    return ""

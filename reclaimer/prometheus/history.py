@@ -1,0 +1,247 @@
+"""From Prometheus answers to the forecaster's history frame and the planner's node GPU stats.
+
+Theory of operation. PromQL does the fleet-wide work, so the cost in requests does not grow with
+the number of pods: one query aggregates every pod's GPU series to one series per
+(namespace, pod), and `query_range` fetches all of them at once over step-aligned time chunks,
+each under Prometheus' 11,000-points-per-series limit. Three instant queries give per-GPU node
+stats. The first read fetches the whole window (24 h by default); later reads pass the previous
+per-pod frame and fetch only the steps since its newest point (plus `refetch_steps` re-read, as
+the newest steps may have been computed before the last scrape landed), so a steady-state cycle
+moves a few points per pod, not a day of them. Per source:
+
+- gpu-reclaim (our exporter): `gpu_pod_utilization_ratio`, joined with `gpu_pod_allocated` by `or
+  on (namespace, pod) -1 * ...`. The exporter reports 0 for a pod holding a GPU and running
+  nothing, and leaves the utilization sample out when it cannot read the GPU (while the allocation
+  stays): the -1 marks that "allocated, unreadable" step, which `pod_frame` turns into NaN, so it
+  can never pass for idle (`reclaimer.prometheus.coverage`). The recording rules
+  `RECORDED_POD_UTILIZATION_5M` / `RECORDED_POD_ALLOCATED` are used instead when Prometheus has
+  them and has had them for the whole window (the controller probes at start, then hourly until
+  they do): rules deployed a minute ago have a minute of history, which no forecaster can use.
+- dcgm: dcgm-exporter's `DCGM_FI_DEV_GPU_UTIL` series that carry a `pod` label, percent / 100.
+  `--kubernetes-virtual-gpus` copies the device value to every sharing pod under the same name,
+  so series are combined with `max`, never `sum`.
+
+A pod on several GPUs counts as busy as its busiest GPU, and a job as busy as its busiest pod
+(`max`, not `mean`): the reclaimer only acts on jobs that are idle everywhere, so one working
+rank keeps its whole gang. A job whose recent usage is unknown (`prometheus.coverage`: a sample
+missing or unreadable over the last horizon, or none within `max_age`) is left out of the frame
+(no forecast) and listed with its reason, so a node whose exporter went quiet or a GPU NVML
+cannot read never makes its jobs look idle.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+import gpu_contract as gc
+from reclaimer.forecast.params import ForecastParams
+from reclaimer.model import ClusterView, GpuStats
+from reclaimer.policy.settings import Policy
+from reclaimer.prometheus.client import QueryResult
+from reclaimer.prometheus.coverage import Recent, running_gpu_pods, unknown_usage
+
+_POLICY = Policy()
+PROMETHEUS_MAX_POINTS = 11_000
+UNREADABLE = -1.0  # the query's value for "allocated, utilization not readable"
+
+
+class MetricsSource(StrEnum):
+    GPU_RECLAIM = "gpu-reclaim"
+    DCGM = "dcgm"
+
+
+@dataclass(frozen=True)
+class HistoryParams:
+    window: float = ForecastParams.lookback_seconds  # history kept: what the forecaster reads
+    step: float = 60.0  # seconds between points; also the averaging window per point
+    max_points: int = 10_000  # per series per request, under PROMETHEUS_MAX_POINTS
+    stats_window: float = 600.0  # seconds averaged for node GPU stats
+    max_age: float = _POLICY.max_data_age_seconds  # newest sample older: the data is stale
+    horizon: float = _POLICY.horizon_seconds  # every sample of this recent span must be there
+    refetch_steps: int = 5  # later cycles re-read this many recent steps (late scrapes)
+    # Recorded series replace the raw ones only once they are this old (None: the whole window),
+    # so a fresh rules install never shortens the forecaster's history.
+    recorded_min_age: float | None = None
+
+    @property
+    def recorded_coverage(self) -> float:
+        return self.window if self.recorded_min_age is None else self.recorded_min_age
+
+
+POD_COLUMNS = ["namespace", "pod", "timestamp", "value"]
+JOB_COLUMNS = ["job", "timestamp", "value"]
+
+
+def align(t: float, step: float) -> float:
+    """The latest multiple of `step` at or before `t`: the same grid every cycle."""
+    return math.floor(t / step) * step
+
+
+def time_chunks(
+    start: float, end: float, step: float, max_points: int
+) -> list[tuple[float, float]]:
+    """Split [start, end] on the `step` grid into ranges of at most `max_points` points each."""
+    if step <= 0 or max_points < 1 or not 0 < max_points <= PROMETHEUS_MAX_POINTS:
+        raise ValueError("step must be > 0 and 1 <= max_points <= 11000")
+    chunks = []
+    s = start
+    while s <= end:
+        e = min(end, s + (max_points - 1) * step)
+        chunks.append((s, e))
+        s = e + step
+    return chunks
+
+
+def recorded_probe_query(min_age: float) -> str:
+    """Non-empty when both recorded series exist now and already existed `min_age` ago."""
+    util, alloc = gc.RECORDED_POD_UTILIZATION_5M, gc.RECORDED_POD_ALLOCATED
+    off = f"offset {int(min_age)}s"
+    return f"count({util}) and count({alloc}) and count({util} {off}) and count({alloc} {off})"
+
+
+def pod_utilization_query(source: MetricsSource, recorded: bool, step: float) -> str:
+    """One PromQL expression giving one series per (namespace, pod), value ratio 0..1."""
+    rng = f"[{int(step)}s]"
+    by = "max by (namespace, pod)"
+    if source is MetricsSource.DCGM:
+        util = gc.DCGM_GPU_UTIL
+        return f'{by} (avg_over_time({util}{{pod!=""}}{rng})) / 100'
+    if recorded:
+        util_rec, alloc_rec = gc.RECORDED_POD_UTILIZATION_5M, gc.RECORDED_POD_ALLOCATED
+        return f"{by} ({util_rec}) or on (namespace, pod) ({UNREADABLE:g} * {by} ({alloc_rec}))"
+    util, alloc = gc.POD_UTILIZATION, gc.POD_ALLOCATED
+    return (
+        f"{by} (avg_over_time({util}{rng}))"
+        f" or on (namespace, pod) ({UNREADABLE:g} * {by} (max_over_time({alloc}{rng})))"
+    )
+
+
+def freshness_query(source: MetricsSource) -> str:
+    """Time of the newest raw sample the utilization comes from."""
+    metric = gc.DCGM_GPU_UTIL if source is MetricsSource.DCGM else gc.POD_ALLOCATED
+    return f"max(timestamp({metric}))"
+
+
+def node_stats_queries(window: float) -> dict[str, str]:
+    """Per-GPU (Hostname, UUID) stats; max de-duplicates dcgm's per-pod copies."""
+    by = "max by (Hostname, UUID)"
+    rng = f"[{int(window)}s]"
+    return {
+        "util": f"{by} (avg_over_time({gc.DCGM_GPU_UTIL}{rng}))",
+        "used": f"{by} ({gc.DCGM_FB_USED})",
+        "free": f"{by} ({gc.DCGM_FB_FREE})",
+    }
+
+
+def pod_frame(results: Iterable[QueryResult]) -> pd.DataFrame:
+    """Matrix results (one series per namespace/pod) -> long frame; unreadable points are NaN.
+
+    Built column-wise with numpy: a fleet read is millions of points. Series without a `pod`
+    label are ignored; chunks never overlap, and `by (namespace, pod)` makes series unique.
+    """
+    namespaces: list[str] = []
+    names: list[str] = []
+    counts: list[int] = []
+    arrays: list[npt.NDArray[np.float64]] = []
+    for r in results:
+        for s in r.series:
+            if s.labels.get("pod") and s.points:
+                namespaces.append(s.labels.get("namespace", ""))
+                names.append(s.labels["pod"])
+                counts.append(len(s.points))
+                arrays.append(np.asarray(s.points, dtype=np.float64))
+    if not arrays:
+        return pd.DataFrame(
+            {c: pd.Series(dtype=str if c in ("namespace", "pod") else float) for c in POD_COLUMNS}
+        )
+    points = np.concatenate(arrays)
+    values = points[:, 1]
+    return pd.DataFrame(
+        {
+            "namespace": np.repeat(np.array(namespaces, dtype=object), counts),
+            "pod": np.repeat(np.array(names, dtype=object), counts),
+            "timestamp": points[:, 0],
+            "value": np.where(values < 0, np.nan, np.clip(values, 0.0, 1.0)),
+        }
+    )
+
+
+def fetch_start(previous: pd.DataFrame | None, now: float, params: HistoryParams) -> float:
+    """First grid time to fetch: the whole window, or only the tail the previous read lacks."""
+    window_start = align(now - params.window, params.step)
+    if previous is None or previous.empty:
+        return window_start
+    newest = float(previous["timestamp"].max())
+    return max(window_start, align(newest - params.refetch_steps * params.step, params.step))
+
+
+def merge_pods(
+    previous: pd.DataFrame | None, fresh: pd.DataFrame, fetched_from: float, window_start: float
+) -> pd.DataFrame:
+    """Previous rows in [window_start, fetched_from) followed by the freshly fetched rows."""
+    if previous is None or previous.empty:
+        return fresh
+    ts = previous["timestamp"]
+    kept = previous[(ts >= window_start) & (ts < fetched_from)]
+    return pd.concat([kept, fresh], ignore_index=True)
+
+
+@dataclass(frozen=True)
+class JobHistory:
+    frame: pd.DataFrame  # JOB_COLUMNS, jobs with known usage only
+    problems: tuple[str, ...] = ()
+    unknown: Mapping[str, str] = field(default_factory=dict)  # job key -> why, left out
+
+
+def job_frame(pods: pd.DataFrame, view: ClusterView, recent: Recent) -> JobHistory:
+    """Per-pod history -> per-job history (max over the job's pods at each timestamp), for the
+    jobs whose recent usage is known (`reclaimer.prometheus.coverage`)."""
+    unknown = unknown_usage(pods, view, recent)
+    pod_to_job = {
+        p.key: job
+        for job, members in running_gpu_pods(view).items()
+        if job not in unknown
+        for p in members
+    }
+    pod_keys = pods["namespace"].astype(str) + "/" + pods["pod"].astype(str)
+    jobs = pod_keys.map(pod_to_job)
+    sel = pods.assign(job=jobs)[jobs.notna() & pods["value"].notna()]
+    agg = sel.groupby(["job", "timestamp"])["value"].max().reset_index()
+    frame = pd.DataFrame(
+        {
+            "job": agg["job"].astype(str),
+            "timestamp": agg["timestamp"].astype(float),
+            "value": agg["value"].astype(float),
+        },
+        columns=JOB_COLUMNS,
+    )
+    problems = (
+        (f"{len(unknown)} job(s) with unknown usage, never taken as idle",) if unknown else ()
+    )
+    return JobHistory(frame.reset_index(drop=True), problems, unknown)
+
+
+def node_stats(results: Mapping[str, QueryResult]) -> dict[str, tuple[GpuStats, ...]]:
+    """Hostname -> per-GPU stats (sorted by UUID); GPUs missing a memory series read 0 memory."""
+
+    def by_gpu(key: str) -> dict[tuple[str, str], float]:
+        out = {}
+        for s in results[key].series:
+            if s.points and not math.isnan(s.points[-1][1]):
+                out[(s.labels.get("Hostname", ""), s.labels.get("UUID", ""))] = s.points[-1][1]
+        return out
+
+    util, used, free = by_gpu("util"), by_gpu("used"), by_gpu("free")
+    stats: dict[str, list[tuple[str, GpuStats]]] = {}
+    for (host, uuid), u in sorted(util.items()):
+        total = used.get((host, uuid), 0.0) + free.get((host, uuid), 0.0)
+        mem = used.get((host, uuid), 0.0) / total if total > 0 else 0.0
+        stats.setdefault(host, []).append((uuid, GpuStats(min(1.0, max(0.0, u / 100)), mem)))
+    return {host: tuple(g for _, g in gpus) for host, gpus in stats.items()}

@@ -1,0 +1,279 @@
+"""The only writer: turns a `Plan` into Kubernetes changes, one action at a time, safely.
+
+For each action: check the cycle's limits and cool-downs again (`action_limits`), make sure this
+replica still leads, run the kind's operation (`kube.operations`: the gentlest preemption each kind
+allows; a reshape staged over cycles: new key, relabel once projected, cleanup), re-run it once on
+a 409 conflict, then record a Kubernetes Event on the object. Dry-run (the default) sends every
+write with `dryRun=All`, so admission and PodDisruptionBudget answers are real, and spends the
+limits the same way. One action's failure never stops the others and never raises: it becomes an
+`ActionResult` (404 = vanished, skipped quietly; 429 = PDB or throttling, skipped, retried next
+cycle; 5xx and timeouts = failed). The loop turns results into metrics. Plan warnings (a release
+overdue) become Warning Events on the job they name (`warn`), once per stop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from reclaimer.kube import operations as ops
+from reclaimer.kube import reshaping
+from reclaimer.kube.client import KubeApi, KubeError
+from reclaimer.kube.objects import kinds
+from reclaimer.kube.objects import resources as r
+from reclaimer.kube.objects.timeslicing import TimeSlicingError
+from reclaimer.kube.write import KubeWriter, NotLeader, event_body
+from reclaimer.model import (
+    Action,
+    ActionKind,
+    ActionResult,
+    ClusterView,
+    Evidence,
+    JobKind,
+    Outcome,
+    Plan,
+    Reason,
+    Skip,
+)
+from reclaimer.plan.refusals import CycleBudget
+from reclaimer.policy.settings import Policy
+
+log = logging.getLogger(__name__)
+
+
+class EventRecorder(Protocol):
+    def record(
+        self, involved: Mapping[str, str], reason: str, message: str, now: float, warning: bool
+    ) -> None: ...
+
+
+class KubeEventRecorder:
+    """Events as core/v1 objects, written through the (dry-run aware) writer."""
+
+    def __init__(self, writer: KubeWriter, instance: str) -> None:
+        self.writer, self.instance = writer, instance
+
+    def record(
+        self, involved: Mapping[str, str], reason: str, message: str, now: float, warning: bool
+    ) -> None:
+        body = event_body(involved, reason, message, now, instance=self.instance, warning=warning)
+        self.writer.create_event(body["metadata"]["namespace"], body)
+
+
+EVENT_REASONS = {
+    ActionKind.PREEMPT: "GpuReclaimPreempted",
+    ActionKind.RESUME: "GpuReclaimResumed",
+    ActionKind.RESHAPE: "GpuReclaimReshaped",
+}
+WARNING_EVENT_REASONS = {Reason.RELEASE_OVERDUE: "GpuReclaimReleaseOverdue"}
+JOB_RESOURCES = {**{w.job_kind: w.resource for w in kinds.WORKLOADS}, JobKind.POD: r.PODS}
+
+
+def _stopped_detail(wk: kinds.WorkloadKind, stopped: bool) -> str:
+    if wk.stop is kinds.Stop.NOTEBOOK:
+        return f"{kinds.NOTEBOOK_STOPPED} {'set' if stopped else 'removed'}"
+    return f"{'.'.join(wk.suspend_path[1:])}={str(stopped).lower()}"
+
+
+def describe(action: Action, dry_run: bool) -> str:
+    """The Event message: what was done, why, and the evidence."""
+    ev: Evidence = action.evidence
+    parts = [f"{'[dry-run] ' if dry_run else ''}{action.kind} {action.target}: {action.reason}"]
+    if ev.forecast is not None:
+        f = ev.forecast
+        parts.append(
+            f"forecast idle={f.idle} confidence={f.confidence:.2f} "
+            f"idle_for~{f.predicted_idle_seconds:.0f}s threshold={f.threshold:g} "
+            f"method={f.method} samples={f.samples}"
+        )
+    if ev.for_pending:
+        parts.append(f"for pending {ev.for_pending}")
+    if ev.for_queue:
+        parts.append(f"queue {ev.for_queue}")
+    if ev.gpus_freed:
+        parts.append(f"frees {ev.gpus_freed} GPU(s)")
+    if action.kind is ActionKind.RESHAPE:
+        parts.append(f"replicas {action.from_replicas} -> {action.to_replicas}")
+    if ev.detail:
+        parts.append(ev.detail)
+    return "; ".join(parts)
+
+
+def _always() -> bool:
+    return True
+
+
+class Actuator:
+    def __init__(
+        self,
+        api: KubeApi,
+        *,
+        clock: Callable[[], float],
+        dry_run: bool = True,
+        policy: Policy | None = None,
+        may_write: Callable[[], bool] = _always,
+        events: EventRecorder | None = None,
+        identity: str = r.CONTROLLER_NAME,
+        device_plugin: r.ConfigMapRef | None = None,
+    ) -> None:
+        self.writer = KubeWriter(api, dry_run, may_write)
+        self.dry_run = dry_run
+        self.policy = policy or Policy()
+        self.clock = clock
+        self.may_write = may_write
+        self.identity = identity
+        self.device_plugin = device_plugin or r.ConfigMapRef()
+        self.events: EventRecorder = events or KubeEventRecorder(self.writer, identity)
+        self._warned: set[tuple[str, str, float | None]] = set()
+
+    def warn(self, warnings: Sequence[Skip], view: ClusterView) -> int:
+        """A Warning Event on each job a plan warning names, once per job and stop per process
+        (the plan repeats a warning every cycle; Events should not). Returns Events written."""
+        jobs = {j.key: j for j in view.jobs}
+        written = 0
+        for w in warnings:
+            job, reason = jobs.get(w.target), WARNING_EVENT_REASONS.get(w.reason)
+            seen = (w.target, str(w.reason), job.stopped_at if job else None)
+            if job is None or reason is None or seen in self._warned or not self.may_write():
+                continue
+            involved = {
+                "apiVersion": JOB_RESOURCES[job.kind].api_version,
+                "kind": JOB_RESOURCES[job.kind].kind,
+                "name": job.name,
+                "namespace": job.namespace,
+                "uid": job.uid,
+            }
+            try:
+                self.events.record(involved, reason, w.detail, self.clock(), True)
+            except (KubeError, NotLeader) as exc:
+                log.warning("warning event for %s not recorded: %s", w.target, exc)
+                continue
+            self._warned.add(seen)
+            written += 1
+        return written
+
+    def apply(self, plan: Plan | Sequence[Action], view: ClusterView) -> list[ActionResult]:
+        """Run a plan (a `Plan` or its actions) against the cluster; one result per action."""
+        actions = plan.actions if isinstance(plan, Plan) else plan
+        budget = CycleBudget(self.policy, view, self.clock())
+        return [self._one(action, view, budget) for action in actions]
+
+    def _one(self, action: Action, view: ClusterView, budget: CycleBudget) -> ActionResult:
+        refusal = budget.refusal(action)
+        if refusal is not None:
+            return ActionResult(action, Outcome.SKIPPED, refusal.detail, refusal.reason)
+        if not self.may_write():
+            return ActionResult(action, Outcome.SKIPPED, "not the leader: not acting")
+        before = self.writer.writes
+        now = self.clock()
+        try:
+            involved, detail = self._with_conflict_retry(action, view, now)
+        except Exception as exc:  # one action never stops the others
+            result = self._failure(action, exc)
+            log.log(
+                logging.WARNING if result.outcome is Outcome.FAILED else logging.INFO,
+                "%s %s: %s",
+                action.kind,
+                action.target,
+                result.detail,
+            )
+            return ActionResult(**{**result.__dict__, "writes": self.writer.writes - before})
+        budget.spend(action)
+        detail = self._record_event(action, involved, now, detail)
+        outcome = Outcome.DRY_RUN if self.dry_run else Outcome.APPLIED
+        log.info("%s %s %s: %s", outcome, action.kind, action.target, detail)
+        return ActionResult(action, outcome, detail, writes=self.writer.writes - before)
+
+    def _with_conflict_retry(
+        self, action: Action, view: ClusterView, now: float
+    ) -> tuple[dict[str, str], str]:
+        try:
+            return self._execute(action, view, now)
+        except KubeError as exc:
+            if exc.status != 409:
+                raise
+            log.info("%s %s: conflict, re-reading and retrying once", action.kind, action.target)
+            involved, detail = self._execute(action, view, now)
+            return involved, f"{detail} (after a conflict)"
+
+    def _failure(self, action: Action, exc: Exception) -> ActionResult:
+        if isinstance(exc, ops.Precondition | NotLeader):
+            return ActionResult(action, Outcome.SKIPPED, str(exc))
+        if isinstance(exc, KubeError):
+            if exc.status == 404:
+                return ActionResult(action, Outcome.SKIPPED, f"{action.target} vanished", None, 404)
+            if exc.status == 429:
+                why = "blocked by a PodDisruptionBudget or throttled; retrying next cycle"
+                return ActionResult(action, Outcome.SKIPPED, f"{why}: {exc.message}", None, 429)
+            if exc.status == 403 and self.dry_run:
+                # The dry-run RBAC grants no write this kind needs: that is the operator's choice
+                # (the enforce overlay grants it), not a failure of the action.
+                why = "not permitted by this service account's RBAC (granted in enforce mode)"
+                return ActionResult(action, Outcome.SKIPPED, f"{why}: {exc.message}", None, 403)
+            return ActionResult(action, Outcome.FAILED, str(exc), None, exc.status)
+        if isinstance(exc, TimeSlicingError):
+            return ActionResult(action, Outcome.FAILED, f"device-plugin config: {exc}")
+        log.exception("unexpected error applying %s %s", action.kind, action.target)
+        return ActionResult(action, Outcome.FAILED, f"unexpected {type(exc).__name__}: {exc}")
+
+    def _record_event(
+        self, action: Action, involved: Mapping[str, str], now: float, detail: str
+    ) -> str:
+        try:
+            self.events.record(
+                involved, EVENT_REASONS[action.kind], describe(action, self.dry_run), now, False
+            )
+        except (KubeError, NotLeader) as exc:
+            log.warning("event for %s %s not recorded: %s", action.kind, action.target, exc)
+            return f"{detail}; event not recorded: {exc}"
+        return detail
+
+    def _execute(self, action: Action, view: ClusterView, now: float) -> tuple[dict[str, str], str]:
+        w = self.writer
+        if action.kind is ActionKind.RESHAPE:
+            return self._reshape(action, now)
+        job = next(j for j in view.jobs if j.key == action.target)  # checked by the budget
+        preempt = action.kind is ActionKind.PREEMPT
+        room_for = action.evidence.for_pending
+        record = (
+            ops.suspend_record(self.identity, now, str(action.reason), room_for)
+            if preempt
+            else ops.resume_record(now)
+        )
+        pods = [p for p in view.pods if p.job == job.key]
+        wk = kinds.BY_JOB_KIND.get(job.kind)
+        if wk is not None and wk.stop in (kinds.Stop.SUSPEND, kinds.Stop.NOTEBOOK):
+            obj = ops.set_suspended(w, job, preempt, record, pods)
+            return ops.involved(obj, wk.resource), _stopped_detail(wk, preempt)
+        if job.kind is JobKind.VOLCANO_JOB:
+            obj = ops.volcano_command(
+                w, job, preempt, record, describe(action, self.dry_run), pods=pods
+            )
+            return ops.involved(obj, r.VOLCANO_JOBS), "AbortJob" if preempt else "ResumeJob"
+        if not preempt:
+            raise ops.Precondition("a bare pod cannot be resumed; its owner recreates it")
+        obj = ops.evict_bare_pod(w, job, now, str(action.reason), room_for=room_for, pods=pods)
+        return ops.involved(obj, r.PODS), "evicted"
+
+    def _reshape(self, action: Action, now: float) -> tuple[dict[str, str], str]:
+        if action.to_replicas is None:
+            raise ops.Precondition("reshape without target replicas")
+        node_obj, key, detail = reshaping.reshape_node(
+            self.writer,
+            self.device_plugin,
+            action.target,
+            from_replicas=action.from_replicas,
+            to_replicas=action.to_replicas,
+            now=now,
+            projection=self.policy.time_slicing.projection_delay_seconds,
+        )
+        pointed = {action.target: key} if self.dry_run else {}
+        try:
+            removed = reshaping.clean_unused_keys(self.writer, self.device_plugin, pointed)
+        except (KubeError, NotLeader) as exc:  # leftovers are harmless; next reshape retries
+            detail += f"; unused keys not cleaned: {exc}"
+        else:
+            if removed:
+                detail += f"; removed unused keys {', '.join(removed)}"
+        return ops.involved(node_obj, r.NODES), detail

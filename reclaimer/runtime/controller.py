@@ -1,0 +1,302 @@
+"""The control loop: one snapshot, one plan, one batch of writes per cycle; never a crash-loop.
+
+A cycle reads the cluster (a `ClusterView`, blocking calls in a thread) and Prometheus
+(`read_metrics`), joins them into a `Snapshot` with its `DataQuality`, forecasts, plans, and hands
+the plan to the actuator (which does a server-side dry-run unless `--apply`). Then it updates the
+metrics and keeps the `CycleReport` that `/plan` serves.
+
+Safety gate: when the data is incomplete (a failed or partial query) or stale (newest sample older
+than the policy's `maxDataAge`), every planned action becomes a `Skip` with `IncompleteData` /
+`StaleData` and nothing reaches the actuator, whatever the planner said; the cycle counts as
+`skipped`. Prometheus unreachable is `skipped` as well. Any exception is logged and counted as
+`error`, and the loop goes on. A replica that is not the leader plans but never acts.
+Forecast accuracy: idle forecasts are remembered and judged after their horizon
+(`forecast_check`). The clock is injected; nothing here reads the wall time itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Protocol
+
+import pandas as pd
+
+from reclaimer.forecast import checks as forecast_check
+from reclaimer.forecast.forecaster import INSUFFICIENT_HISTORY, SILENT
+from reclaimer.model import (
+    ActionKind,
+    ActionResult,
+    ClusterView,
+    DataQuality,
+    Forecast,
+    Plan,
+    Reason,
+    Skip,
+    Snapshot,
+)
+from reclaimer.plan.capacity import releasing
+from reclaimer.plan.planner import data_gate
+from reclaimer.policy.settings import Policy
+from reclaimer.prometheus.client import PromClient
+from reclaimer.prometheus.history import HistoryParams, MetricsSource
+from reclaimer.prometheus.reads import MetricsRead, MetricsUnavailable, probe_recorded, read_metrics
+from reclaimer.report.fleet import FleetSummary, summarize
+from reclaimer.runtime.telemetry import ReclaimerMetrics
+
+log = logging.getLogger("gpu_reclaimer.controller")
+
+Forecaster = Callable[[pd.DataFrame, Policy, float], Mapping[str, Forecast]]
+Planner = Callable[[Snapshot, Mapping[str, Forecast], Policy, float], Plan]
+
+
+class Applier(Protocol):
+    """The actuator's face as the controller sees it (`reclaimer.runtime.actuator.Actuator`)."""
+
+    def apply(self, plan: Plan, view: ClusterView) -> Sequence[ActionResult]: ...
+
+    def warn(self, warnings: Sequence[Skip], view: ClusterView) -> int: ...
+
+
+# Forecast methods that mean "could not decide" (counted as outcome="unknown").
+UNDECIDED_METHODS = frozenset({INSUFFICIENT_HISTORY, SILENT})
+
+
+class CycleResult(StrEnum):
+    SUCCESS = "success"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class CycleReport:
+    result: CycleResult
+    at: float
+    duration: float
+    message: str
+    plan: Plan | None = None
+    quality: DataQuality | None = None
+    summary: FleetSummary | None = None
+    forecasts: Mapping[str, Forecast] = field(default_factory=lambda: MappingProxyType({}))
+    outcomes: tuple[ActionResult, ...] = ()  # the actuator's results, in plan order
+    acted: bool = False  # the plan reached the actuator
+    requests: int = 0  # Prometheus requests this cycle
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    source: MetricsSource = MetricsSource.GPU_RECLAIM
+    history: HistoryParams = field(default_factory=HistoryParams)
+    dry_run: bool = True
+    reprobe_seconds: float = 3600.0  # while the recording rules do not cover the window yet
+
+
+def build_snapshot(view: ClusterView, read: MetricsRead) -> Snapshot:
+    """Join the cluster view and the measurements; pure."""
+    nodes = tuple(
+        replace(n, gpu_stats=read.node_stats[n.name]) if n.name in read.node_stats else n
+        for n in view.nodes
+    )
+    seen = {f.name: getattr(view, f.name) for f in fields(ClusterView)}
+    return Snapshot(
+        **{**seen, "nodes": nodes},
+        quality=DataQuality(read.metrics_at, read.complete, read.problems),
+        unknown_usage=MappingProxyType(dict(read.unknown)),
+    )
+
+
+def gate(plan: Plan, quality: DataQuality, now: float, policy: Policy) -> tuple[Plan, str | None]:
+    """Turn every action into a skip when the data cannot be trusted (the planner's own
+    `data_gate` decides, whatever planner produced `plan`); pure."""
+    stop = data_gate(quality, policy, now)
+    if stop is None:
+        return plan, None
+    why = stop.detail
+    skips = tuple(Skip(a.target, stop.reason, f"{a.kind} withheld: {why}") for a in plan.actions)
+    return Plan(plan.created_at, (), plan.skipped + skips, plan.warnings), why
+
+
+class Controller:
+    def __init__(
+        self,
+        *,
+        read_cluster: Callable[[], ClusterView],
+        prom: PromClient,
+        policy: Policy,
+        forecaster: Forecaster,
+        planner: Planner,
+        actuator: Applier | None,
+        metrics: ReclaimerMetrics,
+        clock: Callable[[], float],
+        config: ControllerConfig = ControllerConfig(),
+        is_leader: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self._read_cluster = read_cluster
+        self._prom = prom
+        self._policy = policy
+        self._forecaster = forecaster
+        self._planner = planner
+        self._actuator = actuator
+        self._metrics = metrics
+        self._clock = clock
+        self._config = config
+        self._is_leader = is_leader
+        self._recorded: bool | None = None  # recording rules cover the window (probed)
+        self._probed_at = float("-inf")
+        self._checks: tuple[forecast_check.PendingCheck, ...] = ()
+        self._pods: pd.DataFrame | None = None  # per-pod history kept between cycles
+        self.last: CycleReport | None = None
+        self.ready = False  # set after the first cycle that completes (any result but error)
+        metrics.dry_run.set(1 if config.dry_run else 0)
+
+    async def cycle(self) -> CycleReport:
+        """Run one cycle; never raises (except cancellation)."""
+        start = self._clock()
+        try:
+            report = await self._cycle(start)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # the loop must survive anything one cycle hits
+            log.exception("cycle failed")
+            report = CycleReport(CycleResult.ERROR, start, 0.0, f"cycle failed: {err!r}")
+        report = replace(report, duration=max(0.0, self._clock() - start))
+        self._account(report)
+        self.last = report
+        self.ready = self.ready or report.result is not CycleResult.ERROR
+        return report
+
+    async def _probe_recorded(self, now: float) -> None:
+        """Probe the recording rules first, then hourly until they cover the whole window.
+
+        Once they do, the history switches to them for good, and the kept raw history is
+        dropped so that the next read fetches the whole window from one kind of series.
+        """
+        if self._recorded or now - self._probed_at < self._config.reprobe_seconds:
+            return
+        found = self._config.source is MetricsSource.GPU_RECLAIM and await probe_recorded(
+            self._prom, now, self._config.history
+        )
+        self._probed_at = now
+        if found and self._recorded is not None:
+            log.info("recording rules now cover the history window: reading them from now on")
+            self._pods = None
+        self._recorded = found
+
+    async def _cycle(self, now: float) -> CycleReport:
+        view = await asyncio.to_thread(self._read_cluster)
+        for problem in view.problems:
+            log.warning("cluster: %s", problem)
+        before = self._prom.requests
+        try:
+            await self._probe_recorded(now)
+            read = await read_metrics(
+                self._prom,
+                view,
+                now,
+                self._config.history,
+                self._config.source,
+                recorded=self._recorded,
+                previous=self._pods,
+            )
+        except MetricsUnavailable as err:
+            log.warning("cycle skipped, no actions: %s", err)
+            requests = self._prom.requests - before
+            return CycleReport(CycleResult.SKIPPED, now, 0.0, str(err), requests=requests)
+        self._recorded, self._pods = read.recorded, read.pods
+        snapshot = build_snapshot(view, read)
+        forecasts = self._forecaster(read.history, self._policy, now)
+        self._track_forecasts(forecasts, read.history, view, now)
+        plan, withheld = gate(
+            self._planner(snapshot, forecasts, self._policy, now),
+            snapshot.quality,
+            now,
+            self._policy,
+        )
+        result, message = CycleResult.SUCCESS, f"{len(plan.actions)} action(s) planned"
+        if withheld is not None:
+            log.warning("cycle skipped, no actions: %s", withheld)
+            result, message = CycleResult.SKIPPED, withheld
+        acted = bool(plan.actions) and self._actuator is not None and self._is_leader()
+        outcomes = await self._act(plan, view) if acted else ()
+        await self._warn(plan, view)
+        self._count_safety(snapshot, plan)
+        self._count_reclaimed(view, now)
+        stats_window = self._config.history.stats_window
+        summary = summarize(view, read.pods, now, stats_window, self._policy.threshold)
+        return CycleReport(
+            result, now, 0.0, message, plan, snapshot.quality, summary, forecasts, outcomes,
+            acted, read.requests,
+        )  # fmt: skip
+
+    async def _warn(self, plan: Plan, view: ClusterView) -> None:
+        for w in plan.warnings:
+            log.warning("%s %s: %s", w.reason, w.target, w.detail)
+        if plan.warnings and self._actuator is not None and self._is_leader():
+            await asyncio.to_thread(self._actuator.warn, plan.warnings, view)
+
+    def _count_safety(self, snapshot: Snapshot, plan: Plan) -> None:
+        m = self._metrics
+        m.gpus_releasing.set(sum(releasing(snapshot).by_node.values()))
+        m.releases_overdue.set(sum(w.reason is Reason.RELEASE_OVERDUE for w in plan.warnings))
+        m.usage_unknown.set(len(snapshot.unknown_usage))
+
+    async def _act(self, plan: Plan, view: ClusterView) -> tuple[ActionResult, ...]:
+        if self._actuator is None:
+            return ()
+        return tuple(await asyncio.to_thread(self._actuator.apply, plan, view))
+
+    def _track_forecasts(
+        self,
+        forecasts: Mapping[str, Forecast],
+        history: pd.DataFrame,
+        view: ClusterView,
+        now: float,
+    ) -> None:
+        self._checks, results = forecast_check.check(self._checks, history, now)
+        for _, result in results:
+            self._metrics.forecast_checks.labels(result=str(result)).inc()
+        self._checks = forecast_check.remember(self._checks, forecasts, now)
+        idle = sum(1 for f in forecasts.values() if f.idle)
+        undecided = sum(1 for f in forecasts.values() if f.method in UNDECIDED_METHODS)
+        holding = {p.job for p in view.pods if p.job and p.gpus > 0}
+        unforecast = len(holding - forecasts.keys())  # no usable series at all
+        busy = len(forecasts) - idle - undecided
+        self._metrics.set_forecasts(idle, busy, undecided + unforecast)
+
+    def _count_reclaimed(self, view: ClusterView, now: float) -> None:
+        """GPU-seconds held free since the last cycle (would-be ones in dry-run)."""
+        prev = self.last
+        if prev is None or prev.plan is None:
+            return
+        if self._config.dry_run:
+            gpus = sum(
+                a.evidence.gpus_freed for a in prev.plan.actions if a.kind is ActionKind.PREEMPT
+            )
+        else:
+            gpus = sum(j.gpus for j in view.jobs if j.suspended_by_reclaimer)
+        self._metrics.reclaimed_gpu_seconds.inc(max(0.0, gpus * (now - prev.at)))
+
+    def _account(self, report: CycleReport) -> None:
+        m = self._metrics
+        m.cycles.labels(result=str(report.result)).inc()
+        m.cycle_duration.set(report.duration)
+        m.is_leader.set(1 if self._is_leader() else 0)
+        if report.result is CycleResult.SUCCESS:
+            m.last_success.set(report.at + report.duration)
+        for action in report.plan.actions if report.plan else ():
+            m.count_action(m.planned, action)
+        for result in report.outcomes:
+            m.count_action(m.applied if result.outcome.done else m.failed, result.action)
+
+    async def run(self, interval: float, stop: asyncio.Event) -> None:
+        """Cycle every `interval` seconds until `stop` is set; a cycle in flight finishes."""
+        while not stop.is_set():
+            report = await self.cycle()
+            log.info("cycle %s in %.2fs: %s", report.result, report.duration, report.message)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=interval)

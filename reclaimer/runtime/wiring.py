@@ -1,0 +1,140 @@
+"""Which parts `gpu-reclaimer run` plugs into the controller, chosen from the command line.
+
+- Cluster: a `--cluster-file` dump (read again every cycle, never acted on), or the API server
+  through `reclaimer.kube` (credentials from `--kubeconfig`, in-cluster, or ~/.kube/config).
+- Forecaster: `reclaimer.forecast.forecaster.forecast` with the policy's horizon, threshold and
+  confidence. Planner: `reclaimer.plan.planner.plan`. Actuator:
+  `reclaimer.runtime.actuator.Actuator`, dry-run unless `--apply`; none in cluster-file mode.
+- Leader election (`--leader-elect`): `reclaimer.kube.lease.LeaderElector` renews a Lease
+  (gpu-reclaim/gpu-reclaimer, identity = host name = pod name) beside the loop. Every replica
+  plans and serves `/plan`; only the leader acts (the controller and the actuator both ask
+  `is_leader()`). On SIGTERM the cycle in flight finishes first, then the Lease is released.
+  With `--once` the Lease is taken before the cycle (and renewed during it) or the run exits 2
+  saying who holds it: a one-shot `--apply` never silently plans without acting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import socket
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from reclaimer.forecast.forecaster import forecast
+from reclaimer.forecast.params import for_policy
+from reclaimer.kube.client import KubeConfigError, build_api
+from reclaimer.kube.dumps import ClusterFileError, load_cluster_file
+from reclaimer.kube.lease import LeaderElector, LeaseConfig
+from reclaimer.kube.read import read_cluster_sync
+from reclaimer.model import ClusterView, Forecast
+from reclaimer.plan.planner import plan
+from reclaimer.policy.settings import Policy
+from reclaimer.runtime.actuator import Actuator
+from reclaimer.runtime.controller import Applier, Controller, ControllerConfig, Forecaster, Planner
+
+log = logging.getLogger("gpu_reclaimer.run")
+
+
+class UsageError(Exception):
+    """A command line or configuration the reclaimer refuses to start with (exit 2)."""
+
+
+RunLoop = Callable[[Controller, float, asyncio.Event], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Wiring:
+    read_cluster: Callable[[], ClusterView]
+    forecaster: Forecaster
+    planner: Planner
+    actuator: Applier | None
+    is_leader: Callable[[], bool]
+    run_loop: RunLoop
+    close: Callable[[], None]
+    elector: LeaderElector | None = None  # with --leader-elect
+
+
+def policy_forecaster(history: pd.DataFrame, policy: Policy, now: float) -> Mapping[str, Forecast]:
+    return forecast(history, for_policy(policy), now)
+
+
+def _elected_loop(elector: LeaderElector) -> RunLoop:
+    """Run the controller while the elector renews; release only after the last cycle ends."""
+
+    async def loop(controller: Controller, interval: float, stop: asyncio.Event) -> None:
+        lease_stop = asyncio.Event()
+        renewer = asyncio.create_task(elector.run(lease_stop))
+        try:
+            await controller.run(interval, stop)
+        finally:
+            lease_stop.set()
+            await renewer  # releases the Lease
+
+    return loop
+
+
+def _always() -> bool:
+    return True
+
+
+async def _plain_loop(controller: Controller, interval: float, stop: asyncio.Event) -> None:
+    await controller.run(interval, stop)
+
+
+def wire(
+    args: argparse.Namespace, policy: Policy, config: ControllerConfig, clock: Callable[[], float]
+) -> Wiring:
+    if args.cluster_file:
+        return _file_wiring(args.cluster_file, clock)
+    return _live_wiring(args, policy, config, clock)
+
+
+def _file_wiring(path: str, clock: Callable[[], float]) -> Wiring:
+    try:
+        load_cluster_file(path, clock())  # fail fast, with the loader's message
+    except ClusterFileError as err:
+        raise UsageError(f"--cluster-file: {err}") from err
+    return Wiring(
+        read_cluster=lambda: load_cluster_file(path, clock()),
+        forecaster=policy_forecaster,
+        planner=plan,
+        actuator=None,
+        is_leader=_always,
+        run_loop=_plain_loop,
+        close=lambda: None,
+    )
+
+
+def _live_wiring(
+    args: argparse.Namespace, policy: Policy, config: ControllerConfig, clock: Callable[[], float]
+) -> Wiring:
+    try:
+        api = build_api(args.kubeconfig)
+    except KubeConfigError as err:
+        raise UsageError(str(err)) from err
+    is_leader: Callable[[], bool] = _always
+    run_loop: RunLoop = _plain_loop
+    elector: LeaderElector | None = None
+    if args.leader_elect:
+        elector = LeaderElector(
+            api, LeaseConfig(identity=socket.gethostname()), wall=clock, monotonic=time.monotonic
+        )
+        is_leader, run_loop = elector.is_leader, _elected_loop(elector)
+    actuator = Actuator(
+        api, clock=clock, dry_run=config.dry_run, policy=policy, may_write=is_leader
+    )
+    return Wiring(
+        read_cluster=lambda: read_cluster_sync(api, clock()),
+        forecaster=policy_forecaster,
+        planner=plan,
+        actuator=actuator,
+        is_leader=is_leader,
+        run_loop=run_loop,
+        close=api.close,
+        elector=elector if args.leader_elect else None,
+    )

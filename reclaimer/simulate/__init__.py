@@ -1,0 +1,1 @@
+"""The backtest replay: a trace replayed through the controller's forecast and plan."""

@@ -1,0 +1,228 @@
+"""The state of one replay and the life of its jobs: queued, running, suspended, done.
+
+A job arrives queued in its tenant queue; the scheduler starts it when it fits; it runs until it
+has done its trace run time (`progress` counts the seconds of its profile it has been through).
+A preempted job stops at once and loses the work it did since its last checkpoint (or its
+start): its time at or above the idle threshold, which it must do again. Idle time is not redone
+(a job waiting for a user, for data or for requests does not wait again for what already came),
+so its progress steps back by the work lost, not to the checkpoint (`sim_usage.work_seconds`).
+
+What happens to a victim then depends on who preempted it:
+- the controller's planner (`allocation`, `forecast`) *suspends* it, as the actuator suspends a
+  PyTorchJob or aborts a Volcano Job: it is not pending in any queue, and comes back only when
+  the controller's own plan resumes it (cool-down over, no starved queue still waiting, room to
+  fit), at the back of its queue;
+- the idle culler (`threshold`) has no resume: its victim is re-queued at once, as a deleted pod
+  is recreated by its owner.
+
+Every time a job waits, queued or suspended, counts as its wait. Optional `Event`s report each
+change of state (for tracing a replay job by job, and for tests).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+from reclaimer.model import Job, Node, PendingDemand, Pod, Queue
+from reclaimer.simulate.results import Tally
+from reclaimer.simulate.scheduler import Cluster, Placement, Queues
+from reclaimer.simulate.strategies import (
+    SLOTS_PER_GPU,
+    Controller,
+    PolicyName,
+    device_name,
+    make_job,
+    slots_of,
+)
+from reclaimer.simulate.trace import Jobs, Nodes
+from reclaimer.simulate.usage import Usage
+
+COMPLETE, ARRIVE, TICK = 0, 1, 2
+RECLAIMABLE = frozenset({"be"})
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    policy: PolicyName
+    seed: int = 0
+    interval_seconds: float = 300.0
+    idle_window_seconds: float = 1800.0  # the culler's "idle for N minutes"
+    checkpoint_seconds: float | None = None
+    reclaimable: frozenset[str] = RECLAIMABLE
+    queue_shares: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+
+
+class EventKind(StrEnum):
+    QUEUED = "queued"
+    STARTED = "started"
+    PREEMPTED = "preempted"
+    RESUMED = "resumed"  # a suspended victim goes back to its queue
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One change of a job's state; `progress` is its progress then (seconds of its profile)."""
+
+    kind: EventKind
+    at: float
+    job: int
+    progress: float
+    lost_seconds: float = 0.0  # PREEMPTED: the work it must do again
+    suspended: bool = False  # PREEMPTED: held by the reclaimer (else re-queued at once)
+
+
+def default_shares(jobs: Jobs, reclaimable: frozenset[str]) -> dict[str, float]:
+    """Guaranteed queues share the cluster in proportion to their GPU-seconds in the trace."""
+    demand: dict[str, float] = {}
+    for queue, gpus, runtime in zip(jobs.queues, jobs.gpus, jobs.runtime, strict=True):
+        if queue not in reclaimable:
+            demand[queue] = demand.get(queue, 0.0) + float(gpus * runtime)
+    total = sum(demand.values()) or 1.0
+    return {q: d / total for q, d in sorted(demand.items())}
+
+
+@dataclass
+class Run:
+    placement: Placement
+    started: float
+    base: float  # progress at the start of this run
+    job: Job
+    pods: tuple[Pod, ...]
+
+
+class Replay:
+    """Mutable state of one replay; only `simulate` (and its ticks, `sim_ticks`) drive it."""
+
+    def __init__(
+        self,
+        jobs: Jobs,
+        nodes: Nodes,
+        usage: Usage,
+        settings: SimSettings,
+        controller: Controller | None,
+    ) -> None:
+        self.jobs, self.nodes, self.usage, self.settings = jobs, nodes, usage, settings
+        self.controller = controller
+        self.threshold = controller.threshold if controller else 0.05
+        self.cluster = Cluster(nodes)
+        queue_names = sorted(set(jobs.queues))
+        shares = dict(settings.queue_shares) or default_shares(jobs, settings.reclaimable)
+        deserved = {q: shares.get(q, 0.0) * self.cluster.total_gpus for q in queue_names}
+        self.queues = Queues(deserved, jobs)
+        self.queue_objects = tuple(
+            Queue(
+                name=q,
+                deserved_gpus=deserved[q] * SLOTS_PER_GPU,
+                reclaimable=q in settings.reclaimable,
+            )
+            for q in queue_names
+        )
+        self.guaranteed = frozenset(q for q in queue_names if q not in settings.reclaimable)
+        self.node_objects = tuple(
+            Node(name=device_name(n, d), gpus=1, replicas=SLOTS_PER_GPU)
+            for n, g in zip(nodes.names, nodes.gpus, strict=True)
+            for d in range(int(g))
+        )
+        self.slots = [slots_of(int(m)) for m in jobs.milli]
+        n = len(jobs.names)
+        self.keys = [f"{q}/{name}" for q, name in zip(jobs.queues, jobs.names, strict=True)]
+        self.base = [0.0] * n
+        self.epoch = [0] * n
+        self.pending_since: dict[int, float] = {}  # queued or suspended, since
+        self.demand: dict[int, PendingDemand] = {}
+        self.suspended: dict[int, float] = {}  # held by the reclaimer, since
+        self.waited = [0.0] * n
+        self.runs: dict[int, Run] = {}
+        self.reclaimable_running = 0
+        self.last_actions: dict[str, float] = {}
+        self.tally = Tally()
+        self.heap: list[tuple[float, int, int, int]] = []
+        self.dirty = False  # something changed since the last scheduling pass
+        self.on_event: Callable[[Event], None] | None = None
+
+    def _emit(self, kind: EventKind, now: float, job: int, progress: float) -> None:
+        if self.on_event is not None:
+            self.on_event(Event(kind, now, job, progress))
+
+    # -- lifecycle of a job ------------------------------------------------------------------
+    def enqueue(self, job: int, now: float) -> None:
+        self.pending_since[job] = now
+        self._queue(job, now)
+        self._emit(EventKind.QUEUED, now, job, self.base[job])
+
+    def _queue(self, job: int, now: float) -> None:
+        queue = self.jobs.queues[job]
+        count = int(self.jobs.num_gpu[job])
+        self.demand[job] = PendingDemand(
+            queue=queue,
+            job=self.keys[job],
+            gpus=self.slots[job] * count,
+            min_member=count,
+            since=now,
+        )
+        self.queues.enqueue(job)
+        self.dirty = True
+
+    def start(self, job: int, placement: Placement, now: float) -> None:
+        self.waited[job] += now - self.pending_since.pop(job)
+        del self.demand[job]
+        queue = self.jobs.queues[job]
+        node = self.nodes.names[placement.node]
+        devices = tuple(device_name(node, d) for d in placement.devices)
+        spec, pods = make_job(self.keys[job], queue, devices, self.slots[job], now)
+        self.runs[job] = Run(placement, now, self.base[job], spec, pods)
+        self.reclaimable_running += queue in self.settings.reclaimable
+        done_at = now + float(self.jobs.runtime[job]) - self.base[job]
+        heapq.heappush(self.heap, (done_at, COMPLETE, job, self.epoch[job]))
+        self._emit(EventKind.STARTED, now, job, self.base[job])
+
+    def stop(self, job: int, now: float) -> float:
+        """End the job's run at `now`; returns its progress then."""
+        run = self.runs.pop(job)
+        self.cluster.release(run.placement)
+        queue = self.jobs.queues[job]
+        gpus = float(self.jobs.gpus[job])
+        self.queues.allocated[queue] -= gpus
+        self.reclaimable_running -= queue in self.settings.reclaimable
+        self.dirty = True
+        progress = run.base + (now - run.started)
+        busy = self.usage.busy_seconds(job, run.base, progress)
+        self.tally.segment(gpus, now - run.started, busy)
+        return progress
+
+    def finish(self, job: int, now: float) -> None:
+        progress = self.stop(job, now)
+        self.tally.waited(self.jobs.queues[job], self.waited[job])
+        self._emit(EventKind.FINISHED, now, job, progress)
+
+    def preempt(self, job: int, now: float, *, suspend: bool) -> None:
+        """Stop the job; it must redo its work (not its idle time) since its last checkpoint."""
+        progress = self.stop(job, now)
+        every = self.settings.checkpoint_seconds
+        kept = (progress // every) * every if every else 0.0
+        lost = self.usage.work_seconds(job, kept, progress)
+        queue = self.jobs.queues[job]
+        wrongful = self.usage.busy_within_horizon(job, progress, self.threshold)
+        self.tally.preempted(float(self.jobs.gpus[job]), lost, wrongful, queue in self.guaranteed)
+        self.base[job] = progress - lost
+        self.epoch[job] += 1
+        self.last_actions[self.keys[job]] = now
+        if self.on_event is not None:
+            self.on_event(Event(EventKind.PREEMPTED, now, job, progress, lost, suspend))
+        if suspend:
+            self.suspended[job] = now
+            self.pending_since[job] = now
+        else:
+            self.enqueue(job, now)
+
+    def resume(self, job: int, now: float) -> None:
+        """A suspended job goes back to its queue; it has been waiting since its preemption."""
+        del self.suspended[job]
+        self.last_actions[self.keys[job]] = now  # the actuator marks resumes as actions too
+        self._queue(job, now)
+        self._emit(EventKind.RESUMED, now, job, self.base[job])

@@ -1,0 +1,160 @@
+"""Scheduler model of the simulator: GPUs in milli-GPUs per device, tenant queues, backfill.
+
+Capacity is a matrix `free[node, gpu]` of free milli-GPUs (a missing device is -1, so nothing
+fits it). A whole-GPU job takes `num_gpu` completely free devices of one node; a GPU-sharing job
+takes `milli` of a single device. Both place best-fit, as bin-packing schedulers do to keep whole
+devices and whole nodes free for large jobs: a whole-GPU job goes to the node with the fewest
+free devices that still fits it, a sharing job to the fullest device that fits it, and when it
+must open an untouched device, to the node with the fewest untouched devices.
+
+Queues are ordered the way Volcano's proportion plugin orders them: the queue with the lowest
+allocated/deserved ratio first, so guaranteed queues go before the best-effort queue, whose
+deserved share is zero. Within a queue jobs go first come, first served, and a job that does not
+fit does not block smaller ones behind it (backfill), which is exactly how a large guaranteed job
+can starve behind best-effort jobs that keep filling the gaps. A pass remembers the smallest
+shape that failed, so a long queue costs one cheap check per job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from reclaimer.simulate.trace import MILLI, IntArray, Jobs, Nodes
+
+
+@dataclass(frozen=True)
+class Placement:
+    node: int
+    devices: tuple[int, ...]
+    milli: int
+
+
+class Cluster:
+    """Free milli-GPUs per device; mutated only by the simulator's event loop."""
+
+    def __init__(self, nodes: Nodes) -> None:
+        width = int(nodes.gpus.max())
+        self.free: IntArray = np.full((len(nodes.gpus), width), -1, dtype=np.int64)
+        for i, count in enumerate(nodes.gpus):
+            self.free[i, : int(count)] = MILLI
+        self.total_gpus = int(nodes.gpus.sum())
+
+    def fits_anywhere_empty(self, num_gpu: int, milli: int) -> bool:
+        """Could this shape run on some node of the empty cluster?"""
+        devices = (self.free >= 0).sum(axis=1)
+        return bool((devices >= num_gpu).any()) if milli >= MILLI else bool(devices.any())
+
+    def place(self, num_gpu: int, milli: int) -> Placement | None:
+        whole = (self.free == MILLI).sum(axis=1)
+        if milli < MILLI:
+            # fullest device that fits; among untouched devices, the node with fewest of them
+            score = self.free * (self.free.shape[1] + 1) + whole[:, None]
+            masked = np.where(self.free >= milli, score, np.iinfo(np.int64).max)
+            flat = int(masked.argmin())
+            node, device = divmod(flat, self.free.shape[1])
+            if self.free[node, device] < milli:
+                return None
+            self.free[node, device] -= milli
+            return Placement(node, (device,), milli)
+        candidates = np.where(whole >= num_gpu, whole, np.iinfo(np.int64).max)
+        node = int(candidates.argmin())
+        if whole[node] < num_gpu:
+            return None
+        devices = tuple(int(d) for d in np.flatnonzero(self.free[node] == MILLI)[:num_gpu])
+        self.free[node, list(devices)] = 0
+        return Placement(node, devices, MILLI)
+
+    def release(self, placement: Placement) -> None:
+        self.free[placement.node, list(placement.devices)] += placement.milli
+
+    def could_fit(self, released: list[Placement], shapes: set[tuple[int, int]]) -> bool:
+        """Would a shape of `shapes` fit if `released` were freed? (Changes nothing.)
+
+        A one-device shape needs its milli-GPUs on one device, a k-GPU shape k wholly free
+        devices on one node.
+        """
+        free = self.free.copy()
+        for p in released:
+            free[p.node, list(p.devices)] += p.milli
+        whole = (free == MILLI).sum(axis=1)
+        return any(
+            bool((free >= milli).any()) if num == 1 else bool((whole >= num).any())
+            for num, milli in shapes
+        )
+
+
+class ShapeMemo:
+    """Within one scheduling pass: the smallest shapes already known not to fit."""
+
+    def __init__(self) -> None:
+        self.whole_failed = 1 << 30
+        self.milli_failed = 1 << 30
+
+    def known_to_fail(self, num_gpu: int, milli: int) -> bool:
+        if milli < MILLI:
+            return milli >= self.milli_failed
+        return num_gpu >= self.whole_failed
+
+    def failed(self, num_gpu: int, milli: int) -> None:
+        if milli < MILLI:
+            self.milli_failed = min(self.milli_failed, milli)
+        else:
+            self.whole_failed = min(self.whole_failed, num_gpu)
+
+
+class Queues:
+    """Pending jobs per queue (arrival order) and GPUs allocated per queue."""
+
+    def __init__(self, deserved: dict[str, float], jobs: Jobs) -> None:
+        self.deserved = deserved
+        self.pending: dict[str, list[int]] = {q: [] for q in deserved}
+        self.allocated: dict[str, float] = dict.fromkeys(deserved, 0.0)
+        self.gpus = jobs.gpus
+        self.queue_of = jobs.queues
+        self.shapes: list[tuple[int, int]] = list(
+            zip(jobs.num_gpu.tolist(), jobs.milli.tolist(), strict=True)
+        )
+
+    def order(self) -> list[str]:
+        """Queues by allocated/deserved, lowest first (zero-deserved queues last)."""
+
+        def share(queue: str) -> tuple[float, str]:
+            deserved = self.deserved[queue]
+            return (self.allocated[queue] / deserved if deserved > 0 else float("inf"), queue)
+
+        return sorted(self.pending, key=share)
+
+    def enqueue(self, job: int) -> None:
+        self.pending[self.queue_of[job]].append(job)
+
+    def has_pending(self, queues: frozenset[str]) -> bool:
+        return any(self.pending[q] for q in queues)
+
+    def pending_shapes(self, queues: frozenset[str]) -> set[tuple[int, int]]:
+        return {self.shapes[j] for q in queues for j in self.pending[q]}
+
+    def schedule(self, cluster: Cluster) -> list[tuple[int, Placement]]:
+        """Place whatever pending jobs fit now; returns the placements made, in order."""
+        placed: list[tuple[int, Placement]] = []
+        memo = ShapeMemo()
+        for queue in self.order():
+            waiting = self.pending[queue]
+            if not waiting:
+                continue
+            kept: list[int] = []
+            for job in waiting:
+                num, milli = self.shapes[job]
+                if memo.known_to_fail(num, milli):
+                    kept.append(job)
+                    continue
+                spot = cluster.place(num, milli)
+                if spot is None:
+                    memo.failed(num, milli)
+                    kept.append(job)
+                    continue
+                self.allocated[queue] += float(self.gpus[job])
+                placed.append((job, spot))
+            self.pending[queue] = kept
+        return placed

@@ -1,0 +1,131 @@
+"""A replay's control ticks: when one is needed, and what the policy does at it.
+
+Ticks fall on a fixed grid (`interval_seconds`) but only while the policy could act: for the idle
+culler, while a reclaimable job runs; for the planners, while a guaranteed queue has pending
+demand and a reclaimable job runs (to preempt), and while a victim is suspended (to resume it).
+
+At a tick the culler re-queues the jobs it culls at once. The planners run the controller's own
+`forecast()` and `plan()` (`sim_devices.planned_victims`) and suspend the victims; a tick that
+preempts nothing, while a suspended victim is past its cool-down, asks the controller's plan
+which victims to resume (`sim_devices.planned_resumes`). Both shortcuts below skip only calls
+whose answer is provably empty: `forecast()` keeps no state, so a skipped call changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from types import MappingProxyType
+
+from reclaimer.simulate.devices import planned_resumes, planned_victims
+from reclaimer.simulate.jobs import Replay
+from reclaimer.simulate.strategies import (
+    Controller,
+    HeldJob,
+    PolicyName,
+    RunningJob,
+    TickView,
+    culler_victims,
+    suspended_job,
+)
+
+
+def wants_tick(replay: Replay) -> bool:
+    """Could the policy act at some coming tick? (Cheap; checked after every event.)"""
+    policy = replay.settings.policy
+    if policy is PolicyName.NONE:
+        return False
+    if policy is PolicyName.THRESHOLD:
+        return replay.reclaimable_running > 0
+    return bool(replay.suspended) or _starved_while_reclaimable_runs(replay)
+
+
+def _starved_while_reclaimable_runs(replay: Replay) -> bool:
+    return replay.reclaimable_running > 0 and replay.queues.has_pending(replay.guaranteed)
+
+
+def tick(replay: Replay, now: float) -> None:
+    """One control cycle at `now`: preempt what the policy names, resume what it gives back."""
+    policy = replay.settings.policy
+    if policy is PolicyName.NONE:
+        return
+    if policy is PolicyName.THRESHOLD:
+        window = replay.settings.idle_window_seconds
+        for victim in culler_victims(view(replay, now), replay.usage, replay.threshold, window):
+            replay.preempt(victim, now, suspend=False)
+        return
+    ctl = replay.controller
+    if ctl is None:
+        raise ValueError(f"policy {policy} needs a controller")
+    victims: list[int] = []
+    if _starved_while_reclaimable_runs(replay) and worth_planning(replay, ctl, now):
+        blind = policy is PolicyName.ALLOCATION
+        victims = planned_victims(view(replay, now), replay.usage, ctl, blind)
+    for victim in victims:
+        replay.preempt(victim, now, suspend=True)
+    if not victims and any(now - t >= ctl.cooldown_seconds for t in replay.suspended.values()):
+        for job in planned_resumes(view(replay, now), ctl):
+            replay.resume(job, now)
+
+
+def worth_planning(replay: Replay, ctl: Controller, now: float) -> bool:
+    """Could the plan preempt anything now? Skips cycles where it provably cannot.
+
+    The planner only takes victims for a job that has waited `reclaimAfter`, only victims old
+    enough, out of their cool-down and (for the forecast policy) with enough history to be
+    forecast idle, and only when what they free fits a starved job.
+    """
+    after = ctl.reclaim_after_seconds
+    guaranteed = [d for d in replay.demand.values() if d.queue in replay.guaranteed]
+    if not any(now - d.since >= after for d in guaranteed):
+        return False
+    min_age = ctl.min_runtime_seconds
+    if replay.settings.policy is PolicyName.FORECAST:
+        min_age = max(min_age, ctl.min_history_seconds)
+    released = [
+        run.placement
+        for j, run in replay.runs.items()
+        if replay.jobs.queues[j] in replay.settings.reclaimable
+        and now - run.started >= min_age
+        and now - replay.last_actions.get(replay.keys[j], -math.inf) >= ctl.cooldown_seconds
+    ]
+    if not released:
+        return False
+    shapes = replay.queues.pending_shapes(replay.guaranteed)
+    return replay.cluster.could_fit(released, shapes)
+
+
+def view(replay: Replay, now: float) -> TickView:
+    """What the controller would see of the replay at `now`."""
+    running = tuple(
+        RunningJob(
+            index=j,
+            job=run.job,
+            pods=run.pods,
+            progress=run.base + now - run.started,
+            elapsed=now - run.started,
+            reclaimable=replay.jobs.queues[j] in replay.settings.reclaimable,
+        )
+        for j, run in replay.runs.items()
+    )
+    held = tuple(
+        HeldJob(
+            j,
+            suspended_job(
+                replay.keys[j],
+                replay.jobs.queues[j],
+                replay.slots[j],
+                int(replay.jobs.num_gpu[j]),
+                since,
+            ),
+        )
+        for j, since in replay.suspended.items()
+    )
+    return TickView(
+        now=now,
+        running=running,
+        pending=tuple(replay.demand.values()),
+        queues=replay.queue_objects,
+        nodes=replay.node_objects,
+        last_actions=MappingProxyType(dict(replay.last_actions)),
+        suspended=held,
+    )

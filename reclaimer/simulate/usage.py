@@ -1,0 +1,154 @@
+"""Utilization of simulated jobs: each job replays one measured profile, indexed by its progress.
+
+A job is given a profile and a starting offset by a seeded choice. Its utilization after `p`
+seconds of progress (work done, which a preemption rolls back) is the profile sample at
+`offset + floor(p / step)`, cycling through the profile. Because utilization follows progress, a
+job that re-runs lost work replays the same usage, and "would the victim have been busy again?"
+is answered by reading its own profile just after the preemption point.
+
+A job's *work* is the time it spends at or above the idle threshold: a sample below it is a job
+waiting (for a user, for data, for requests), not computing. `work_seconds` is what a preemption
+costs the victim (the work since its last checkpoint, which it must do again); idle time is not
+redone, since a resumed job does not wait again for what already came.
+
+Everything is precomputed as numpy arrays so lookups are vectorized: prefix sums (busy and work
+seconds of a run segment in O(1)), a trailing maximum over the idle-culler window, and a leading
+maximum over the forecast horizon (wrongful-preemption check).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from reclaimer.simulate.trace import FloatArray, IntArray, Profiles
+
+
+def _circular_max(values: FloatArray, window: int, leading: bool) -> FloatArray:
+    """Max over `window` samples ending at (trailing) or starting at (leading) each index."""
+    window = max(1, min(window, len(values)))
+    if leading:
+        ext = np.concatenate([values, values[: window - 1]])
+    else:
+        ext = np.concatenate([values[len(values) - window + 1 :], values])
+    result: FloatArray = sliding_window_view(ext, window).max(axis=1)
+    return result
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Profiles assigned to jobs; all positions are in samples of `step` seconds."""
+
+    step: float
+    values: FloatArray
+    prefix: FloatArray  # per profile, its prefix sums back to back (length + 1 each)
+    working: FloatArray  # 1.0 where a sample is at or above the threshold (work), else 0.0
+    work_prefix: FloatArray  # prefix sums of `working`, laid out like `prefix`
+    trailing_max: FloatArray  # max of the idle window ending at each sample
+    leading_max: FloatArray  # max of the horizon starting at each sample
+    start: IntArray  # per job: first sample of its profile in `values`
+    length: IntArray  # per job: its profile's length
+    prefix_start: IntArray  # per job: its profile's first entry in `prefix`
+    offset: IntArray  # per job: sample its progress 0 maps to
+
+    def position(self, job: IntArray, progress: FloatArray) -> IntArray:
+        """Flat index into `values` of each job's sample at `progress` seconds of work."""
+        local = (self.offset[job] + np.floor(progress / self.step).astype(np.int64)) % self.length[
+            job
+        ]
+        result: IntArray = self.start[job] + local
+        return result
+
+    def utilization(self, job: IntArray, progress: FloatArray) -> FloatArray:
+        result: FloatArray = self.values[self.position(job, progress)]
+        return result
+
+    def idle_through_window(
+        self, job: IntArray, progress: FloatArray, threshold: float
+    ) -> FloatArray:
+        """True (1.0) where the idle window ending at `progress` stayed below `threshold`."""
+        result: FloatArray = (self.trailing_max[self.position(job, progress)] < threshold).astype(
+            np.float64
+        )
+        return result
+
+    def busy_within_horizon(self, job: int, progress: float, threshold: float) -> bool:
+        """Would the job have reached `threshold` from `progress` to the end of the horizon?"""
+        pos = self.position(np.array([job]), np.array([progress]))
+        return bool(self.leading_max[pos[0]] >= threshold)
+
+    def _cumulative(
+        self, job: int, samples: float, prefix: FloatArray, values: FloatArray
+    ) -> float:
+        length = int(self.length[job])
+        whole, rest = divmod(samples, length)
+        index = int(rest)
+        base = int(self.prefix_start[job])
+        total = prefix[base + length]
+        partial = prefix[base + index] + (rest - index) * values[self.start[job] + index]
+        return float(whole * total + partial)
+
+    def _integral(self, job: int, progress_from: float, progress_to: float, work: bool) -> float:
+        prefix, values = (self.work_prefix, self.working) if work else (self.prefix, self.values)
+        offset = float(self.offset[job])
+        a = offset + progress_from / self.step
+        b = offset + progress_to / self.step
+        span = self._cumulative(job, b, prefix, values) - self._cumulative(job, a, prefix, values)
+        return span * self.step
+
+    def busy_seconds(self, job: int, progress_from: float, progress_to: float) -> float:
+        """Utilization-weighted seconds of the run segment between two progress points."""
+        return self._integral(job, progress_from, progress_to, work=False)
+
+    def work_seconds(self, job: int, progress_from: float, progress_to: float) -> float:
+        """Seconds at or above the threshold between two progress points: the work done."""
+        return self._integral(job, progress_from, progress_to, work=True)
+
+
+def assign_usage(
+    profiles: Profiles,
+    n_jobs: int,
+    seed: int,
+    idle_window_seconds: float,
+    horizon_seconds: float,
+    *,
+    threshold: float,
+) -> Usage:
+    """Give each job a profile and an offset by a seeded choice (same seed, same assignment).
+
+    `threshold` is the idle threshold: samples at or above it are work.
+    """
+    rng = np.random.default_rng(seed)
+    which = rng.integers(0, len(profiles.lengths), size=n_jobs)
+    lengths = profiles.lengths[which]
+    offsets = (rng.random(n_jobs) * lengths).astype(np.int64)
+    idle_k = max(1, math.ceil(idle_window_seconds / profiles.step))
+    horizon_k = max(1, math.ceil(horizon_seconds / profiles.step) + 1)
+    working = (profiles.values >= threshold).astype(np.float64)
+    prefixes, work_prefixes, trailing, leading = [], [], [], []
+    prefix_starts = np.zeros(len(profiles.lengths), dtype=np.int64)
+    cursor = 0
+    for i, (s, n) in enumerate(zip(profiles.starts, profiles.lengths, strict=True)):
+        v = profiles.values[s : s + n]
+        prefixes.append(np.concatenate([[0.0], np.cumsum(v)]))
+        work_prefixes.append(np.concatenate([[0.0], np.cumsum(working[s : s + n])]))
+        trailing.append(_circular_max(v, idle_k, leading=False))
+        leading.append(_circular_max(v, horizon_k, leading=True))
+        prefix_starts[i] = cursor
+        cursor += int(n) + 1
+    return Usage(
+        step=profiles.step,
+        values=profiles.values,
+        prefix=np.concatenate(prefixes),
+        working=working,
+        work_prefix=np.concatenate(work_prefixes),
+        trailing_max=np.concatenate(trailing),
+        leading_max=np.concatenate(leading),
+        start=profiles.starts[which],
+        length=lengths,
+        prefix_start=prefix_starts[which],
+        offset=offsets,
+    )
