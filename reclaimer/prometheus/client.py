@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from reclaimer.prometheus.auth import CredentialError, Credentials, redact_url
+from reclaimer.prometheus.series import QueryResult, Series
 
 
 class PromErrorKind(StrEnum):
@@ -42,24 +43,6 @@ class PromError(Exception):
         self.kind = kind
         self.detail = detail
         self.status = status
-
-
-@dataclass(frozen=True)
-class Series:
-    labels: Mapping[str, str]
-    points: tuple[tuple[float, float], ...]  # (unix seconds, value); NaN kept as NaN
-
-
-@dataclass(frozen=True)
-class QueryResult:
-    query: str
-    result_type: str
-    series: tuple[Series, ...]
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def partial(self) -> bool:
-        return bool(self.warnings)
 
 
 @dataclass(frozen=True)

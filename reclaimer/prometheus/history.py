@@ -44,8 +44,8 @@ import gpu_contract as gc
 from reclaimer.forecast.params import ForecastParams
 from reclaimer.model import ClusterView, GpuStats
 from reclaimer.policy.settings import Policy
-from reclaimer.prometheus.client import QueryResult
 from reclaimer.prometheus.coverage import Recent, running_gpu_pods, unknown_usage
+from reclaimer.prometheus.series import QueryResult
 
 _POLICY = Policy()
 PROMETHEUS_MAX_POINTS = 11_000

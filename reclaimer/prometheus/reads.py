@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from reclaimer.model import ClusterView, GpuStats
-from reclaimer.prometheus.client import PromClient, PromError, QueryResult
+from reclaimer.prometheus.client import PromClient, PromError
 from reclaimer.prometheus.coverage import Recent
 from reclaimer.prometheus.history import (
     HistoryParams,
@@ -38,6 +38,7 @@ from reclaimer.prometheus.history import (
     recorded_probe_query,
     time_chunks,
 )
+from reclaimer.prometheus.series import QueryResult
 
 
 class MetricsUnavailable(Exception):

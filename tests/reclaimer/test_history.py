@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpu_contract as gc
-from reclaimer.prometheus.client import QueryResult, Series
 from reclaimer.prometheus.coverage import Recent
 from reclaimer.prometheus.history import (
     PROMETHEUS_MAX_POINTS,
@@ -24,6 +23,7 @@ from reclaimer.prometheus.history import (
     pod_utilization_query,
     time_chunks,
 )
+from reclaimer.prometheus.series import QueryResult, Series
 
 
 def series(labels: dict[str, str], *points: tuple[float, float]) -> Series:
