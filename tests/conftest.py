@@ -9,9 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = REPO.parent / "shared" / "data"
+from repo_paths import SHARED_DATA
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex

@@ -2,7 +2,7 @@
 
 import re
 
-from conftest import REPO
+from repo_paths import REPO
 
 import gpu_contract
 

@@ -12,9 +12,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 from exporter_fakes import ScriptedDevices
 from promserver import free_port
+from repo_paths import REPO
 
 from exporter.cli import attribution_sources, build_parser, main
 from exporter.config import load_config

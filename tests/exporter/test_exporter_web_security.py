@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from promserver import free_port
+from repo_paths import REPO
 from webfixtures import (
     Pki,
     dropped_after,
@@ -20,7 +21,6 @@ from webfixtures import (
     web_config_text,
 )
 
-REPO = Path(__file__).resolve().parents[2]
 EXPORTER = [sys.executable, "-m", "exporter", "--backend", "sim"]
 pytestmark = pytest.mark.slow
 

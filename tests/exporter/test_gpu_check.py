@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from repo_paths import REPO
 
 from exporter.model import DeviceReading, NodeSnapshot, ProcessUsage
 from exporter.nvml.readings import FB_FREE, FB_RESERVED, FB_USED, GPU_UTIL, family
@@ -30,7 +31,7 @@ MEM_CLOCK = family("DCGM_FI_DEV_MEM_CLOCK")
 ENERGY = family("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
 GR = family("DCGM_FI_PROF_GR_ENGINE_ACTIVE")
 
-REPO = Path(__file__).resolve().parents[2]
+
 sys.path.insert(0, str(REPO / "scripts"))
 from gpu_check_env import environment_checks  # noqa: E402
 from gpu_check_quant import (  # noqa: E402

@@ -14,10 +14,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 from exporter_fakes import Clock
 from prometheus_client.parser import text_string_to_metric_families
 from promserver import free_port, stop_process
+from repo_paths import REPO
 
 from exporter.config import load_config
 from exporter.cycle import AttributionSources, CollectLoop

@@ -17,8 +17,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
+from repo_paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 OVERLAYS = ("dry-run", "enforce")
 K8S_VERSION = "1.32"  # the kubectl these machines carry

@@ -24,9 +24,9 @@ from typing import Any
 
 import yaml
 from promserver import SeriesSpec, openmetrics, require_prometheus, start_prometheus
+from repo_paths import REPO
 from simexporter import EXAMPLE_NODES, sim_exporter
 
-REPO = Path(__file__).resolve().parents[2]
 SIM = REPO / "deploy" / "examples" / "sim"
 RULES = REPO / "rules" / "gpu-reclaim.rules.yml"
 CLUSTER = "sim"

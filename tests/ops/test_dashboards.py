@@ -18,9 +18,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from repo_paths import REPO
 from simfleet import Fleet, query, sim_fleet
 
-REPO = Path(__file__).resolve().parents[2]
 GRAFANA = REPO / "grafana"
 BOARDS = sorted(GRAFANA.glob("*.json"))
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 from promserver import require_prometheus
+from repo_paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 DEMO = [sys.executable, str(REPO / "scripts" / "demo.py"), "--days", "1"]
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]

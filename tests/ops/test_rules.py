@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import yaml
 from promserver import PROMTOOL, require_prometheus
+from repo_paths import REPO
 
 import gpu_contract as gc
 
-REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "rules" / "gpu-reclaim.rules.yml"
 TEST_FILES = sorted((REPO / "rules" / "tests").glob("*.test.yml"))
 

@@ -24,9 +24,8 @@ import pytest
 from e2e_world import BUSY_JOB, IDLE_JOB, PENDING_JOB, cluster_objects, history, wall_now
 from fakeapi import FakeCluster, served_kubeconfig
 from promserver import PromServer, free_port, start_prometheus
+from repo_paths import REPO
 from runonce import run_once
-
-REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 

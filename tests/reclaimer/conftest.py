@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 from fakeapi import FakeApiServer, FakeCluster
+from kube.cluster_fixture import TIMEOUT_S, fixture_objects
 from kubernetes import client as k8s
 
-from kube.cluster_fixture import TIMEOUT_S, fixture_objects
 from reclaimer.kube.client import KubeApi, api_from_configuration
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from repo_paths import FIXTURES
 
 from reclaimer.kube.dumps import parse_objects
 from reclaimer.kube.objects.convert import ClusterObjects, to_cluster_view
@@ -14,7 +14,7 @@ from reclaimer.kube.objects.gangs import pending_since, volcano_job
 from reclaimer.kube.objects.quantity import QuantityError, parse_quantity
 from reclaimer.model import JobKind, PodPhase, QueueState
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "cluster" / "cluster.yaml"
+FIXTURE = FIXTURES / "cluster" / "cluster.yaml"
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,7 @@ import pytest
 import yaml
 from fakeapi import FakeCluster, served_kubeconfig
 from promserver import PromServer, openmetrics, start_prometheus
+from repo_paths import REPO
 from runonce import run_once
 from simexporter import EXAMPLE_NODES, sim_exporter
 
@@ -35,7 +36,7 @@ import gpu_contract as gc
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
+
 EXAMPLES = REPO / "deploy" / "examples"
 SIM = EXAMPLES / "sim"
 IDLE_JOB, PENDING = "research/bert-finetune", "production/llm-pretrain"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from repo_paths import REPO
 
 from reclaimer.kube.dumps import ClusterFileError, load_cluster_file, load_cluster_view
 
-REPO = Path(__file__).resolve().parent.parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "cluster" / "cluster.yaml"
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import copy
 import functools
-from pathlib import Path
 from typing import Any
 
 import yaml
+from repo_paths import FIXTURES
 
-CLUSTER_YAML = Path(__file__).resolve().parent.parent / "fixtures" / "cluster" / "cluster.yaml"
+CLUSTER_YAML = FIXTURES / "cluster" / "cluster.yaml"
 TIMEOUT_S = 0.5
 
 

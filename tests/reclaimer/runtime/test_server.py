@@ -10,11 +10,11 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from fakeprom import fake_prometheus
 from prometheus_client.parser import text_string_to_metric_families
-from test_controller import RecordingActuator, make, prom_route
 
 import gpu_contract as gc
 from reclaimer.runtime.server import make_app
 from reclaimer.runtime.telemetry import ReclaimerMetrics
+from runtime.test_controller import RecordingActuator, make, prom_route
 
 
 def exposed_names(text: str) -> tuple[set[str], set[str]]:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from fakeapi import FakeCluster, served_kubeconfig
 from promserver import free_port
+from repo_paths import REPO
 from webfixtures import Pki, dropped_after, fetch, listening_process, make_pki, web_config_text
 
-REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 from fakeapi import FakeCluster
-
 from kube.plan_fixture import (
     CMD,
     NOW,
@@ -20,6 +19,7 @@ from kube.plan_fixture import (
     resume,
     run,
 )
+
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.read import read_cluster_sync
 from reclaimer.model import Action, Outcome, Reason

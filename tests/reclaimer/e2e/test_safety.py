@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from fakeapi import FakeCluster, served_kubeconfig
 from promserver import PromServer, free_port, start_prometheus
+from repo_paths import REPO
 from safety_world import (
     BUSY,
     IDLE,
@@ -40,7 +41,6 @@ from safety_world import (
     ts,
 )
 
-REPO = Path(__file__).resolve().parents[2]
 PYT = ("kubeflow.org", "v1", "pytorchjobs")
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 

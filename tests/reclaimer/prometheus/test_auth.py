@@ -19,12 +19,12 @@ from aiohttp.test_utils import TestServer
 from e2e_world import cluster_objects, history, wall_now
 from fakeapi import FakeCluster, served_kubeconfig
 from promserver import PromServer, free_port, start_prometheus
+from repo_paths import REPO
 
 from reclaimer.cli import main
 from reclaimer.prometheus.auth import CredentialError, Credentials, parse_header, redact_url
 from reclaimer.prometheus.client import PromClient, PromError, RetryPolicy
 
-REPO = Path(__file__).resolve().parents[2]
 FAST = RetryPolicy(attempts=1, timeout=2.0)
 
 

@@ -10,7 +10,7 @@ import pytest
 from reclaimer.policy.settings import Policy, PolicyError, TimeSlicing, WorkloadClass, load_policy
 from reclaimer.units import format_duration, parse_duration, parse_ratio
 
-EXAMPLE = Path(__file__).with_name("policy_example.yaml")
+EXAMPLE = Path(__file__).parent.parent / "policy_example.yaml"
 
 
 def _leaves(obj: object, prefix: str = "") -> dict[str, object]:

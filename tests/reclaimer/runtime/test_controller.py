@@ -1,7 +1,7 @@
 """The control loop against a scripted Prometheus: no actions on bad data, no crash on errors.
 
 The planner here is a fixed stand-in that always proposes one preemption: these tests are about
-what the controller lets through to the actuator, not about planning (tests/reclaimer/test_plan*
+what the controller lets through to the actuator, not about planning (tests/reclaimer/plan/
 and the end-to-end test use the real planner).
 """
 
