@@ -20,9 +20,9 @@ from types import MappingProxyType
 
 from reclaimer.commands.simulate import DEFAULT_CAPACITY_SCALE
 from reclaimer.policy.settings import load_policy
-from reclaimer.simulate.planning import controller_for
+from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
-from reclaimer.simulate.strategies import PolicyName
+from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -41,16 +41,16 @@ def main() -> None:
         args.data / "alibaba-openb" / "openb_node_list_gpu_node.csv", args.capacity_scale
     )
     profiles = read_profiles(args.data / "alibaba-gentd26" / "pod_gpu_duty_cycle.csv.gz")
-    controller = controller_for(policy)
-    for name in PolicyName:
+    planner = planner_for(policy)
+    for name in Strategy:
         settings = SimSettings(
-            policy=name,
+            strategy=name,
             seed=args.seed,
             checkpoint_seconds=policy.checkpoint_interval_seconds,
             queue_shares=MappingProxyType(dict(policy.queue_shares)),
         )
         wall, cpu = time.perf_counter(), time.process_time()
-        result = simulate(jobs, nodes, profiles, settings, controller=controller)
+        result = simulate(jobs, nodes, profiles, settings, planner=planner)
         out = result.to_json() | {
             "wall_seconds": round(time.perf_counter() - wall, 2),
             "cpu_seconds": round(time.process_time() - cpu, 2),

@@ -1,7 +1,7 @@
 """The backtest's capacity table (not a test): every policy at every capacity scale and seed.
 
     .venv/bin/python bench/simulate_table.py [--scales 0.005,0.006,...,0.010] [--seeds 0,1,2,3]
-                                             [--policies none,allocation,threshold,forecast]
+                                             [--strategies none,allocation,threshold,forecast]
                                              [--policy-file FILE] [--data ../shared/data]
                                              [--jsonl FILE]
 
@@ -25,9 +25,9 @@ from types import MappingProxyType
 from typing import Any
 
 from reclaimer.policy.settings import Policy, load_policy
-from reclaimer.simulate.planning import controller_for
+from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
-from reclaimer.simulate.strategies import PolicyName
+from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -38,20 +38,20 @@ Row = dict[str, Any]
 def run_all(args: argparse.Namespace, policy: Policy) -> list[Row]:
     jobs = read_pods(args.data / "alibaba-openb" / "openb_pod_list_default.csv")
     profiles = read_profiles(args.data / "alibaba-gentd26" / "pod_gpu_duty_cycle.csv.gz")
-    controller = controller_for(policy)
+    planner = planner_for(policy)
     rows: list[Row] = []
     for scale in (float(s) for s in args.scales.split(",")):
         nodes = read_nodes(args.data / "alibaba-openb" / "openb_node_list_gpu_node.csv", scale)
-        for name in (PolicyName(p) for p in args.policies.split(",")):
+        for name in (Strategy(p) for p in args.strategies.split(",")):
             for seed in (int(s) for s in args.seeds.split(",")):
                 settings = SimSettings(
-                    policy=name,
+                    strategy=name,
                     seed=seed,
                     checkpoint_seconds=policy.checkpoint_interval_seconds,
                     queue_shares=MappingProxyType(dict(policy.queue_shares)),
                 )
                 started = time.perf_counter()
-                result = simulate(jobs, nodes, profiles, settings, controller=controller)
+                result = simulate(jobs, nodes, profiles, settings, planner=planner)
                 wall = round(time.perf_counter() - started, 2)
                 row = result.to_json() | {"wall_seconds": wall}
                 rows.append(row | {"scale": scale, "gpus": int(nodes.gpus.sum()), "seed": seed})
@@ -74,17 +74,17 @@ def _cell(values: list[float]) -> str:
 
 def tables(rows: list[Row]) -> str:
     scales = sorted({(r["scale"], r["gpus"]) for r in rows})
-    names = [p.value for p in PolicyName if any(r["policy"] == p.value for r in rows)]
+    names = [p.value for p in Strategy if any(r["strategy"] == p.value for r in rows)]
 
     def pick(scale: float, policy: str, key: str) -> list[float]:
-        return [float(r[key]) for r in rows if r["scale"] == scale and r["policy"] == policy]
+        return [float(r[key]) for r in rows if r["scale"] == scale and r["strategy"] == policy]
 
     head = "| scale (GPUs) | " + " | ".join(f"`{n}`" for n in names) + " | default vs `none` |"
     lines = [head, "| --- |" + " ---: |" * len(names) + " --- |"]
     for scale, gpus in scales:
         cells = [_cell(pick(scale, n, "guaranteed_wait_p95_s")) for n in names]
-        none = pick(scale, PolicyName.NONE.value, "guaranteed_wait_p95_s")
-        ours = pick(scale, PolicyName.FORECAST.value, "guaranteed_wait_p95_s")
+        none = pick(scale, Strategy.NONE.value, "guaranteed_wait_p95_s")
+        ours = pick(scale, Strategy.FORECAST.value, "guaranteed_wait_p95_s")
         judged = verdict(max(none), ours) if none and ours else "-"
         lines.append(f"| {scale:g} ({gpus}) | " + " | ".join(cells) + f" | {judged} |")
     lines += ["", "| scale (GPUs) | " + " | ".join(f"`{n}`" for n in names) + " |"]
@@ -102,7 +102,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", default=SCALES)
     parser.add_argument("--seeds", default="0,1,2,3")
-    parser.add_argument("--policies", default=",".join(p.value for p in PolicyName))
+    parser.add_argument("--strategies", default=",".join(p.value for p in Strategy))
     parser.add_argument("--policy-file", type=Path)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--jsonl", type=Path)

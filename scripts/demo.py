@@ -138,7 +138,7 @@ class Demo:
     def reclaimer_args(self, cluster: Path) -> list[str]:
         return [
             sys.executable, "-m", "reclaimer", "run", f"--prometheus-url={self.prom}",
-            f"--cluster-file={cluster}", f"--config={POLICY}",
+            f"--cluster-file={cluster}", f"--policy-file={POLICY}",
             f"--web.listen-address={self.reclaimer}", f"--history-window={self.args.window}",
         ]  # fmt: skip
 

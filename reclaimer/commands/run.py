@@ -74,7 +74,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="extra request header, repeatable (e.g. X-Scope-OrgID=tenant-a)",
     )
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube)")
-    p.add_argument("--config", metavar="POLICY.yaml", help="reclaim policy (default: built-in)")
+    p.add_argument(
+        "--policy-file",
+        dest="policy_file",
+        metavar="POLICY.yaml",
+        help="reclaim policy YAML (default: built-in)",
+    )
     p.add_argument("--apply", action="store_true", help="act on the cluster (default: dry-run)")
     p.add_argument("--once", action="store_true", help="run one cycle, print the plan, exit")
     p.add_argument("--interval", default="60s", help="time between cycles (default 60s)")
@@ -144,15 +149,15 @@ def _settings(args: argparse.Namespace) -> tuple[Policy, ControllerConfig, float
             "is nothing to act on. Drop --apply to plan offline, or drop --cluster-file."
         )
     policy = Policy()
-    if args.config:
+    if args.policy_file:
         try:
-            policy = load_policy(Path(args.config).read_text(encoding="utf-8"))
+            policy = load_policy(Path(args.policy_file).read_text(encoding="utf-8"))
         except OSError as err:
-            raise UsageError(f"--config: cannot read {args.config}: {err}") from err
+            raise UsageError(f"--policy-file: cannot read {args.policy_file}: {err}") from err
         except PolicyError as err:
             listed = "\n  ".join(err.errors)
             raise UsageError(
-                f"invalid policy {args.config} ({len(err.errors)} errors):\n  {listed}"
+                f"invalid policy {args.policy_file} ({len(err.errors)} errors):\n  {listed}"
             ) from err
     try:
         interval = parse_duration(args.interval)

@@ -30,10 +30,10 @@ from types import MappingProxyType
 from typing import TextIO
 
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
-from reclaimer.simulate.planning import controller_for
+from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
 from reclaimer.simulate.results import SimResult
-from reclaimer.simulate.strategies import PolicyName
+from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import TraceError, read_nodes, read_pods, read_profiles
 from reclaimer.units import parse_duration
 
@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--utilization", type=Path, required=True, help="gentd26-format utilization CSV"
     )
     parser.add_argument(
-        "--policy", required=True, choices=[p.value for p in PolicyName], help="reclaim policy"
+        "--strategy", required=True, choices=[p.value for p in Strategy], help="reclaim policy"
     )
     parser.add_argument("--policy-file", type=Path, help="reclaim policy YAML (default: Policy())")
     parser.add_argument("--seed", type=int, default=0, help="seed for profile assignment")
@@ -130,17 +130,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpu-reclaimer simulate: {exc}", file=sys.stderr)
         return 2
     settings = SimSettings(
-        policy=PolicyName(args.policy),
+        strategy=Strategy(args.strategy),
         seed=args.seed,
         interval_seconds=args.interval,
         idle_window_seconds=args.idle_window,
         checkpoint_seconds=policy.checkpoint_interval_seconds,
         queue_shares=MappingProxyType(dict(policy.queue_shares)),
     )
-    bar = ProgressBar(sys.stderr, f"simulate {args.policy}") if sys.stderr.isatty() else None
+    bar = ProgressBar(sys.stderr, f"simulate {args.strategy}") if sys.stderr.isatty() else None
     started = time.monotonic()
     result: SimResult = simulate(
-        jobs, nodes, profiles, settings, controller=controller_for(policy), on_progress=bar
+        jobs, nodes, profiles, settings, planner=planner_for(policy), on_progress=bar
     )
     wall = round(time.monotonic() - started, 2)
     if bar is not None:

@@ -52,7 +52,7 @@ from reclaimer.model import (
 )
 from reclaimer.simulate.strategies import (
     SLOTS_PER_GPU,
-    Controller,
+    ReplayPlanner,
     RunningJob,
     TickView,
     blind_forecasts,
@@ -192,16 +192,16 @@ def _group_actions(
     return out
 
 
-def planned_victims(view: TickView, usage: Usage, controller: Controller, blind: bool) -> list[int]:
+def planned_victims(view: TickView, usage: Usage, planner: ReplayPlanner, blind: bool) -> list[int]:
     """Forecast (or the blind stand-in), then plan in the device view, then the node view."""
     if blind:
-        forecasts: Mapping[str, Forecast] = blind_forecasts(view, controller)
+        forecasts: Mapping[str, Forecast] = blind_forecasts(view, planner)
     else:
-        history = history_frame(view, usage, controller.history_seconds)
-        forecasts = controller.forecast(history, view.now)
+        history = history_frame(view, usage, planner.history_seconds)
+        forecasts = planner.forecast(history, view.now)
     by_key = {r.job.key: r.index for r in view.running}
     single = replace(view, pending=tuple(d for d in view.pending if d.min_member <= 1))
-    plan = controller.plan(snapshot_of(single), forecasts, view.now)
+    plan = planner.plan(snapshot_of(single), forecasts, view.now)
     victims = [
         by_key[a.target]
         for a in plan.actions
@@ -210,7 +210,7 @@ def planned_victims(view: TickView, usage: Usage, controller: Controller, blind:
     if victims or not any(d.min_member > 1 for d in view.pending):
         return victims
     nodes = node_view(view, forecasts)
-    plan = controller.plan_devices(nodes.snapshot, nodes.forecasts, view.now)
+    plan = planner.plan_devices(nodes.snapshot, nodes.forecasts, view.now)
     return [
         by_key[key]
         for a in plan.actions
@@ -220,12 +220,12 @@ def planned_victims(view: TickView, usage: Usage, controller: Controller, blind:
     ]
 
 
-def planned_resumes(view: TickView, controller: Controller) -> list[int]:
+def planned_resumes(view: TickView, planner: ReplayPlanner) -> list[int]:
     """The suspended victims the controller's plan resumes now, in the device view.
 
     This plan sees every pending job (multi-GPU ones as gangs of whole-device pods), so a
     starved job of any shape that finds no room holds the resumes back, as in the controller.
     """
     by_key = {h.job.key: h.index for h in view.suspended}
-    plan = controller.plan_resumes(snapshot_of(view), {}, view.now)
+    plan = planner.plan_resumes(snapshot_of(view), {}, view.now)
     return [by_key[a.target] for a in plan.actions if a.kind is ActionKind.RESUME]

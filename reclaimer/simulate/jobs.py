@@ -32,8 +32,8 @@ from reclaimer.simulate.results import Tally
 from reclaimer.simulate.scheduler import Cluster, Placement, Queues
 from reclaimer.simulate.strategies import (
     SLOTS_PER_GPU,
-    Controller,
-    PolicyName,
+    ReplayPlanner,
+    Strategy,
     device_name,
     make_job,
     slots_of,
@@ -47,7 +47,7 @@ RECLAIMABLE = frozenset({"be"})
 
 @dataclass(frozen=True)
 class SimSettings:
-    policy: PolicyName
+    strategy: Strategy
     seed: int = 0
     interval_seconds: float = 300.0
     idle_window_seconds: float = 1800.0  # the culler's "idle for N minutes"
@@ -104,11 +104,11 @@ class Replay:
         nodes: Nodes,
         usage: Usage,
         settings: SimSettings,
-        controller: Controller | None,
+        planner: ReplayPlanner | None,
     ) -> None:
         self.jobs, self.nodes, self.usage, self.settings = jobs, nodes, usage, settings
-        self.controller = controller
-        self.threshold = controller.threshold if controller else 0.05
+        self.planner = planner
+        self.threshold = planner.threshold if planner else 0.05
         self.cluster = Cluster(nodes)
         queue_names = sorted(set(jobs.queues))
         shares = dict(settings.queue_shares) or default_shares(jobs, settings.reclaimable)

@@ -18,11 +18,12 @@ from dataclasses import replace
 
 import pandas as pd
 
-from reclaimer.forecast.forecaster import ForecastParams, forecast
+from reclaimer.forecast.forecaster import forecast
+from reclaimer.forecast.params import ForecastParams, for_policy
 from reclaimer.model import Forecast, Plan, Snapshot
 from reclaimer.plan.planner import plan
 from reclaimer.policy.settings import Actions, Policy
-from reclaimer.simulate.strategies import SLOTS_PER_GPU, Controller
+from reclaimer.simulate.strategies import SLOTS_PER_GPU, ReplayPlanner
 
 
 def replay_policy(
@@ -44,13 +45,9 @@ def replay_policy(
     return replace(policy, limits=limits, actions=actions)
 
 
-def controller_for(policy: Policy, params: ForecastParams | None = None) -> Controller:
-    """A `Controller` running `forecast()` and `plan()` under `policy`."""
-    params = replace(
-        params or ForecastParams(),
-        threshold=policy.threshold,
-        horizon_seconds=policy.horizon_seconds,
-    )
+def planner_for(policy: Policy, params: ForecastParams | None = None) -> ReplayPlanner:
+    """A `ReplayPlanner` running `forecast()` and `plan()` under `policy`."""
+    params = for_policy(policy, params)  # the controller's one conversion: minConfidence too
     applied = replay_policy(policy)
     in_devices = replay_policy(policy, 1)
     resuming = replay_policy(policy, resumes=True)
@@ -67,7 +64,7 @@ def controller_for(policy: Policy, params: ForecastParams | None = None) -> Cont
     def run_plan_resumes(snapshot: Snapshot, forecasts: Mapping[str, Forecast], now: float) -> Plan:
         return plan(snapshot, forecasts, resuming, now)
 
-    return Controller(
+    return ReplayPlanner(
         forecast=run_forecast,
         plan=run_plan,
         threshold=policy.threshold,

@@ -19,8 +19,8 @@ import heapq
 from collections.abc import Callable
 
 from reclaimer.simulate.jobs import ARRIVE, COMPLETE, TICK, Event, Replay, SimSettings
-from reclaimer.simulate.results import SimResult, summarize
-from reclaimer.simulate.strategies import Controller
+from reclaimer.simulate.results import SimResult, result_of
+from reclaimer.simulate.strategies import ReplayPlanner
 from reclaimer.simulate.ticks import tick, wants_tick
 from reclaimer.simulate.trace import Jobs, Nodes, Profiles
 from reclaimer.simulate.usage import assign_usage
@@ -34,17 +34,17 @@ def simulate(
     profiles: Profiles,
     settings: SimSettings,
     *,
-    controller: Controller | None = None,
+    planner: ReplayPlanner | None = None,
     on_progress: Callable[[float], None] | None = None,
     on_event: Callable[[Event], None] | None = None,
 ) -> SimResult:
-    """Replay `jobs` on `nodes` under `settings.policy`; pure and deterministic for a seed.
+    """Replay `jobs` on `nodes` under `settings.strategy`; pure and deterministic for a seed.
 
     `on_progress` gets the fraction of the trace replayed now and then; `on_event` every change
     of a job's state (`sim_replay.Event`), for tracing a replay job by job.
     """
-    horizon = controller.horizon_seconds if controller else 900.0
-    threshold = controller.threshold if controller else 0.05
+    horizon = planner.horizon_seconds if planner else 900.0
+    threshold = planner.threshold if planner else 0.05
     usage = assign_usage(
         profiles,
         len(jobs.names),
@@ -53,7 +53,7 @@ def simulate(
         horizon,
         threshold=threshold,
     )
-    replay = Replay(jobs, nodes, usage, settings, controller)
+    replay = Replay(jobs, nodes, usage, settings, planner)
     replay.on_event = on_event
     for j in range(len(jobs.names)):
         if replay.cluster.fits_anywhere_empty(int(jobs.num_gpu[j]), int(jobs.milli[j])):
@@ -64,7 +64,7 @@ def simulate(
     _run_events(replay, end, on_progress, begin)
     _close(replay, end)
     gpus = float(nodes.gpus.sum())
-    return summarize(settings.policy.value, replay.tally, gpus, end - begin, replay.guaranteed)
+    return result_of(settings.strategy.value, replay.tally, gpus, end - begin, replay.guaranteed)
 
 
 def _run_events(

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 JSON_KEYS = (
-    "policy",
+    "strategy",
     "gpu_hours_capacity",
     "gpu_hours_allocated",
     "gpu_hours_busy",
@@ -65,7 +65,7 @@ class Tally:
 
 @dataclass(frozen=True)
 class SimResult:
-    policy: str
+    strategy: str
     gpu_hours_capacity: float
     gpu_hours_allocated: float
     gpu_hours_busy: float
@@ -97,8 +97,8 @@ def _pooled_p95(waits: dict[str, list[float]], queues: frozenset[str]) -> float:
     return round(float(np.percentile(pooled, 95)), 1) if pooled else 0.0
 
 
-def summarize(
-    policy: str,
+def result_of(
+    strategy: str,
     tally: Tally,
     capacity_gpus: float,
     span_seconds: float,
@@ -108,7 +108,7 @@ def summarize(
     allocated = tally.allocated_gpu_s / 3600.0
     busy = tally.busy_gpu_s / 3600.0
     return SimResult(
-        policy=policy,
+        strategy=strategy,
         gpu_hours_capacity=round(capacity, 2),
         gpu_hours_allocated=round(allocated, 2),
         gpu_hours_busy=round(busy, 2),

@@ -61,7 +61,7 @@ def slots_of(milli: int) -> int:
     return -(-milli // (1000 // SLOTS_PER_GPU))
 
 
-class PolicyName(StrEnum):
+class Strategy(StrEnum):
     NONE = "none"
     ALLOCATION = "allocation"
     THRESHOLD = "threshold"
@@ -69,7 +69,7 @@ class PolicyName(StrEnum):
 
 
 @dataclass(frozen=True)
-class Controller:
+class ReplayPlanner:
     """The controller's decision functions, with their settings bound."""
 
     forecast: ForecastFn
@@ -157,16 +157,16 @@ def history_frame(view: TickView, usage: Usage, cap_seconds: float) -> pd.DataFr
     )
 
 
-def blind_forecasts(view: TickView, controller: Controller) -> dict[str, Forecast]:
+def blind_forecasts(view: TickView, planner: ReplayPlanner) -> dict[str, Forecast]:
     """Every running reclaimable job declared idle: what an allocation-based reclaim assumes."""
     return {
         r.job.key: Forecast(
             job=r.job.key,
             idle=True,
             confidence=1.0,
-            predicted_idle_seconds=controller.horizon_seconds,
-            horizon_seconds=controller.horizon_seconds,
-            threshold=controller.threshold,
+            predicted_idle_seconds=planner.horizon_seconds,
+            horizon_seconds=planner.horizon_seconds,
+            threshold=planner.threshold,
             method="allocation",
             samples=0,
         )

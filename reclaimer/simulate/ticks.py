@@ -19,10 +19,10 @@ from types import MappingProxyType
 from reclaimer.simulate.devices import planned_resumes, planned_victims
 from reclaimer.simulate.jobs import Replay
 from reclaimer.simulate.strategies import (
-    Controller,
     HeldJob,
-    PolicyName,
+    ReplayPlanner,
     RunningJob,
+    Strategy,
     TickView,
     culler_victims,
     suspended_job,
@@ -31,10 +31,10 @@ from reclaimer.simulate.strategies import (
 
 def wants_tick(replay: Replay) -> bool:
     """Could the policy act at some coming tick? (Cheap; checked after every event.)"""
-    policy = replay.settings.policy
-    if policy is PolicyName.NONE:
+    policy = replay.settings.strategy
+    if policy is Strategy.NONE:
         return False
-    if policy is PolicyName.THRESHOLD:
+    if policy is Strategy.THRESHOLD:
         return replay.reclaimable_running > 0
     return bool(replay.suspended) or _starved_while_reclaimable_runs(replay)
 
@@ -45,20 +45,20 @@ def _starved_while_reclaimable_runs(replay: Replay) -> bool:
 
 def tick(replay: Replay, now: float) -> None:
     """One control cycle at `now`: preempt what the policy names, resume what it gives back."""
-    policy = replay.settings.policy
-    if policy is PolicyName.NONE:
+    policy = replay.settings.strategy
+    if policy is Strategy.NONE:
         return
-    if policy is PolicyName.THRESHOLD:
+    if policy is Strategy.THRESHOLD:
         window = replay.settings.idle_window_seconds
         for victim in culler_victims(view(replay, now), replay.usage, replay.threshold, window):
             replay.preempt(victim, now, suspend=False)
         return
-    ctl = replay.controller
+    ctl = replay.planner
     if ctl is None:
         raise ValueError(f"policy {policy} needs a controller")
     victims: list[int] = []
     if _starved_while_reclaimable_runs(replay) and worth_planning(replay, ctl, now):
-        blind = policy is PolicyName.ALLOCATION
+        blind = policy is Strategy.ALLOCATION
         victims = planned_victims(view(replay, now), replay.usage, ctl, blind)
     for victim in victims:
         replay.preempt(victim, now, suspend=True)
@@ -67,7 +67,7 @@ def tick(replay: Replay, now: float) -> None:
             replay.resume(job, now)
 
 
-def worth_planning(replay: Replay, ctl: Controller, now: float) -> bool:
+def worth_planning(replay: Replay, ctl: ReplayPlanner, now: float) -> bool:
     """Could the plan preempt anything now? Skips cycles where it provably cannot.
 
     The planner only takes victims for a job that has waited `reclaimAfter`, only victims old
@@ -79,7 +79,7 @@ def worth_planning(replay: Replay, ctl: Controller, now: float) -> bool:
     if not any(now - d.since >= after for d in guaranteed):
         return False
     min_age = ctl.min_runtime_seconds
-    if replay.settings.policy is PolicyName.FORECAST:
+    if replay.settings.strategy is Strategy.FORECAST:
         min_age = max(min_age, ctl.min_history_seconds)
     released = [
         run.placement

@@ -126,7 +126,7 @@ def test_reclaimer_is_dry_run_unless_enforcing(overlay: str, applies: bool) -> N
     assert c["command"] == ["gpu-reclaimer"]
     assert c["args"][0] == "run"
     assert "--leader-elect" in c["args"]
-    assert "--config=/etc/gpu-reclaim/policy.yaml" in c["args"]
+    assert "--policy-file=/etc/gpu-reclaim/policy.yaml" in c["args"]
     assert ("--apply" in c["args"]) is applies
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["policy"]["configMap"]["name"] == "gpu-sharing-config"

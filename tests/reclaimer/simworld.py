@@ -10,10 +10,10 @@ import pandas as pd
 
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate.jobs import Event
-from reclaimer.simulate.planning import controller_for
+from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
 from reclaimer.simulate.results import SimResult
-from reclaimer.simulate.strategies import PolicyName
+from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles
 
 HOUR = 3600.0
@@ -85,7 +85,7 @@ WORKING_4_OF_5 = profile_frame([0.0] + [50.0] * 4, repeat=20)
 def run(
     pods: Sequence[P],
     gpus: Sequence[int],
-    policy: PolicyName,
+    strategy: Strategy,
     profile: pd.DataFrame = IDLE,
     *,
     seed: int = 0,
@@ -95,7 +95,7 @@ def run(
     """Replay `pods` on nodes of `gpus` GPUs; `events`, when given, collects every job event."""
     reclaim = reclaim_policy or Policy()
     settings = SimSettings(
-        policy=policy,
+        strategy=strategy,
         seed=seed,
         checkpoint_seconds=reclaim.checkpoint_interval_seconds,
     )
@@ -104,7 +104,7 @@ def run(
         parse_nodes(nodes_frame(gpus)),
         parse_profiles(profile),
         settings,
-        controller=controller_for(reclaim),
+        planner=planner_for(reclaim),
         on_event=None if events is None else events.append,
     )
 

@@ -53,7 +53,7 @@ def test_malformed_policy_lists_every_error(
     policy = tmp_path / "policy.yaml"
     policy.write_text("threshold: 2\nhorizon: -1\nlimits: {maxPreemptionsPerCycle: -3}\n")
     argv = ["run", "--once", "--prometheus-url", closed_port_url(), "--cluster-file", str(dump)]
-    assert main([*argv, "--config", str(policy)]) == 2
+    assert main([*argv, "--policy-file", str(policy)]) == 2
     err = capsys.readouterr().err
     assert "3 errors" in err
     for key in ("threshold", "horizon", "limits.maxPreemptionsPerCycle"):

@@ -10,7 +10,7 @@ from simworld import HOUR, WORKING_4_OF_5, P, write_trace
 
 from reclaimer.cli import main
 from reclaimer.simulate.results import JSON_KEYS
-from reclaimer.simulate.strategies import PolicyName
+from reclaimer.simulate.strategies import Strategy
 
 TRACE = [
     P("be-1", "BE", 0.0, 20 * HOUR),
@@ -34,17 +34,17 @@ def _args(paths, *extra):
     ]
 
 
-@pytest.mark.parametrize("policy", [p.value for p in PolicyName])
+@pytest.mark.parametrize("policy", [p.value for p in Strategy])
 def test_json_output_has_exactly_the_documented_keys(tmp_path, capsys, policy):
     paths = write_trace(tmp_path, TRACE, [1, 1])
 
-    code = main(_args(paths, "--policy", policy, "--json"))
+    code = main(_args(paths, "--strategy", policy, "--json"))
 
     out = capsys.readouterr().out
     result = json.loads(out)  # nothing but JSON on stdout
     assert code == 0
     assert tuple(result) == JSON_KEYS
-    assert result["policy"] == policy
+    assert result["strategy"] == policy
     assert set(result["wait_p95_s"]) == {"be", "ls"}
     assert result["wall_seconds"] >= 0
 
@@ -52,7 +52,7 @@ def test_json_output_has_exactly_the_documented_keys(tmp_path, capsys, policy):
 def test_without_json_a_table_lists_every_key(tmp_path, capsys):
     paths = write_trace(tmp_path, TRACE, [1, 1])
 
-    code = main(_args(paths, "--policy", "forecast"))
+    code = main(_args(paths, "--strategy", "forecast"))
 
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
@@ -64,9 +64,9 @@ def test_a_policy_file_sets_the_checkpoint_interval(tmp_path, capsys):
     policy = tmp_path / "policy.yaml"
     policy.write_text("checkpointInterval: 1h\n")
 
-    main(_args(paths, "--policy", "allocation", "--json"))
+    main(_args(paths, "--strategy", "allocation", "--json"))
     plain = json.loads(capsys.readouterr().out)
-    main(_args(paths, "--policy", "allocation", "--json", "--policy-file", str(policy)))
+    main(_args(paths, "--strategy", "allocation", "--json", "--policy-file", str(policy)))
     saved = json.loads(capsys.readouterr().out)
 
     assert plain["preemptions"] == saved["preemptions"] == 1
@@ -103,7 +103,7 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys, breakage, extra, mes
         breakage(paths)
     extra = [e.format(tmp=tmp_path) for e in extra]
 
-    code = main(_args(paths, "--policy", "forecast", "--json", *extra))
+    code = main(_args(paths, "--strategy", "forecast", "--json", *extra))
 
     captured = capsys.readouterr()
     assert code == 2
@@ -113,7 +113,7 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys, breakage, extra, mes
 
 @pytest.mark.parametrize(
     "extra",
-    [["--policy", "greedy"], ["--policy", "none", "--capacity-scale", "0"]],
+    [["--strategy", "greedy"], ["--strategy", "none", "--capacity-scale", "0"]],
     ids=["unknown-policy", "zero-capacity"],
 )
 def test_bad_arguments_exit_2(tmp_path, extra):
@@ -144,16 +144,16 @@ def test_a_slice_of_the_shared_trace_replays_under_every_policy(shared_data, tmp
         "--json",
     ]
     results = {}
-    for policy in PolicyName:
-        assert main([*common, "--policy", policy.value]) == 0
+    for policy in Strategy:
+        assert main([*common, "--strategy", policy.value]) == 0
         results[policy] = json.loads(capsys.readouterr().out)
 
     for result in results.values():
         assert result["guaranteed_preemptions"] == 0
         assert result["gpu_hours_allocated"] > 0
-    assert results[PolicyName.NONE]["preemptions"] == 0
-    assert results[PolicyName.NONE]["wait_p95_s"]["ls"] > 0  # the slice does contend
-    ours, culler = results[PolicyName.FORECAST], results[PolicyName.THRESHOLD]
+    assert results[Strategy.NONE]["preemptions"] == 0
+    assert results[Strategy.NONE]["wait_p95_s"]["ls"] > 0  # the slice does contend
+    ours, culler = results[Strategy.FORECAST], results[Strategy.THRESHOLD]
     assert ours["preemptions"] > 0
     assert ours["wrongful_preemptions"] < culler["wrongful_preemptions"]
     assert ours["lost_gpu_hours"] < culler["lost_gpu_hours"]

@@ -102,7 +102,7 @@ def notes(cluster: FakeCluster, name: str) -> dict[str, str]:
 def test_room_in_flight_is_not_freed_again_by_the_next_process(
     prom: PromServer, kubeconfig: Path, cluster: FakeCluster, policy: Path
 ) -> None:
-    code, first, err = cycle(prom.url, kubeconfig, "--apply", "--config", str(policy))
+    code, first, err = cycle(prom.url, kubeconfig, "--apply", "--policy-file", str(policy))
     assert code == 0, err
     assert preempted(first) == [IDLE]
     assert notes(cluster, "notebook")["gpu-reclaim.io/room-for"] == PENDING
@@ -110,7 +110,7 @@ def test_room_in_flight_is_not_freed_again_by_the_next_process(
     # its pod still holds 2 GPUs: nothing deletes it in the fake cluster
     assert cluster.get("", "v1", "pods", "notebook-master-0", "research") is not None
 
-    code, second, err = cycle(prom.url, kubeconfig, "--apply", "--config", str(policy))
+    code, second, err = cycle(prom.url, kubeconfig, "--apply", "--policy-file", str(policy))
     assert code == 0, err
     assert preempted(second) == []
     assert skips(second)[PENDING] == "RoomInFlight"
@@ -122,12 +122,12 @@ def test_room_in_flight_is_not_freed_again_by_the_next_process(
 def test_an_overdue_release_is_reported_once_and_still_not_doubled(
     prom: PromServer, kubeconfig: Path, cluster: FakeCluster, policy: Path, tmp_path: Path
 ) -> None:
-    code, _, err = cycle(prom.url, kubeconfig, "--apply", "--config", str(policy))
+    code, _, err = cycle(prom.url, kubeconfig, "--apply", "--policy-file", str(policy))
     assert code == 0, err
     job = cluster.get(*PYT, "notebook", "research")
     job["metadata"]["annotations"]["gpu-reclaim.io/suspended-at"] = ts(time.time() - 1500)
     port = free_port()
-    argv = [sys.executable, "-m", "reclaimer", "run", "--apply", "--config", str(policy)]
+    argv = [sys.executable, "-m", "reclaimer", "run", "--apply", "--policy-file", str(policy)]
     argv += ["--prometheus-url", prom.url, "--kubeconfig", str(kubeconfig), "--interval", "1s"]
     argv += [f"--web.listen-address=127.0.0.1:{port}"]
     log = (tmp_path / "loop.log").open("wb")
@@ -267,7 +267,7 @@ def test_a_bad_policy_exits_2_before_anything_is_contacted(
     listener.setblocking(False)
     try:
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        code, _, err = cycle(url, kubeconfig, "--apply", "--config", str(bad))
+        code, _, err = cycle(url, kubeconfig, "--apply", "--policy-file", str(bad))
         with pytest.raises(BlockingIOError):
             listener.accept()  # Prometheus was never called
     finally:

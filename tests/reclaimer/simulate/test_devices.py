@@ -8,7 +8,7 @@ from simworld import HOUR, P, nodes_frame, run
 from reclaimer.model import Forecast, Node, PendingDemand, Queue
 from reclaimer.simulate.devices import node_view
 from reclaimer.simulate.scheduler import Cluster
-from reclaimer.simulate.strategies import SLOTS_PER_GPU, PolicyName, RunningJob, TickView, make_job
+from reclaimer.simulate.strategies import SLOTS_PER_GPU, RunningJob, Strategy, TickView, make_job
 from reclaimer.simulate.trace import parse_nodes
 
 NOW = 10 * HOUR
@@ -146,11 +146,11 @@ SHARED = [
 ]
 
 
-@pytest.mark.parametrize("policy", [PolicyName.FORECAST, PolicyName.ALLOCATION], ids=str)
+@pytest.mark.parametrize("policy", [Strategy.FORECAST, Strategy.ALLOCATION], ids=str)
 @pytest.mark.parametrize(("pods", "victims"), [(WIDE, 2), (SHARED, 3)], ids=["whole", "shared"])
 def test_idle_best_effort_jobs_make_a_node_for_a_waiting_multi_gpu_pod(policy, pods, victims):
     result = run(pods, [2], policy)
-    baseline = run(pods, [2], PolicyName.NONE)
+    baseline = run(pods, [2], Strategy.NONE)
 
     assert result.preemptions == victims
     assert result.guaranteed_preemptions == 0
@@ -166,7 +166,7 @@ def test_a_device_with_a_guaranteed_pod_is_never_freed_for_a_multi_gpu_pod():
         P("ls-late", "LS", 40 * HOUR, HOUR),
     ]
 
-    result = run(pods, [2], PolicyName.ALLOCATION)
+    result = run(pods, [2], Strategy.ALLOCATION)
 
     assert result.preemptions == 0  # freeing be-c alone would not make two devices
 

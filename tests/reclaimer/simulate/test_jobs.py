@@ -17,9 +17,9 @@ import pytest
 
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate.jobs import Event, EventKind
-from reclaimer.simulate.planning import controller_for
+from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
-from reclaimer.simulate.strategies import PolicyName
+from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import parse_pods, read_nodes, read_profiles
 from reclaimer.simulate.usage import Usage, assign_usage
 
@@ -44,11 +44,9 @@ def replayed(shared_data: Path) -> tuple[list[Event], Usage, Policy, np.ndarray]
     nodes = read_nodes(shared_data / "alibaba-openb" / "openb_node_list_gpu_node.csv", 0.002)
     profiles = read_profiles(shared_data / "alibaba-gentd26" / "pod_gpu_duty_cycle.csv.gz")
     policy = Policy()  # no checkpoints: a victim's work since its start is lost
-    settings = SimSettings(policy=PolicyName.FORECAST, seed=SEED)
+    settings = SimSettings(strategy=Strategy.FORECAST, seed=SEED)
     events: list[Event] = []
-    simulate(
-        jobs, nodes, profiles, settings, controller=controller_for(policy), on_event=events.append
-    )
+    simulate(jobs, nodes, profiles, settings, planner=planner_for(policy), on_event=events.append)
     # the replay's own assignment of profiles (same seed, same assignment)
     usage = assign_usage(
         profiles,

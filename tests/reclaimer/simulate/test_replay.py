@@ -9,9 +9,9 @@ from simworld import BURSTY, HOUR, IDLE, WORKING_4_OF_5, P, run
 
 from reclaimer.policy.settings import Policy, load_policy
 from reclaimer.simulate.jobs import Event, EventKind
-from reclaimer.simulate.strategies import PolicyName
+from reclaimer.simulate.strategies import Strategy
 
-ALL = list(PolicyName)
+ALL = list(Strategy)
 
 # two idle best-effort jobs hold both GPUs when a latency-sensitive job arrives
 STARVED = [
@@ -27,10 +27,10 @@ def _preemptions(events: list[Event]) -> list[Event]:
     return [e for e in events if e.kind is EventKind.PREEMPTED]
 
 
-@pytest.mark.parametrize("policy", [PolicyName.FORECAST, PolicyName.ALLOCATION], ids=str)
+@pytest.mark.parametrize("policy", [Strategy.FORECAST, Strategy.ALLOCATION], ids=str)
 def test_idle_best_effort_job_is_preempted_for_a_waiting_guaranteed_job(policy):
     result = run(STARVED, [1, 1], policy)
-    baseline = run(STARVED, [1, 1], PolicyName.NONE)
+    baseline = run(STARVED, [1, 1], Strategy.NONE)
 
     assert result.preemptions == 1
     assert result.guaranteed_preemptions == 0
@@ -48,7 +48,7 @@ def test_idle_best_effort_job_is_preempted_for_a_waiting_guaranteed_job(policy):
 )
 def test_a_victim_redoes_its_work_since_its_start_but_not_its_idle_time(profile, work_share):
     events: list[Event] = []
-    result = run(STARVED, [1, 1], PolicyName.ALLOCATION, profile, events=events)  # takes busy too
+    result = run(STARVED, [1, 1], Strategy.ALLOCATION, profile, events=events)  # takes busy too
     (cut,) = _preemptions(events)
     ran = cut.progress  # the victim ran from its start (progress 0) until then
     resumed = [e for e in events if e.job == cut.job and e.at > cut.at]
@@ -69,7 +69,7 @@ def test_a_victim_redoes_its_work_since_its_start_but_not_its_idle_time(profile,
 
 
 def test_nothing_is_preempted_without_a_policy():
-    result = run(STARVED, [1, 1], PolicyName.NONE)
+    result = run(STARVED, [1, 1], Strategy.NONE)
 
     assert result.preemptions == 0
     assert result.lost_gpu_hours == 0
@@ -79,12 +79,12 @@ def test_nothing_is_preempted_without_a_policy():
 
 def test_a_checkpoint_interval_limits_the_lost_work():
     every = HOUR
-    plain = run(STARVED, [1, 1], PolicyName.ALLOCATION, WORKING_4_OF_5)
+    plain = run(STARVED, [1, 1], Strategy.ALLOCATION, WORKING_4_OF_5)
     events: list[Event] = []
     saved = run(
         STARVED,
         [1, 1],
-        PolicyName.ALLOCATION,
+        Strategy.ALLOCATION,
         WORKING_4_OF_5,
         reclaim_policy=Policy(checkpoint_interval_seconds=every),
         events=events,
@@ -119,7 +119,7 @@ def test_guaranteed_jobs_are_never_preempted(policy):
 def test_idle_culler_preemptions_are_wrongful_when_the_victim_gets_busy_again(
     profile, all_wrongful
 ):
-    result = run([P("be-1", "BE", 0.0, 6 * HOUR)], [1], PolicyName.THRESHOLD, profile)
+    result = run([P("be-1", "BE", 0.0, 6 * HOUR)], [1], Strategy.THRESHOLD, profile)
 
     assert result.preemptions > 0  # it culls even though nobody waits
     expected = result.preemptions if all_wrongful else 0
@@ -128,7 +128,7 @@ def test_idle_culler_preemptions_are_wrongful_when_the_victim_gets_busy_again(
 
 
 def test_the_forecast_policy_leaves_jobs_alone_when_nobody_waits():
-    result = run([P("be-1", "BE", 0.0, 6 * HOUR)], [1], PolicyName.FORECAST, BURSTY)
+    result = run([P("be-1", "BE", 0.0, 6 * HOUR)], [1], Strategy.FORECAST, BURSTY)
 
     assert result.preemptions == 0
 
@@ -137,9 +137,9 @@ def test_same_seed_same_result_and_the_seed_picks_profiles():
     pods = [P(f"be-{i}", "BE", i * 600.0, 8 * HOUR) for i in range(6)]
     pods += [P(f"ls-{i}", "LS", 4 * HOUR + i * 900.0, HOUR) for i in range(4)]
 
-    first = run(pods, [2, 2], PolicyName.FORECAST, IDLE, seed=7)
-    again = run(pods, [2, 2], PolicyName.FORECAST, IDLE, seed=7)
-    busy = {seed: run(pods, [2, 2], PolicyName.NONE, BURSTY, seed=seed) for seed in range(4)}
+    first = run(pods, [2, 2], Strategy.FORECAST, IDLE, seed=7)
+    again = run(pods, [2, 2], Strategy.FORECAST, IDLE, seed=7)
+    busy = {seed: run(pods, [2, 2], Strategy.NONE, BURSTY, seed=seed) for seed in range(4)}
 
     assert first == again
     assert first.preemptions > 0  # the forecast path really ran
@@ -148,7 +148,7 @@ def test_same_seed_same_result_and_the_seed_picks_profiles():
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    policy=st.sampled_from([PolicyName.NONE, PolicyName.ALLOCATION, PolicyName.THRESHOLD]),
+    policy=st.sampled_from([Strategy.NONE, Strategy.ALLOCATION, Strategy.THRESHOLD]),
     shapes=st.lists(
         st.tuples(
             st.sampled_from(["BE", "LS", "Burstable"]),
@@ -179,7 +179,7 @@ def _kinds(events: list[Event], job: int) -> list[EventKind]:
 
 def test_a_planner_victim_stays_suspended_until_the_controller_resumes_it():
     events: list[Event] = []
-    result = run(STARVED, [1, 1], PolicyName.FORECAST, events=events)
+    result = run(STARVED, [1, 1], Strategy.FORECAST, events=events)
     (cut,) = _preemptions(events)
     ls_done = next(e.at for e in events if e.kind is EventKind.FINISHED and e.job == 2)
     resumed = next(e for e in events if e.kind is EventKind.RESUMED)
@@ -204,7 +204,7 @@ def test_a_planner_victim_stays_suspended_until_the_controller_resumes_it():
 def test_without_resumes_a_victim_waits_to_the_end_of_the_replay():
     events: list[Event] = []
     policy = load_policy("actions: {resume: false}")
-    run(STARVED, [1, 1], PolicyName.FORECAST, reclaim_policy=policy, events=events)
+    run(STARVED, [1, 1], Strategy.FORECAST, reclaim_policy=policy, events=events)
     (cut,) = _preemptions(events)
 
     assert _kinds(events, cut.job)[-1] is EventKind.PREEMPTED
@@ -212,7 +212,7 @@ def test_without_resumes_a_victim_waits_to_the_end_of_the_replay():
 
 def test_the_idle_culler_requeues_its_victims_at_once():
     events: list[Event] = []
-    run([P("be-1", "BE", 0.0, 6 * HOUR)], [1], PolicyName.THRESHOLD, IDLE, events=events)
+    run([P("be-1", "BE", 0.0, 6 * HOUR)], [1], Strategy.THRESHOLD, IDLE, events=events)
     cut = _preemptions(events)[0]
     after = [e for e in events if e.job == cut.job and e.at >= cut.at][1:3]
 
