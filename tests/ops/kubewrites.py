@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 from admission import Write, admission_request
 
-from reclaimer.kube import kinds, lease
-from reclaimer.kube import resources as r
+from reclaimer.kube import lease
 from reclaimer.kube import write as kube_write
 from reclaimer.kube.client import KubeApi, KubeError
+from reclaimer.kube.objects import kinds
+from reclaimer.kube.objects import resources as r
 
 Obj = dict[str, Any]
 RECLAIMER = "system:serviceaccount:gpu-reclaim:gpu-reclaimer"

@@ -17,12 +17,12 @@ from admission import Write
 from kubernetes import client as k8s
 from kubewrites import FakeApiServer
 
-from reclaimer.actuator import KubeEventRecorder
 from reclaimer.kube import lease, operations, reshaping
-from reclaimer.kube import resources as r
 from reclaimer.kube.client import KubeApi, KubeError
+from reclaimer.kube.objects import resources as r
 from reclaimer.kube.write import KubeWriter
 from reclaimer.model import Job, JobKind
+from reclaimer.runtime.actuator import KubeEventRecorder
 
 Obj = dict[str, Any]
 IDENTITY = "gpu-reclaimer-5d8f7c9b4-x2x7q"  # its pod name, the Lease holder and Event instance

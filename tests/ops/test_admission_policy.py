@@ -21,7 +21,7 @@ from kubewrites import RECLAIMER
 from manifests import DEPLOY, OVERLAYS, render
 from reclaimer_flows import FLOWS, WORKLOAD_FILES, run_flow
 
-from reclaimer.kube import kinds
+from reclaimer.kube.objects import kinds
 
 NAMES = ("device-plugin-config", "node-labels", "requests", "volcano-commands", "workloads")
 

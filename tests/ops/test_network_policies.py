@@ -19,7 +19,7 @@ import pytest
 import yaml
 from manifests import DEPLOY, OVERLAYS, REPO, Obj, render
 
-from reclaimer.kube.disruption import selects
+from reclaimer.kube.objects.disruption import selects
 
 PROMETHEUS = (
     {"kubernetes.io/metadata.name": "monitoring"},
