@@ -20,7 +20,7 @@ import yaml
 from repo_paths import REPO
 
 DEPLOY = REPO / "deploy"
-OVERLAYS = ("dry-run", "enforce")
+OVERLAYS = ("dry-run", "enforce", "secure-dry-run", "secure-enforce")
 K8S_VERSION = "1.32"  # the kubectl these machines carry
 
 Obj = dict[str, Any]

@@ -1,0 +1,215 @@
+"""gpu-reclaimer's own writes, as admission requests: `FLOWS` run its real operations
+(`kube.operations` for every stop and resume, `kube.reshaping`, `kube.lease`, the actuator's
+Event recorder) against a `kubewrites.FakeApiServer` holding the examples of deploy/examples, and
+`run_flow` returns what each sent. The admission policy tests check the policies against exactly
+these writes, and derive every forbidden request from one of them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from admission import Write
+from kubernetes import client as k8s
+from kubewrites import FakeApiServer
+
+from reclaimer.kube import lease, operations, reshaping
+from reclaimer.kube.client import KubeApi, KubeError
+from reclaimer.kube.objects import resources as r
+from reclaimer.kube.write import KubeWriter
+from reclaimer.model import Job, JobKind
+from reclaimer.runtime.actuator import KubeEventRecorder
+
+Obj = dict[str, Any]
+IDENTITY = "gpu-reclaimer-5d8f7c9b4-x2x7q"  # its pod name, the Lease holder and Event instance
+NOW = 1_800_000_000.0
+EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"
+
+
+def _example(path: str) -> Obj:
+    """The first object of an example file."""
+    return next(d for d in yaml.safe_load_all((EXAMPLES / path).read_text("utf-8")) if d)
+
+
+WORKLOAD_FILES = {
+    JobKind.PYTORCH_JOB: "pytorchjob-research.yaml",
+    JobKind.TF_JOB: "workloads/tfjob.yaml",
+    JobKind.MPI_JOB: "workloads/mpijob.yaml",
+    JobKind.XGBOOST_JOB: "workloads/xgboostjob.yaml",
+    JobKind.PADDLE_JOB: "workloads/paddlejob.yaml",
+    JobKind.JAX_JOB: "workloads/jaxjob.yaml",
+    JobKind.NOTEBOOK: "workloads/notebook.yaml",
+    JobKind.BATCH_JOB: "workloads/batch-job.yaml",
+    JobKind.JOBSET: "workloads/jobset.yaml",
+    JobKind.RAY_JOB: "workloads/rayjob.yaml",
+}
+VOLCANO_JOB: Obj = {
+    "apiVersion": "batch.volcano.sh/v1alpha1",
+    "kind": "Job",
+    "metadata": {"name": "sim-sweep", "namespace": "research"},
+    "spec": {
+        "minAvailable": 2,
+        "queue": "research",
+        "schedulerName": "volcano",
+        "tasks": [
+            {
+                "name": "sim",
+                "replicas": 2,
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "sim",
+                                "image": "sim:1",
+                                "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                            }
+                        ]
+                    }
+                },
+            }
+        ],
+    },
+    "status": {"state": {"phase": "Running"}, "retryCount": 0},
+}
+BARE_POD: Obj = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "debug-shell", "namespace": "team-a", "labels": {"app": "debug"}},
+    "spec": {
+        "nodeName": "gpu-node-1",
+        "containers": [
+            {
+                "name": "shell",
+                "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                "resources": {"limits": {"nvidia.com/gpu": "1"}},
+            }
+        ],
+    },
+    "status": {"phase": "Running"},
+}
+STALE_KEY = "gpu-reclaim-r8-0123456789"  # a key of an earlier reshape that no node uses now
+GPU_NODE: Obj = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {
+        "name": "gpu-node-1",
+        "labels": {
+            "kubernetes.io/hostname": "gpu-node-1",
+            "nvidia.com/gpu.present": "true",
+            "nvidia.com/device-plugin.config": "ts-2",
+            "nvidia.com/gpu.replicas": "2",
+        },
+    },
+    "spec": {
+        "podCIDR": "10.244.1.0/24",
+        "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
+    },
+    "status": {"capacity": {"nvidia.com/gpu": "8"}},
+}
+
+
+def cluster() -> FakeApiServer:
+    config = _example("time-slicing-config.yaml")
+    config["data"][STALE_KEY] = "version: v1\n"
+    objects = [_example(p) for p in WORKLOAD_FILES.values()]
+    return FakeApiServer([*objects, VOLCANO_JOB, BARE_POD, GPU_NODE, config])
+
+
+def _job(server: FakeApiServer, kind: JobKind, obj: Obj) -> Job:
+    meta = server.get(*FakeApiServer._key(obj))["metadata"]
+    key = f"{meta['namespace']}/{meta['name']}"
+    return Job(key, kind, meta["namespace"], meta["name"], "research", 1, uid=meta["uid"])
+
+
+def _stop(kind: JobKind, *, resume: bool, dry_run: bool = False) -> Callable[[FakeApiServer], None]:
+    def flow(server: FakeApiServer) -> None:
+        w = KubeWriter(KubeApi(k8s.ApiClient()), dry_run=dry_run)
+        job = _job(server, kind, _example(WORKLOAD_FILES[kind]))
+        record = operations.suspend_record(IDENTITY, NOW, "idle 2h", room_for="team-b/pending")
+        operations.set_suspended(w, job, True, record)
+        if resume:
+            operations.set_suspended(w, job, False, operations.resume_record(NOW + 600))
+
+    return flow
+
+
+def _volcano(*, fail: bool = False) -> Callable[[FakeApiServer], None]:
+    def flow(server: FakeApiServer) -> None:
+        w = KubeWriter(KubeApi(k8s.ApiClient()), dry_run=False)
+        job = _job(server, JobKind.VOLCANO_JOB, VOLCANO_JOB)
+        record = operations.suspend_record(IDENTITY, NOW, "idle 2h")
+        server.fail_creates = fail
+        try:
+            operations.volcano_command(w, job, True, record, "idle for 2h")
+        except KubeError:
+            assert fail  # the Command failed: the record was rolled back
+            return
+        stored = server.store[FakeApiServer._key(VOLCANO_JOB)]
+        stored["status"]["state"]["phase"] = "Aborted"
+        operations.volcano_command(w, job, False, operations.resume_record(NOW + 600), "resume")
+
+    return flow
+
+
+def _evict(server: FakeApiServer) -> None:
+    w = KubeWriter(KubeApi(k8s.ApiClient()), dry_run=False)
+    job = _job(server, JobKind.POD, BARE_POD)
+    operations.evict_bare_pod(w, job, NOW, "idle 2h", room_for="team-b/pending")
+
+
+def _reshape(server: FakeApiServer) -> None:
+    w = KubeWriter(KubeApi(k8s.ApiClient()), dry_run=False)
+    ref = r.ConfigMapRef()
+    args = {"from_replicas": 2, "to_replicas": 4, "projection": 60.0}
+    reshaping.reshape_node(w, ref, "gpu-node-1", now=NOW, **args)  # the key, then the label
+    reshaping.reshape_node(w, ref, "gpu-node-1", now=NOW + 120, **args)
+    assert reshaping.clean_unused_keys(w, ref, {}) == [STALE_KEY]
+
+
+def _event(_server: FakeApiServer) -> None:
+    w = KubeWriter(KubeApi(k8s.ApiClient()), dry_run=False)
+    involved = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "name": "bert",
+        "namespace": "research",
+        "uid": "u",
+    }
+    KubeEventRecorder(w, IDENTITY).record(involved, "GpuReclaimPreempted", "idle 2h", NOW, False)
+
+
+def _lease(_server: FakeApiServer) -> None:
+    ticks = itertools.count()
+    elector = lease.LeaderElector(
+        KubeApi(k8s.ApiClient()),
+        lease.LeaseConfig(identity=IDENTITY),
+        wall=lambda: NOW,
+        monotonic=lambda: float(next(ticks)),
+    )
+    assert elector.try_acquire_or_renew()  # create
+    assert elector.try_acquire_or_renew()  # renew (update)
+    elector.release()  # update
+
+
+FLOWS: dict[str, Callable[[FakeApiServer], None]] = {
+    **{f"{k.value}-stop-resume": _stop(k, resume=True) for k in WORKLOAD_FILES},
+    "PyTorchJob-stop-dry-run": _stop(JobKind.PYTORCH_JOB, resume=False, dry_run=True),
+    "VolcanoJob-abort-resume": _volcano(),
+    "VolcanoJob-abort-rolled-back": _volcano(fail=True),
+    "Pod-evict": _evict,
+    "Node-reshape-and-cleanup": _reshape,
+    "Event": _event,
+    "Lease-acquire-renew-release": _lease,
+}
+
+
+def run_flow(name: str) -> list[Write]:
+    server = cluster()
+    with server.serving():
+        FLOWS[name](server)
+    assert server.sent, f"{name} sent nothing"
+    return server.sent
