@@ -79,7 +79,7 @@ def test_reclaimer_keeps_its_policy_file() -> None:
     for overlay in SECURE:
         spec = pod_spec(overlay, "gpu-reclaimer")
         (container,) = spec["containers"]
-        assert "--config=/etc/gpu-reclaim/policy.yaml" in container["args"]
+        assert "--policy-file=/etc/gpu-reclaim/policy.yaml" in container["args"]
         (volume,) = [v for v in spec["volumes"] if v["name"] == "policy"]
         assert {"configMap": {"name": "gpu-sharing-config"}} in volume["projected"]["sources"]
         assert "configMap" not in volume
