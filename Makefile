@@ -42,8 +42,8 @@ test: lint typecheck imports unit
 demo: deps
 	$(BIN)/python scripts/demo.py $(DEMO_ARGS)
 
-# Benchmarks are not tests: they print numbers for the README. BENCH_SECONDS shortens the
-# exporter soak (the README's numbers use the default 600 s).
+# Benchmarks are not tests: they print the numbers in docs/ (development.md, backtest.md,
+# forecasting.md). BENCH_SECONDS shortens the exporter soak (the documented numbers use 600 s).
 BENCH_SECONDS ?= 600
 bench: deps
 	$(BIN)/python bench/exporter_bench.py --duration $(BENCH_SECONDS)

@@ -7,7 +7,7 @@
 
 Replays the whole alibaba-openb trace (utilization from alibaba-gentd26) through the same code
 path as `gpu-reclaimer simulate`, once per capacity scale, policy and seed, one after the other
-(about 8 minutes on 2 cores), and prints the README's Markdown tables: the pooled guaranteed
+(about 8 minutes on 2 cores), and prints docs/backtest.md's Markdown tables: the pooled guaranteed
 wait p95 (`guaranteed_wait_p95_s`) per seed, then preemptions and lost GPU-hours (means over
 the seeds). The last column checks the default policy (`forecast`) against `none` as issue 14
 asks: never worse by more than 25% or 60 s (whichever is larger), and better wherever `none`

@@ -139,7 +139,7 @@ class Policy:
         None, as_optional_duration, "checkpointInterval"
     )
     # A pending job takes victims only once it has waited this long: room that frees itself
-    # within minutes costs no one their work (the default is chosen on the backtest: README).
+    # within minutes costs no one their work (the default is chosen on the backtest).
     reclaim_after_seconds: float = setting(300.0, as_duration, "reclaimAfter")
     # A pending job of a starved queue that has waited this long may also take reclaimable jobs
     # that are not forecast idle (only when idle ones cannot make room). Opt-in: the default,

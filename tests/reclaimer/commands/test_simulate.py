@@ -127,7 +127,7 @@ def test_bad_arguments_exit_2(tmp_path, extra):
 
 
 def test_a_slice_of_the_shared_trace_replays_under_every_policy(shared_data, tmp_path, capsys):
-    """Two busy days of alibaba-openb on a small cluster, gentd26 utilization (cited in README)."""
+    """Two busy days of alibaba-openb on a small cluster, gentd26 utilization (docs/data.md)."""
     pods = pd.read_csv(shared_data / "alibaba-openb" / "openb_pod_list_default.csv")
     days = pods[(pods.creation_time >= 146 * 86400) & (pods.creation_time < 148 * 86400)]
     days.to_csv(tmp_path / "pods.csv", index=False)

@@ -1,4 +1,4 @@
-"""The replay's cost of a preemption, checked on a slice of the shared trace (README, Backtest).
+"""The replay's cost of a preemption, checked on a slice of the shared trace (docs/backtest.md).
 
 A victim loses the work it did since its last checkpoint (or its start): its time at or above
 the idle threshold, read here sample by sample from its own utilization profile. Its idle time
