@@ -23,8 +23,7 @@ from reclaimer.forecast.backtest import MethodScore, evaluate
 from reclaimer.forecast.baselines import BASELINES
 from reclaimer.forecast.features import build_grid
 from reclaimer.forecast.forecaster import DEFAULT_METHOD, FORECASTERS, ForecastParams
-
-TRACE_COLUMNS = {"container_ip": "job", "timestamp_anon": "timestamp", "value": "value"}
+from reclaimer.simulate.trace import TraceError, read_utilization
 
 
 class InputError(ValueError):
@@ -56,25 +55,9 @@ def parse_percent(text: str) -> float:
 def read_trace(path: Path) -> pd.DataFrame:
     """The trace as a history frame (job, timestamp, value ratio)."""
     try:
-        raw = pd.read_csv(path)
-    except FileNotFoundError as err:
-        raise InputError(f"utilization file not found: {path}") from err
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-        raise InputError(f"cannot read {path} as CSV: {err}") from err
-    missing = sorted(set(TRACE_COLUMNS) - set(raw.columns))
-    if missing:
-        raise InputError(
-            f"{path} lacks column(s) {', '.join(missing)}; expected {', '.join(TRACE_COLUMNS)}"
-        )
-    frame = raw[list(TRACE_COLUMNS)].rename(columns=TRACE_COLUMNS)
-    try:
-        timestamp = pd.to_numeric(frame["timestamp"]).astype(float)
-        value = pd.to_numeric(frame["value"]).astype(float) / 100.0
-    except (ValueError, TypeError) as err:
-        raise InputError(f"{path}: timestamp and value must be numbers ({err})") from err
-    if frame.empty:
-        raise InputError(f"{path} holds no samples")
-    return pd.DataFrame({"job": frame["job"].astype(str), "timestamp": timestamp, "value": value})
+        return read_utilization(path)
+    except TraceError as err:
+        raise InputError(str(err)) from err
 
 
 def format_table(scores: list[MethodScore]) -> str:

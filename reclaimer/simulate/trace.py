@@ -137,25 +137,39 @@ def parse_nodes(frame: pd.DataFrame, capacity_scale: float = 1.0) -> Nodes:
     return Nodes(names=tuple(names[chosen]), gpus=gpus[chosen])
 
 
-def parse_profiles(frame: pd.DataFrame) -> Profiles:
+def utilization_history(frame: pd.DataFrame) -> pd.DataFrame:
+    """alibaba-gentd26 rows (`container_ip`, `timestamp_anon` seconds, `value` percent) as a
+    history frame (`job`, `timestamp`, `value` ratio 0..1): the one reader of that format, for
+    the replay's profiles and for `forecast-eval`."""
     what = "utilization"
     _require(frame, UTIL_COLUMNS, what)
-    frame = frame.assign(
-        value=_numeric(frame, "value", what), timestamp_anon=_numeric(frame, "timestamp_anon", what)
-    ).sort_values(["container_ip", "timestamp_anon"], kind="stable")
-    steps = frame.groupby("container_ip", sort=False)["timestamp_anon"].diff().dropna()
+    if frame.empty:
+        raise TraceError(f"{what}: holds no samples")
+    return pd.DataFrame(
+        {
+            "job": frame["container_ip"].astype(str),
+            "timestamp": _numeric(frame, "timestamp_anon", what).astype(float),
+            "value": np.clip(_numeric(frame, "value", what).astype(float) / 100.0, 0.0, 1.0),
+        }
+    )
+
+
+def parse_profiles(frame: pd.DataFrame) -> Profiles:
+    what = "utilization"
+    history = utilization_history(frame).sort_values(["job", "timestamp"], kind="stable")
+    steps = history.groupby("job", sort=False)["timestamp"].diff().dropna()
     steps = steps[steps > 0]
     if steps.empty:
         raise TraceError(f"{what}: no pod has two samples")
     step = float(steps.median())
     chunks: list[FloatArray] = []
-    for _, group in frame.groupby("container_ip", sort=True):
-        t = group["timestamp_anon"].to_numpy(dtype=np.float64)
+    for _, group in history.groupby("job", sort=True):
+        t = group["timestamp"].to_numpy(dtype=np.float64)
         slots = np.rint((t - t[0]) / step).astype(np.int64)
         if slots[-1] + 1 < MIN_PROFILE_SAMPLES:
             continue
         series = np.full(slots[-1] + 1, np.nan)
-        series[slots] = np.clip(group["value"].to_numpy(dtype=np.float64) / 100.0, 0.0, 1.0)
+        series[slots] = group["value"].to_numpy(dtype=np.float64)
         filled = np.asarray(pd.Series(series).ffill(), dtype=np.float64)
         chunks.append(filled)
     if not chunks:
@@ -184,3 +198,7 @@ def read_nodes(path: Path, capacity_scale: float = 1.0) -> Nodes:
 
 def read_profiles(path: Path) -> Profiles:
     return parse_profiles(_read_csv(path, "utilization"))
+
+
+def read_utilization(path: Path) -> pd.DataFrame:
+    return utilization_history(_read_csv(path, "utilization"))

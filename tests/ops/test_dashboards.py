@@ -3,13 +3,15 @@
 Every expression of every panel and template variable, with the variables substituted as
 Grafana would for "All", runs as an instant query on a real Prometheus that scrapes the
 exporter's sim backend (pods of deploy/examples) with rules/ loaded and the reclaimer's metrics
-backfilled (tests/ops/simfleet.py). Each must parse and return at least one series.
+backfilled (tests/ops/simfleet.py). Each must parse and return at least one series, with the
+labels its legend names and finite values within its unit's range.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import re
 import sys
 from collections.abc import Iterator
@@ -67,10 +69,25 @@ def panel_queries() -> list[Any]:
     for path in BOARDS:
         board = json.loads(path.read_text("utf-8"))
         for p in board["panels"]:
+            unit = p.get("fieldConfig", {}).get("defaults", {}).get("unit")
             for t in p.get("targets", []):
                 pid = f"{path.stem}/{p['title']}/{t['refId']}"
-                out.append(pytest.param(t["expr"], id=pid))
+                out.append(pytest.param(t["expr"], t.get("legendFormat", ""), unit, id=pid))
     return out
+
+
+# What a value of each unit may be: a query answering out of range reads the wrong series or
+# scales wrongly (a percent read as a ratio), whatever Grafana would draw.
+UNIT_RANGES = {
+    "percent": (0.0, 100.0),
+    "percentunit": (0.0, 1.0),
+    "celsius": (-40.0, 150.0),
+    "watt": (0.0, 2000.0),
+    "rotmhz": (0.0, 10000.0),
+    "bytes": (0.0, 2.0**50),
+    "s": (0.0, 10.0**9),
+    "h": (0.0, 10.0**7),
+}
 
 
 def variable_queries() -> list[Any]:
@@ -118,10 +135,21 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
 
 @pytest.mark.prometheus
 @pytest.mark.slow
-@pytest.mark.parametrize("expr", panel_queries())
-def test_panel_query_returns_data(fleet: Fleet, expr: str) -> None:
+@pytest.mark.parametrize(("expr", "legend", "unit"), panel_queries())
+def test_panel_query_returns_what_the_panel_shows(
+    fleet: Fleet, expr: str, legend: str, unit: str | None
+) -> None:
+    """Data, with every label the legend names, finite values in the panel unit's range."""
     result = query(fleet.prometheus, substitute(expr))
     assert result, f"no data for {substitute(expr)}"
+    named = set(re.findall(r"{{\s*(\w+)\s*}}", legend))
+    for series in result:
+        value = float(series["value"][1])
+        fallback = "vector(0)" in expr and not series["metric"] and value == 0.0  # "none yet"
+        assert fallback or named <= set(series["metric"]), f"{series['metric']} lacks {named}"
+        assert math.isfinite(value), f"{series['metric']}: {value}"
+        low, high = UNIT_RANGES.get(unit or "", (-math.inf, math.inf))
+        assert low - 1e-9 <= value <= high + 1e-9, f"{series['metric']}: {value} not a {unit}"
 
 
 @pytest.mark.prometheus

@@ -134,12 +134,12 @@ def test_cli_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["--utilization", "MISSING.csv"], "not found", id="missing-file"),
+        pytest.param(["--utilization", "MISSING.csv"], "no such file", id="missing-file"),
         pytest.param(["--utilization", "WRONG.csv"], "container_ip", id="wrong-columns"),
         pytest.param(["--utilization", "GOOD.csv", "--horizon", "15x"], "15x", id="bad-horizon"),
         pytest.param(["--utilization", "GOOD.csv", "--threshold", "abc"], "abc", id="bad-pct"),
         pytest.param(["--utilization", "GOOD.csv", "--threshold", "0"], "(0, 100]", id="zero-pct"),
-        pytest.param(["--utilization", "TEXT.csv"], "must be numbers", id="non-numeric"),
+        pytest.param(["--utilization", "TEXT.csv"], "is not numeric", id="non-numeric"),
     ],
 )
 def test_cli_bad_input_exits_2_with_a_message(
