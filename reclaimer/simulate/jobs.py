@@ -28,6 +28,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from reclaimer.model import Job, Node, PendingDemand, Pod, Queue
+from reclaimer.policy.settings import Policy
 from reclaimer.simulate.results import Tally
 from reclaimer.simulate.scheduler import Cluster, Placement, Queues
 from reclaimer.simulate.strategies import (
@@ -43,6 +44,8 @@ from reclaimer.simulate.usage import Usage
 
 COMPLETE, ARRIVE, TICK = 0, 1, 2
 RECLAIMABLE = frozenset({"be"})
+
+DEFAULT_POLICY = Policy()  # the replay's idle definition without a planner
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ class Replay:
     ) -> None:
         self.jobs, self.nodes, self.usage, self.settings = jobs, nodes, usage, settings
         self.planner = planner
-        self.threshold = planner.threshold if planner else 0.05
+        self.threshold = planner.threshold if planner else DEFAULT_POLICY.threshold
         self.cluster = Cluster(nodes)
         queue_names = sorted(set(jobs.queues))
         shares = dict(settings.queue_shares) or default_shares(jobs, settings.reclaimable)

@@ -18,7 +18,15 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 
-from reclaimer.simulate.jobs import ARRIVE, COMPLETE, TICK, Event, Replay, SimSettings
+from reclaimer.simulate.jobs import (
+    ARRIVE,
+    COMPLETE,
+    DEFAULT_POLICY,
+    TICK,
+    Event,
+    Replay,
+    SimSettings,
+)
 from reclaimer.simulate.results import SimResult, result_of
 from reclaimer.simulate.strategies import ReplayPlanner
 from reclaimer.simulate.ticks import tick, wants_tick
@@ -43,8 +51,8 @@ def simulate(
     `on_progress` gets the fraction of the trace replayed now and then; `on_event` every change
     of a job's state (`sim_replay.Event`), for tracing a replay job by job.
     """
-    horizon = planner.horizon_seconds if planner else 900.0
-    threshold = planner.threshold if planner else 0.05
+    horizon = planner.horizon_seconds if planner else DEFAULT_POLICY.horizon_seconds
+    threshold = planner.threshold if planner else DEFAULT_POLICY.threshold
     usage = assign_usage(
         profiles,
         len(jobs.names),
