@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from reclaimer.model import Job, PendingDemand, Reason, Skip
 from reclaimer.plan.capacity import Releasing, pod_shape
-from reclaimer.plan.preempt import Ledger, grant
+from reclaimer.plan.ledger import Ledger, grant
 from reclaimer.units import format_duration
 
 

@@ -40,7 +40,8 @@ from reclaimer.plan.capacity import (
     total_slots,
 )
 from reclaimer.plan.inflight import hold_rooms, rooms_in_flight
-from reclaimer.plan.preempt import Ledger, plan_preemptions
+from reclaimer.plan.ledger import Ledger
+from reclaimer.plan.preempt import plan_preemptions
 from reclaimer.plan.reshape import plan_reshapes
 from reclaimer.plan.resume import plan_resumes
 from reclaimer.plan.shares import deserved_shares

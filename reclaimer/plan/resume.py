@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from reclaimer.model import Action, ActionKind, Evidence, Job, Node, Reason, Skip
 from reclaimer.plan.capacity import FreeSlots, node_slots, pod_shape
-from reclaimer.plan.preempt import Ledger
+from reclaimer.plan.ledger import Ledger
 from reclaimer.policy.settings import Policy
 from reclaimer.units import format_duration
 

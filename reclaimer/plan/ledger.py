@@ -1,0 +1,67 @@
+"""The planning ledger: free slots per node and GPUs per queue, as a cycle plans them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from reclaimer.model import PendingDemand, Queue, Reason, Skip
+from reclaimer.plan.capacity import FreeSlots, Releasing
+from reclaimer.plan.victims import Victim
+
+
+@dataclass
+class Ledger:
+    """The cycle's working state: free slots per node and slots per queue, as planned so far.
+
+    `free` is future free: slots no bound pod holds plus slots being released (`releasing`), the
+    room a stop already under way will give back.
+    """
+
+    free: FreeSlots
+    allocated: dict[str, float]  # running plus granted to pending jobs this cycle
+    running: dict[str, float]  # running now, less what this cycle preempts (for guarantees)
+    deserved: Mapping[str, float]
+    queues: Mapping[str, Queue]
+    unserved: list[PendingDemand] = field(default_factory=list)
+    releasing: Releasing = field(default_factory=lambda: Releasing({}, {}))
+
+    def fits_now(self, pod_gpus: int, pods: int) -> bool:
+        """Whether the pods fit what is free already, releasing slots left out."""
+        less = {n: -g for n, g in self.releasing.by_node.items()}
+        return self.free.fit_count(pod_gpus, less) >= pods
+
+    def over_capability(self, target: str, queue: str, gpus: int) -> Skip | None:
+        """The skip for `target` when `gpus` more slots would take `queue` past its capability."""
+        allocated = self.allocated.get(queue, 0.0)
+        q = self.queues.get(queue)
+        if q is None or q.capability_gpus is None or allocated + gpus <= q.capability_gpus:
+            return None
+        detail = f"{queue}: {allocated:g}+{gpus} > capability {q.capability_gpus:g}"
+        return Skip(target, Reason.QUEUE_AT_CAPABILITY, detail)
+
+
+def demand_order(demands: Iterable[PendingDemand], ledger: Ledger) -> list[PendingDemand]:
+    """Most starved queue first, then queue priority, job priority, waiting longest, key."""
+
+    def key(d: PendingDemand) -> tuple[float, int, int, float, str]:
+        deserved = ledger.deserved.get(d.queue, 0.0)
+        share = ledger.allocated.get(d.queue, 0.0) / deserved if deserved > 0 else float("inf")
+        q = ledger.queues.get(d.queue)
+        return (share, -(q.priority if q else 0), -d.priority, d.since, d.job)
+
+    return sorted(demands, key=key)
+
+
+def release(v: Victim, ledger: Ledger) -> None:
+    """Book a chosen victim's slots as free and its queue's allocation as gone."""
+    for node, gpus in v.placement.gpus_by_node.items():
+        ledger.free.add(node, gpus)
+    ledger.allocated[v.job.queue] = ledger.allocated.get(v.job.queue, 0.0) - v.gpus
+    ledger.running[v.job.queue] = ledger.running.get(v.job.queue, 0.0) - v.gpus
+
+
+def grant(d: PendingDemand, pod_gpus: int, pods: int, ledger: Ledger) -> None:
+    """Reserve `pods` x `pod_gpus` free slots for `d` and count its GPUs to its queue."""
+    ledger.free.reserve(pod_gpus, pods)
+    ledger.allocated[d.queue] = ledger.allocated.get(d.queue, 0.0) + d.gpus
