@@ -8,11 +8,18 @@ GENTD26 ?= ../shared/data/alibaba-gentd26/pod_gpu_duty_cycle.csv.gz
 
 .PHONY: deps test lint typecheck imports unit demo bench gpu-check clean
 
-$(APT_STAMP):
-	@if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then \
-	  echo ">> installing Debian package prometheus (prometheus + promtool)"; \
+# Debian packages the tests run for real: prometheus (with promtool) and chromium (headless, to
+# load the report and the status page as a browser does).
+APT_PACKAGES := prometheus:promtool prometheus:prometheus chromium:chromium
+$(APT_STAMP): Makefile
+	@missing=""; for pc in $(APT_PACKAGES); do \
+	  command -v $${pc#*:} >/dev/null 2>&1 || missing="$$missing $${pc%%:*}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  pkgs=$$(echo $$missing | tr ' ' '\n' | sort -u | tr '\n' ' '); \
+	  echo ">> installing Debian packages: $$pkgs"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq prometheus >/dev/null; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$pkgs >/dev/null; \
 	fi
 	@touch $@
 
