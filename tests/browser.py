@@ -28,7 +28,7 @@ def chromium() -> str:
         path = shutil.which(name)
         if path:
             return path
-    pytest.fail("chromium is not installed: `make deps` installs the Debian package", False)
+    pytest.fail("chromium is not installed: `make deps` installs the Debian package", pytrace=False)
 
 
 def _run(url: str, *flags: str) -> subprocess.CompletedProcess[str]:
