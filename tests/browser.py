@@ -28,7 +28,7 @@ def chromium() -> str:
         path = shutil.which(name)
         if path:
             return path
-    pytest.fail("chromium is not installed: `make deps` installs the Debian package", pytrace=False)
+    pytest.fail("chromium is not installed (`make deps` installs it)", pytrace=False)
 
 
 def _run(url: str, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -45,7 +45,9 @@ def _run(url: str, *flags: str) -> subprocess.CompletedProcess[str]:
             *flags,
             url,
         ]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT_S)
+        done = subprocess.run(
+            argv, check=False, capture_output=True, text=True, timeout=_TIMEOUT_S
+        )
     if done.returncode != 0:
         raise AssertionError(f"chromium exited {done.returncode}: {done.stderr[-2000:]}")
     return done
