@@ -45,9 +45,7 @@ def _run(url: str, *flags: str) -> subprocess.CompletedProcess[str]:
             *flags,
             url,
         ]
-        done = subprocess.run(
-            argv, check=False, capture_output=True, text=True, timeout=_TIMEOUT_S
-        )
+        done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=_TIMEOUT_S)
     if done.returncode != 0:
         raise AssertionError(f"chromium exited {done.returncode}: {done.stderr[-2000:]}")
     return done
