@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
-import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from fakeprom import fake_prometheus
 from prometheus_client.parser import text_string_to_metric_families
+from promserver import PROMTOOL, require_prometheus
 
 import gpu_contract as gc
 from reclaimer.runtime.server import make_app
@@ -70,9 +69,8 @@ async def test_plan_lists_withheld_actions_as_skips() -> None:
 
 
 def test_exposition_passes_promtool_check_metrics() -> None:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.skip("promtool not installed")
+    require_prometheus()
+    promtool = PROMTOOL
     m = ReclaimerMetrics()
     m.planned.labels(kind="preempt", reason="IdleJobForStarvedQueue").inc()
     out = subprocess.run(
