@@ -37,9 +37,13 @@ class CapacityPoint:
     scale: float  # a `--capacity-scale` that keeps exactly `gpus` GPUs
 
 
+def nodes_at(every_node: Nodes, scale: float) -> Nodes:
+    """The nodes `--capacity-scale scale` keeps, from every node of the list (in file order)."""
+    return parse_nodes(pd.DataFrame({"sn": list(every_node.names), "gpu": every_node.gpus}), scale)
+
+
 def capacity_points(every_node: Nodes, up_to: int | None = None) -> tuple[CapacityPoint, ...]:
     """Every GPU count `parse_nodes` reaches as the scale grows (up to `up_to` GPUs)."""
-    frame = pd.DataFrame({"sn": list(every_node.names), "gpu": every_node.gpus})
     joins: set[float] = set()  # the scales at which a node joins
     for count in np.unique(every_node.gpus[every_node.gpus > 0]):
         n = int((every_node.gpus == count).sum())
@@ -48,7 +52,7 @@ def capacity_points(every_node: Nodes, up_to: int | None = None) -> tuple[Capaci
     points: dict[int, float] = {}
     for low, high in itertools.pairwise(bounds):
         scale = _shortest_between(low, high)
-        gpus = int(parse_nodes(frame, scale).gpus.sum())
+        gpus = int(nodes_at(every_node, scale).gpus.sum())
         points.setdefault(gpus, scale)
         if up_to is not None and gpus >= up_to:
             break
@@ -137,10 +141,8 @@ def minimum(
             f"no capacity tried keeps the p95 within the SLO "
             f"(at {last.gpus} GPUs, the largest tried, it is {last.worst_p95:,.0f} s)"
         )
-        caveats = (
-            (f"meets the SLO at {_gpus(met)} but not at every larger capacity",) if met else ()
-        )
-        return None, reason, caveats
+        note = (f"meets the SLO at {_gpus(met)} but not at every larger capacity",)
+        return None, reason, note if met else ()
     i = len(per_capacity) - 1
     while i > 0 and per_capacity[i - 1].meets_slo:
         i -= 1
