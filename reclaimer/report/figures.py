@@ -91,6 +91,7 @@ def wait_distribution(records: Sequence[RunRecord]) -> str:
                 linewidth=1.6,
             )
         ax.set_xscale("symlog", linthresh=60.0)
+        ax.set_xlim(left=0.0)
         ax.set_ylim(0.0, 1.02)
         ax.set_title(f"queue {queue}", fontsize=10)
         ax.set_xlabel("wait (s, log above 60 s)")
@@ -135,6 +136,7 @@ def preemptions_over_time(records: Sequence[RunRecord]) -> str:
         ax.bar(days, record.wrongful, width=width, color=tint, label="wrongful")
         if not any(record.preemptions):
             ax.text(0.5, 0.5, "no preemptions", transform=ax.transAxes, ha="center")
+        ax.set_ylim(bottom=0.0)
         ax.set_ylabel("per bin")
         ax.set_title(record.strategy, fontsize=10, loc="left")
         ax.grid(alpha=0.3)
@@ -145,7 +147,7 @@ def preemptions_over_time(records: Sequence[RunRecord]) -> str:
 
 def sweep_curve(verdicts: Sequence[PolicyVerdict], slo_seconds: float) -> str:
     """Pooled guaranteed wait p95 against GPUs, per strategy, with the SLO line."""
-    fig, (ax,) = _figure(1, height=4.2)
+    fig, (ax,) = _figure(1, height=3.4)
     names = [v.strategy for v in verdicts]
     for verdict in verdicts:
         gpus = [c.gpus for c in verdict.per_capacity]
@@ -164,6 +166,7 @@ def sweep_curve(verdicts: Sequence[PolicyVerdict], slo_seconds: float) -> str:
             ax.axvline(verdict.min_gpus, color=tint, linestyle=":", linewidth=1.0)
     ax.axhline(slo_seconds, color="#000000", linestyle="--", linewidth=1.2, label="SLO")
     ax.set_yscale("symlog", linthresh=60.0)
+    ax.set_ylim(bottom=0.0)
     ax.set_xlabel("GPUs")
     ax.set_ylabel("guaranteed wait p95 (s, log above 60 s)")
     ax.grid(alpha=0.3)

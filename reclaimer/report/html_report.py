@@ -11,6 +11,7 @@ GPUs with the SLO line and each strategy's verdict. Pure apart from `write_repor
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -19,20 +20,25 @@ import numpy as np
 from reclaimer.report import figures
 from reclaimer.report.replay_data import RunRecord, SweepSummary
 
+_NUMBER = re.compile(r"-?[\d,]+(\.\d+)?")
+_NUM = ' class="num"'
 _STYLE = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 1400px; color: #222; }
 section { display: flex; flex-wrap: wrap; gap: 1.5em; align-items: flex-start; }
 section > div.plot { flex: 2 1 640px; } section > div.plot svg { width: 100%; height: auto; }
 table { border-collapse: collapse; font-size: 0.85em; flex: 1 1 320px; }
-th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
+th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; text-align: left; }
+td.num { text-align: right; }
 p.note { color: #555; font-size: 0.9em; max-width: 70em; }
 """
 
 
 def _table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     def cells(tag: str, values: Sequence[object]) -> str:
-        return "".join(f"<{tag}>{html.escape(str(v))}</{tag}>" for v in values)
+        return "".join(
+            f"<{tag}{_NUM if _NUMBER.fullmatch(str(v)) else ''}>{html.escape(str(v))}</{tag}>"
+            for v in values
+        )
 
     body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
     return f"<table><thead><tr>{cells('th', head)}</tr></thead><tbody>{body}</tbody></table>"
