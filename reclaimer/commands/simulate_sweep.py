@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from reclaimer.commands import replay_pool
-from reclaimer.commands.replay_pool import Inputs, Outcome, Task
+from reclaimer.commands.replay_pool import Inputs, Task
 from reclaimer.policy.settings import Policy
 from reclaimer.report import figures, html_report
 from reclaimer.report.replay_data import RunRecord, SweepSummary
@@ -127,83 +127,96 @@ def _points(
     args: argparse.Namespace, jobs: Jobs, every_node: Nodes
 ) -> tuple[tuple[sweep.CapacityPoint, ...], str]:
     if args.capacities is not None:
-        chosen = sweep.chosen_points(sweep.capacity_points(every_node), args.capacities)
+        try:
+            chosen = sweep.chosen_points(sweep.capacity_points(every_node), args.capacities)
+        except ValueError as exc:
+            raise ValueError(f"--capacities: {exc}") from exc
         return chosen, sweep.describe_range(chosen, None)
     peak = sweep.peak_demand(jobs)
     chosen = sweep.default_points(sweep.capacity_points(every_node, math.ceil(peak)), peak)
     return chosen, sweep.describe_range(chosen, peak)
 
 
+def _p95(run: dict[str, object]) -> float:
+    value = run["guaranteed_wait_p95_s"]
+    if not isinstance(value, int | float):
+        raise TypeError(f"a replay's result has no pooled p95: {value!r}")
+    return float(value)
+
+
 def _summary(
-    args: argparse.Namespace, tasks: list[Task], outcomes: list[Outcome], note: str
+    args: argparse.Namespace, tasks: list[Task], runs: list[dict[str, object]], note: str
 ) -> SweepSummary:
     slo = args.slo or parse_duration(DEFAULT_SLO)
     per_strategy = {}
     for name in dict.fromkeys(t.strategy.value for t in tasks):
-        runs = [
-            (t.gpus, t.scale, t.seed, float(o["guaranteed_wait_p95_s"]))  # type: ignore[arg-type, index]
-            for t, o in zip(tasks, outcomes, strict=True)
+        mine = [
+            (t.gpus, t.scale, t.seed, _p95(r))
+            for t, r in zip(tasks, runs, strict=True)
             if t.strategy.value == name
         ]
-        per_strategy[name] = sweep.capacity_results(runs, slo)
+        per_strategy[name] = sweep.capacity_results(mine, slo)
     seeds = tuple(sorted({t.seed for t in tasks}))
     return SweepSummary(slo, seeds, note, sweep.verdicts(per_strategy))
+
+
+def _tasks(args: argparse.Namespace, jobs: Jobs, every_node: Nodes) -> tuple[list[Task], str]:
+    """The sweep's replays (if any), then the report's (if any); raises ValueError on a bad
+    `--capacities`."""
+    tasks: list[Task] = []
+    note = ""
+    if args.capacity_sweep:
+        points, note = _points(args, jobs, every_node)
+        tasks = _sweep_tasks(args, points)
+    if args.report is not None:
+        gpus = int(sweep.nodes_at(every_node, args.capacity_scale).gpus.sum())
+        tasks += [
+            Task(s, gpus, args.capacity_scale, args.seed, timeline=True) for s in args.strategies
+        ]
+    return tasks, note
 
 
 def run(args: argparse.Namespace, policy: Policy, jobs: Jobs, profiles: Profiles) -> int:
     """The sweep and/or the report (the flags passed `check_flags`)."""
     try:
         every_node = read_nodes(args.nodes)
-    except TraceError as exc:
+        tasks, note = _tasks(args, jobs, every_node)
+    except (TraceError, ValueError) as exc:
         print(f"gpu-reclaimer simulate: {exc}", file=sys.stderr)
         return 2
-    tasks: list[Task] = []
-    note = ""
-    if args.capacity_sweep:
-        try:
-            points, note = _points(args, jobs, every_node)
-        except ValueError as exc:
-            print(f"gpu-reclaimer simulate: --capacities: {exc}", file=sys.stderr)
-            return 2
-        tasks = _sweep_tasks(args, points)
-    sweep_count = len(tasks)
-    if args.report is not None:
-        here = sweep.nodes_at(every_node, args.capacity_scale)
-        gpus = int(here.gpus.sum())
-        tasks += [
-            Task(s, gpus, args.capacity_scale, args.seed, timeline=True) for s in args.strategies
-        ]
     inputs = Inputs(jobs, every_node, profiles, policy, args.interval, args.idle_window)
     progress = replay_pool.Progress(sys.stderr, len(tasks))
     outcomes = replay_pool.run_tasks(
         tasks, inputs, args.jobs or replay_pool.default_jobs(), progress
     )
-    summary = (
-        _summary(args, tasks[:sweep_count], outcomes[:sweep_count], note) if sweep_count else None
-    )
-    records = [o for o in outcomes[sweep_count:] if isinstance(o, RunRecord)]
-    out: dict[str, object] = {}
-    if summary is not None:
-        out |= sweep_json(summary, outcomes[:sweep_count])
-    else:
-        out["runs"] = [dict(r.result) | {"gpus": r.gpus, "seed": r.seed} for r in records]
+    swept = [(t, o) for t, o in zip(tasks, outcomes, strict=True) if isinstance(o, dict)]
+    runs = [o for _, o in swept]
+    records = [o for o in outcomes if isinstance(o, RunRecord)]
+    summary = _summary(args, [t for t, _ in swept], runs, note) if swept else None
+    out: dict[str, object] = sweep_json(summary, runs) if summary else {}
     if args.report is not None:
-        inputs_table = [
-            ("pods", str(args.pods)),
-            ("nodes", str(args.nodes)),
-            ("utilization", str(args.utilization)),
-            ("policy file", str(args.policy_file or "default policy")),
-        ]
-        page = html_report.render(
-            "gpu-reclaimer simulate: backtest report", inputs_table, records, summary
-        )
-        html_report.write_report(args.report, page)
+        _write_report(args, records, summary)
         out["report"] = str(args.report)
-    print(json.dumps(out) if args.json else text(out, summary))
+    if summary is None:
+        out["runs"] = [dict(r.result) | {"gpus": r.gpus, "seed": r.seed} for r in records]
+    print(json.dumps(out) if args.json else text(summary, records, args.report))
     return 0
 
 
-def sweep_json(summary: SweepSummary, runs: list[Outcome]) -> dict[str, object]:
+def _write_report(
+    args: argparse.Namespace, records: list[RunRecord], summary: SweepSummary | None
+) -> None:
+    inputs = [
+        ("pods", str(args.pods)),
+        ("nodes", str(args.nodes)),
+        ("utilization", str(args.utilization)),
+        ("policy file", str(args.policy_file or "default policy")),
+    ]
+    title = "gpu-reclaimer simulate: backtest report"
+    html_report.write_report(args.report, html_report.render(title, inputs, records, summary))
+
+
+def sweep_json(summary: SweepSummary, runs: list[dict[str, object]]) -> dict[str, object]:
     return {
         "slo_seconds": summary.slo_seconds,
         "seeds": list(summary.seeds),
@@ -213,7 +226,11 @@ def sweep_json(summary: SweepSummary, runs: list[Outcome]) -> dict[str, object]:
     }
 
 
-def text(out: dict[str, object], summary: SweepSummary | None) -> str:
+def _or_dash(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def text(summary: SweepSummary | None, records: list[RunRecord], report: Path | None) -> str:
     lines = []
     if summary is not None:
         lines.append(
@@ -223,16 +240,15 @@ def text(out: dict[str, object], summary: SweepSummary | None) -> str:
         for v in summary.verdicts:
             p95 = "  ".join(f"{c.gpus}: {c.worst_p95:,.0f}" for c in v.per_capacity)
             lines.append(
-                f"{v.strategy:<11} min_gpus {v.min_gpus}  saved vs none "
-                f"{v.gpus_saved_vs_none}  worst p95 s by GPUs  {p95}"
+                f"{v.strategy:<11} min_gpus {_or_dash(v.min_gpus)}  saved vs none "
+                f"{_or_dash(v.gpus_saved_vs_none)}  worst p95 s by GPUs  {p95}"
             )
             lines += [f"{'':<11} {x}" for x in (v.reason, *v.caveats) if x]
     else:
-        for run in out["runs"]:  # type: ignore[attr-defined]
-            lines.append(
-                f"{run['strategy']:<11} guaranteed p95 {run['guaranteed_wait_p95_s']:,.0f} s  "
-                f"preemptions {run['preemptions']}"
-            )
-    if "report" in out:
-        lines.append(f"report: {out['report']}")
+        lines += [
+            f"{r.strategy:<11} guaranteed p95 {_p95(dict(r.result)):,.0f} s at {r.gpus} GPUs"
+            for r in records
+        ]
+    if report is not None:
+        lines.append(f"report: {report}")
     return "\n".join(lines)

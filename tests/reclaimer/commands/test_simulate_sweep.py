@@ -98,7 +98,7 @@ def test_without_json_the_sweep_prints_a_line_per_strategy(tmp_path, capsys):
     [
         (["--capacity-sweep", "--slo", "0s"], "longer than 0"),
         (["--capacity-sweep", "--slo", "soon"], "expected a duration"),
-        (["--capacity-sweep", "--capacities", "7"], "no capacity scale gives [7] GPUs"),
+        (["--capacity-sweep", "--capacities", "7"], "--capacities: no capacity scale gives [7]"),
         (["--capacity-sweep", "--capacities", "2,two"], "expected a number of GPUs"),
         (["--capacity-sweep", "--capacities", "5-2"], "no capacity in 5-2 GPUs"),
         (["--capacity-sweep", "--jobs", "0"], "expected a positive number"),
