@@ -33,7 +33,7 @@ from reclaimer.simulate.ticks import tick, wants_tick
 from reclaimer.simulate.trace import Jobs, Nodes, Profiles
 from reclaimer.simulate.usage import assign_usage
 
-__all__ = ["SimSettings", "simulate"]
+__all__ = ["SimSettings", "replay_result", "replay_span", "run_replay", "simulate"]
 
 
 def simulate(
@@ -51,6 +51,37 @@ def simulate(
     `on_progress` gets the fraction of the trace replayed now and then; `on_event` every change
     of a job's state (`sim_replay.Event`), for tracing a replay job by job.
     """
+    replay = run_replay(
+        jobs, nodes, profiles, settings, planner=planner, on_progress=on_progress, on_event=on_event
+    )
+    return replay_result(replay)
+
+
+def replay_result(replay: Replay) -> SimResult:
+    """What a finished replay measured."""
+    begin, end = replay_span(replay.jobs)
+    gpus = float(replay.nodes.gpus.sum())
+    strategy = replay.settings.strategy.value
+    return result_of(strategy, replay.tally, gpus, end - begin, replay.guaranteed)
+
+
+def replay_span(jobs: Jobs) -> tuple[float, float]:
+    """The replay runs from the first arrival to the end of the trace (last arrival + runtime)."""
+    return float(jobs.arrival.min()), float((jobs.arrival + jobs.runtime).max())
+
+
+def run_replay(
+    jobs: Jobs,
+    nodes: Nodes,
+    profiles: Profiles,
+    settings: SimSettings,
+    *,
+    planner: ReplayPlanner | None = None,
+    on_progress: Callable[[float], None] | None = None,
+    on_event: Callable[[Event], None] | None = None,
+) -> Replay:
+    """`simulate`'s replay, returned whole once done (its usage, tally and queues), for callers
+    that measure more than `SimResult` (the report's timeline)."""
     horizon = planner.horizon_seconds if planner else DEFAULT_POLICY.horizon_seconds
     threshold = planner.threshold if planner else DEFAULT_POLICY.threshold
     usage = assign_usage(
@@ -67,12 +98,10 @@ def simulate(
         if replay.cluster.fits_anywhere_empty(int(jobs.num_gpu[j]), int(jobs.milli[j])):
             replay.heap.append((float(jobs.arrival[j]), ARRIVE, j, 0))
     heapq.heapify(replay.heap)
-    begin = float(jobs.arrival.min())
-    end = float((jobs.arrival + jobs.runtime).max())
+    begin, end = replay_span(jobs)
     _run_events(replay, end, on_progress, begin)
     _close(replay, end)
-    gpus = float(nodes.gpus.sum())
-    return result_of(settings.strategy.value, replay.tally, gpus, end - begin, replay.guaranteed)
+    return replay
 
 
 def _run_events(
