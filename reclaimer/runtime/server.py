@@ -18,8 +18,9 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from reclaimer.report.cycle import CycleReport
 from reclaimer.report.plan_table import forecast_to_dict, plan_to_dict
-from reclaimer.runtime.controller import Controller, CycleReport
+from reclaimer.runtime.controller import Controller
 from reclaimer.runtime.telemetry import ReclaimerMetrics
 
 
