@@ -298,7 +298,8 @@ async def _serve(
             print(f"gpu-reclaimer run: cannot listen on {args.listen}: {err}", file=sys.stderr)
             return 2
         log.info(
-            "serving /metrics /plan /healthz /readyz (%s)", "dry-run" if config.dry_run else "APPLY"
+            "serving / /metrics /plan /healthz /readyz (%s)",
+            "dry-run" if config.dry_run else "APPLY",
         )
         try:
             await wiring.run_loop(controller, interval, stop)
