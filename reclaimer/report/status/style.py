@@ -23,6 +23,7 @@ th{background:#f0f3f6}.num{font-variant-numeric:tabular-nums}
 .spark .dot{fill:#0969da}.spark .frame{fill:#f6f8fa;stroke:#d0d7de}
 .spark .threshold{stroke:#cf222e;stroke-dasharray:3 2}
 details{margin:.3rem 0}summary{cursor:pointer}
+.jobs td:nth-child(5){white-space:nowrap}.spark{vertical-align:middle}
 """
 
 
