@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from reclaimer.model import ClusterView, PodPhase
@@ -64,15 +65,21 @@ def recent_usage(
 def _buckets(
     history: pd.DataFrame, now: float, window: float, points: int
 ) -> dict[str, tuple[float | None, ...]]:
+    """Job -> bucket means. Sums and counts per (job, bucket) by `np.bincount` over factorized
+    job codes: a fraction of a pandas groupby's cost on a 10,000-job frame."""
     start = now - window
     recent = history[(history["timestamp"] > start) & (history["timestamp"] <= now)]
     if recent.empty:
         return {}
-    size = window / points
-    index = ((recent["timestamp"] - start) // size).clip(0, points - 1).astype(int)
-    means = recent["value"].groupby([recent["job"], index]).mean().unstack()
-    means = means.reindex(columns=range(points))
+    codes, jobs = pd.factorize(recent["job"])
+    bucket = ((recent["timestamp"].to_numpy() - start) // (window / points)).astype(np.int64)
+    cell = codes * points + np.clip(bucket, 0, points - 1)
+    cells = len(jobs) * points
+    sums = np.bincount(cell, weights=recent["value"].to_numpy(dtype=float), minlength=cells)
+    counts = np.bincount(cell, minlength=cells)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, sums / counts, np.nan).reshape(len(jobs), points)
     return {
-        str(job): tuple(None if math.isnan(v) else float(v) for v in row)
-        for job, row in zip(means.index, means.to_numpy(dtype=float), strict=True)
+        str(job): tuple(None if math.isnan(v) else v for v in row)
+        for job, row in zip(jobs, means.tolist(), strict=True)
     }
