@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reclaimer.model import ActionResult, Plan, Skip
+from reclaimer.model import Action, ActionResult, Outcome, Plan, Skip
 from reclaimer.report.cycle import CycleReport
 from reclaimer.report.plan_table import action_rows, skips_by_reason
 from reclaimer.report.status.markup import count, element, esc, paragraph, section, table
@@ -32,10 +32,12 @@ def actions_section(report: CycleReport, plan: Plan) -> str:
     if not plan.actions:
         return section("Planned actions", paragraph("No action planned this cycle."), "actions")
     shown = plan.actions[:MAX_ACTIONS]
-    answers = _answers(report.outcomes)
+    answers = _answers(shown, report.outcomes)
     rows = [
-        (esc(kind), esc(target), esc(reason), esc(evidence), _outcome(answers.get(i), report))
-        for i, (kind, target, reason, evidence) in enumerate(action_rows(shown))
+        (esc(kind), esc(target), esc(reason), esc(evidence), _outcome(answer, report))
+        for (kind, target, reason, evidence), answer in zip(
+            action_rows(shown), answers, strict=True
+        )
     ]
     markup = table(("Action", "Target", "Reason", "Evidence", "Outcome"), rows)
     if len(plan.actions) > len(shown):
@@ -44,17 +46,28 @@ def actions_section(report: CycleReport, plan: Plan) -> str:
     return section(f"Planned actions ({len(plan.actions):,})", markup, "actions")
 
 
-def _answers(outcomes: Sequence[ActionResult]) -> dict[int, ActionResult]:
-    """The actuator's results by the index of their action (it answers in plan order)."""
-    return dict(enumerate(outcomes))
+def _answers(
+    actions: Sequence[Action], outcomes: Sequence[ActionResult]
+) -> list[ActionResult | None]:
+    """The actuator's result for each action (it answers one per action, in plan order)."""
+    got = list(outcomes[: len(actions)]) + [None] * max(0, len(actions) - len(outcomes))
+    return [
+        r if r is not None and r.action == a else None for a, r in zip(actions, got, strict=True)
+    ]
 
 
 def _outcome(result: ActionResult | None, report: CycleReport) -> str:
     if result is None:
         why = "not sent (withheld, not the leader, or no cluster to act on)"
-        return element("span", esc("acted" if report.acted else why), class_="muted")
-    kind = "ok" if result.outcome.done else "bad"
-    words = f"{result.outcome}: {result.detail}" if result.detail else str(result.outcome)
+        if report.acted:
+            why = "no answer from the actuator"
+        return element("span", esc(why), class_="muted")
+    kind = "ok" if result.outcome.done else "warn" if result.outcome is Outcome.SKIPPED else "bad"
+    words = str(result.outcome)
+    if result.skip_reason is not None:
+        words += f" ({result.skip_reason})"
+    if result.detail:
+        words += f": {result.detail}"
     return element("span", esc(words), class_=kind)
 
 

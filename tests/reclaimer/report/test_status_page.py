@@ -5,13 +5,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 
 import pytest
 from planworld import starved_world
 from statusworld import report_of, skipped_report, usage, with_usage, world
 
-from reclaimer.model import Reason
+from reclaimer.model import ActionResult, Outcome, Reason
 from reclaimer.report.status.jobs import probability
 from reclaimer.report.status.page import render_page, security_headers
 from reclaimer.report.usage import JobUsage
@@ -191,3 +192,13 @@ def test_the_security_headers_allow_exactly_the_page_s_stylesheet() -> None:
 )
 def test_probability_is_never_rounded_to_a_certainty(p: float, shown: str) -> None:
     assert probability(p) == shown
+
+
+def test_each_action_shows_what_the_actuator_answered() -> None:
+    report = report_of(world())
+    (action,) = report.plan.actions if report.plan else ()
+    refused = ActionResult(action, Outcome.SKIPPED, "1/1 this cycle", Reason.LIMIT_REACHED)
+    text = text_of(render_page(replace(report, outcomes=(refused,)), dry_run=False))
+    assert "skipped (LimitReached): 1/1 this cycle" in text
+    unsent = text_of(render_page(report_of(world(), acted=False), dry_run=True))
+    assert "not sent (withheld, not the leader, or no cluster to act on)" in unsent
