@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType
 
-from planworld import NOW, World, starved_world
+from planworld import NOW, World, contested_world
 
 from reclaimer.model import ActionResult, DataQuality, Outcome
 from reclaimer.report.cycle import CycleReport, CycleResult
@@ -18,12 +18,7 @@ def usage(job: str, queue: str, gpus: int, level: float | None = 0.0) -> JobUsag
 
 def world() -> World:
     """`be/idle` is preempted for `ls/x`; `be/busy` is skipped (not idle)."""
-    return (
-        starved_world()
-        .job("be/idle", "be", {"n1": 8}, idle=0.999)
-        .job("be/busy", "be", {"n2": 8}, busy=True)
-        .pend("ls/x", "ls", 8)
-    )
+    return contested_world(idle=0.999)
 
 
 def report_of(w: World, *, acted: bool = True) -> CycleReport:

@@ -37,20 +37,23 @@ USER, PASSWORD = "operator", "s3cret"
 
 
 @pytest.fixture(scope="module")
-def now() -> float:
-    return wall_now()
-
-
-@pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromServer, float]]:
+    """A Prometheus holding the world's day of history, and the time it ends at."""
+    now = wall_now()
     with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as server:
-        yield server
+        yield server, now
 
 
 @pytest.fixture
-def kubeconfig(now: float, tmp_path: Path) -> Iterator[Path]:
+def prom(world: tuple[PromServer, float]) -> PromServer:
+    return world[0]
+
+
+@pytest.fixture
+def kubeconfig(world: tuple[PromServer, float], tmp_path: Path) -> Iterator[Path]:
+    """The fake API server holding the world's cluster, as of the history's end."""
     cluster = FakeCluster()
-    cluster.add(*cluster_objects(now))
+    cluster.add(*cluster_objects(world[1]))
     with served_kubeconfig(cluster, tmp_path / "kubeconfig") as path:
         yield path
 

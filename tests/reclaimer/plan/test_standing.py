@@ -3,21 +3,14 @@ of the cycle, whatever the cycle then decides."""
 
 from __future__ import annotations
 
-from planworld import starved_world
+from planworld import contested_world
 
 from reclaimer.model import DataQuality
 from reclaimer.standing import QueueStanding
 
 
 def test_standing_is_read_before_the_cycle_books_anything() -> None:
-    world = (
-        starved_world()
-        .job("be/idle", "be", {"n1": 8}, idle=0.99)
-        .job("be/busy", "be", {"n2": 8}, busy=True)
-        .pend("ls/x", "ls", 8)
-        .pend("ls/y", "ls", 4)
-        .pend("lost/z", "nowhere", 2)
-    )
+    world = contested_world().pend("ls/y", "ls", 4).pend("lost/z", "nowhere", 2)
     plan = world.plan()
     assert [a.target for a in plan.actions] == ["be/idle"]  # frees 8 GPUs for ls
     be, ls, nowhere = plan.queues
@@ -28,6 +21,6 @@ def test_standing_is_read_before_the_cycle_books_anything() -> None:
 
 
 def test_a_gated_plan_has_no_standing() -> None:
-    world = starved_world().job("be/idle", "be", {"n1": 8}, idle=0.99).pend("ls/x", "ls", 8)
+    world = contested_world()
     world.quality = DataQuality(metrics_at=None)
     assert world.plan().queues == ()
