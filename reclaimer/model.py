@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
+from reclaimer.standing import QueueStanding
+
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
@@ -305,3 +307,4 @@ class Plan:
     actions: tuple[Action, ...]
     skipped: tuple[Skip, ...] = ()
     warnings: tuple[Skip, ...] = ()  # what an operator must look at (e.g. ReleaseOverdue)
+    queues: tuple[QueueStanding, ...] = ()  # each queue as the cycle found it (by name)

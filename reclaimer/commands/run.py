@@ -30,9 +30,10 @@ from reclaimer.policy.settings import Policy, PolicyError, load_policy
 from reclaimer.prometheus.auth import CredentialError, Credentials, parse_header
 from reclaimer.prometheus.client import PromClient
 from reclaimer.prometheus.history import HistoryParams, MetricsSource
+from reclaimer.report.cycle import CycleReport, CycleResult
 from reclaimer.report.fleet import render as render_fleet
 from reclaimer.report.plan_table import render_plan
-from reclaimer.runtime.controller import Controller, ControllerConfig, CycleReport, CycleResult
+from reclaimer.runtime.controller import Controller, ControllerConfig
 from reclaimer.runtime.server import PROBES, make_app, report_dict
 from reclaimer.runtime.telemetry import ReclaimerMetrics
 from reclaimer.runtime.wiring import UsageError, Wiring, wire
@@ -297,7 +298,8 @@ async def _serve(
             print(f"gpu-reclaimer run: cannot listen on {args.listen}: {err}", file=sys.stderr)
             return 2
         log.info(
-            "serving /metrics /plan /healthz /readyz (%s)", "dry-run" if config.dry_run else "APPLY"
+            "serving / /metrics /plan /healthz /readyz (%s)",
+            "dry-run" if config.dry_run else "APPLY",
         )
         try:
             await wiring.run_loop(controller, interval, stop)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from reclaimer.model import PendingDemand, Queue, Reason, Skip
 from reclaimer.plan.capacity import FreeSlots, Releasing
 from reclaimer.plan.victims import Victim
+from reclaimer.standing import QueueStanding
 
 
 @dataclass
@@ -65,3 +66,31 @@ def grant(d: PendingDemand, pod_gpus: int, pods: int, ledger: Ledger) -> None:
     """Reserve `pods` x `pod_gpus` free slots for `d` and count its GPUs to its queue."""
     ledger.free.reserve(pod_gpus, pods)
     ledger.allocated[d.queue] = ledger.allocated.get(d.queue, 0.0) + d.gpus
+
+
+def standings(ledger: Ledger, demands: Iterable[PendingDemand]) -> tuple[QueueStanding, ...]:
+    """Each queue's share, allocation and waiting demand, by name: read before anything is
+    booked, so it shows what the cycle's decisions started from. Queues that jobs name but the
+    cluster lacks are listed too (`known=False`)."""
+    waiting: dict[str, list[PendingDemand]] = {}
+    for d in demands:
+        waiting.setdefault(d.queue, []).append(d)
+    names = sorted({*ledger.queues, *ledger.allocated, *waiting})
+    out = []
+    for name in names:
+        q = ledger.queues.get(name)
+        asks = waiting.get(name, [])
+        out.append(
+            QueueStanding(
+                queue=name,
+                deserved_gpus=ledger.deserved.get(name, 0.0),
+                allocated_gpus=ledger.allocated.get(name, 0.0),
+                pending_gpus=sum(d.gpus for d in asks),
+                pending_jobs=len(asks),
+                guarantee_gpus=q.guarantee_gpus if q else 0.0,
+                capability_gpus=q.capability_gpus if q else None,
+                reclaimable=q.reclaimable if q else True,
+                known=q is not None,
+            )
+        )
+    return tuple(out)

@@ -214,3 +214,14 @@ def starved_world() -> World:
         .queue("be", deserved_gpus=8.0)
         .queue("ls", deserved_gpus=8.0, reclaimable=False)
     )
+
+
+def contested_world(idle: float = 0.99) -> World:
+    """`starved_world` taken up: `be/idle` (forecast idle with `idle`) on n1 and `be/busy` on n2
+    hold all 16 GPUs while `ls/x` (8 GPUs) waits: one preemption, one skip."""
+    return (
+        starved_world()
+        .job("be/idle", "be", {"n1": 8}, idle=idle)
+        .job("be/busy", "be", {"n2": 8}, busy=True)
+        .pend("ls/x", "ls", 8)
+    )
