@@ -10,13 +10,16 @@ events carry the run's epoch, so a preempted run's completion is ignored. The re
 the trace does (the last arrival + runtime): runs still going are cut there, and the waits of
 queued and suspended jobs are censored.
 
-Pure and deterministic for given inputs and seed (the seed only picks utilization profiles).
+Pure and deterministic for given inputs and seed (the seed only picks utilization profiles, for
+the jobs that have none of their own: `simulate.usage`). A pod list that flags its queues
+reclaimable (`trace.Jobs.reclaimable`) replaces the settings' reclaimable queues.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from dataclasses import replace
 
 from reclaimer.simulate.jobs import (
     ARRIVE,
@@ -51,6 +54,8 @@ def simulate(
     `on_progress` gets the fraction of the trace replayed now and then; `on_event` every change
     of a job's state (`sim_replay.Event`), for tracing a replay job by job.
     """
+    if jobs.reclaimable is not None:  # the pod list says which queues are reclaimable
+        settings = replace(settings, reclaimable=jobs.reclaimable)
     horizon = planner.horizon_seconds if planner else DEFAULT_POLICY.horizon_seconds
     threshold = planner.threshold if planner else DEFAULT_POLICY.threshold
     usage = assign_usage(
@@ -60,6 +65,7 @@ def simulate(
         settings.idle_window_seconds,
         horizon,
         threshold=threshold,
+        job_names=jobs.names,
     )
     replay = Replay(jobs, nodes, usage, settings, planner)
     replay.on_event = on_event
@@ -72,7 +78,14 @@ def simulate(
     _run_events(replay, end, on_progress, begin)
     _close(replay, end)
     gpus = float(nodes.gpus.sum())
-    return result_of(settings.strategy.value, replay.tally, gpus, end - begin, replay.guaranteed)
+    return result_of(
+        settings.strategy.value,
+        replay.tally,
+        gpus,
+        end - begin,
+        replay.guaranteed,
+        own_utilization_jobs=usage.own,
+    )
 
 
 def _run_events(
