@@ -1,15 +1,9 @@
 """A past window of per-pod GPU history: its queries and what a read of it holds. Pure.
 
-A cycle's read (`prometheus.reads`) wants the last day, now; this reads any [start, end] whole,
-with the same per-pod query (`history.pod_utilization_query`: the exporter's series, the
-recording rules when they cover the window, or dcgm-exporter's), cut on the same step grid
-(`history.time_chunks`). Chunks are fetched one after another and each is turned into a per-pod
-frame (`history.pod_frame`) as it arrives, so only one chunk's answer is held at a time.
-Instant queries over the whole window add what the utilization alone does not say: how many GPUs
+The reader (`window_read.read_window`) fetches the per-pod utilization in chunks; the instant
+queries here, over the whole window, add what the utilization alone does not say: how many GPUs
 each pod held and on which node (distinct GPU UUIDs per pod), how many GPUs each node showed,
 and each pod's Volcano queue where kube-state-metrics fed the `RECORDED_POD_QUEUE` rule.
-
-`window_read.read_window` does the reading.
 """
 
 from __future__ import annotations
