@@ -20,7 +20,7 @@ from fakeapi import FakeCluster, served_kubeconfig
 from promserver import PromServer, start_prometheus
 
 from reclaimer.policy.settings import Policy
-from reclaimer.simulate.jobs import EventKind
+from reclaimer.simulate.jobs import Event, EventKind
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
 from reclaimer.simulate.strategies import Strategy
@@ -128,13 +128,18 @@ def test_simulate_on_the_export_reclaims_only_the_idle_jobs(export):
     assert result["wrongful_preemptions"] == 0 and result["guaranteed_preemptions"] == 0
 
     jobs = read_pods(out / "pods.csv")
-    victims = set()
+    victims: set[str] = set()
+
+    def note(event: Event) -> None:
+        if event.kind is EventKind.PREEMPTED:
+            victims.add(jobs.names[event.job])
+
     simulate(
         jobs,
         read_nodes(out / "nodes.csv", 0.5),
         read_profiles(out / "utilization.csv"),
         SimSettings(strategy=Strategy.FORECAST),
         planner=planner_for(Policy()),
-        on_event=lambda e: victims.add(jobs.names[e.job]) if e.kind is EventKind.PREEMPTED else None,
+        on_event=note,
     )
     assert victims and victims <= set(IDLE_PODS)
