@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+ROOT = Path(__file__).resolve().parent.parent
+# the repo root first: tests/reclaimer/ would otherwise shadow the reclaimer package's modules
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from fakeapi import FakeApiServer, FakeCluster
 from kubernetes import client as k8s

@@ -14,7 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+ROOT = Path(__file__).resolve().parent.parent
+# the repo root first: tests/reclaimer/ would otherwise shadow the reclaimer package's modules
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from promserver import openmetrics, start_prometheus
 
