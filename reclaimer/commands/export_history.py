@@ -28,7 +28,7 @@ from reclaimer.kube.dumps import ClusterFileError, load_cluster_file
 from reclaimer.kube.read import ClusterReadError, read_cluster_sync
 from reclaimer.model import ClusterView
 from reclaimer.prometheus.auth import CredentialError, Credentials
-from reclaimer.prometheus.client import PromClient
+from reclaimer.prometheus.client import PromClient, RetryPolicy
 from reclaimer.prometheus.history import MetricsSource
 from reclaimer.prometheus.window import WindowRead
 from reclaimer.prometheus.window_read import WindowUnavailable, read_window
@@ -36,6 +36,8 @@ from reclaimer.simulate.export import build_export, write_export
 from reclaimer.units import parse_duration
 
 PROG = "gpu-reclaimer export-history"
+# A week-long instant query (GPUs per pod) or a day of every pod is slower than a cycle's reads.
+RETRY = RetryPolicy(timeout=120.0)
 
 
 class Refused(Exception):
@@ -149,7 +151,7 @@ async def _read(
     bar = ProgressBar(sys.stderr, "export-history") if sys.stderr.isatty() else None
     end = time.time()
     try:
-        async with PromClient(args.prometheus_url, credentials=credentials) as prom:
+        async with PromClient(args.prometheus_url, RETRY, credentials=credentials) as prom:
             read = await read_window(
                 prom,
                 end - since,
