@@ -10,7 +10,7 @@ import yaml
 from e2e_world import cluster_objects, wall_now
 from promserver import free_port, start_prometheus
 
-from reclaimer.cli import main
+from reclaimer.cli import build_parser, main
 
 PROG = "gpu-reclaimer export-history:"
 
@@ -93,3 +93,19 @@ def test_a_prometheus_without_the_series_exits_1_and_says_which(capsys, tmp_path
 
     assert "no per-pod GPU series" in err
     assert ("DCGM_FI_DEV_GPU_UTIL" in err) == (source == "dcgm")
+
+
+def _prometheus_flags(command: str) -> set[str]:
+    parser = build_parser([command])
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return {
+        flag
+        for action in sub.choices[command]._actions
+        for flag in action.option_strings
+        if flag.startswith("--prometheus")
+    }
+
+
+def test_export_history_takes_exactly_runs_prometheus_flags():
+    assert _prometheus_flags("export-history") == _prometheus_flags("run")
+    assert "--prometheus.bearer-token-file" in _prometheus_flags("run")
