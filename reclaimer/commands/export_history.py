@@ -32,7 +32,7 @@ from reclaimer.prometheus.client import PromClient, RetryPolicy
 from reclaimer.prometheus.history import MetricsSource
 from reclaimer.prometheus.window import WindowRead
 from reclaimer.prometheus.window_read import WindowUnavailable, read_window
-from reclaimer.simulate.export import build_export, write_export
+from reclaimer.simulate.export import Export, build_export, write_export
 from reclaimer.units import parse_duration
 
 PROG = "gpu-reclaimer export-history"
@@ -73,13 +73,10 @@ def run(args: argparse.Namespace) -> int:
         view = _cluster(args, time.time())
         read = asyncio.run(_read(args, credentials, since, step))
         export = build_export(read, view, step)
-        paths = write_export(export, args.out)
+        paths = _write(export, args.out)
     except Refused as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return err.code
-    except OSError as err:
-        print(f"{PROG}: cannot write to --out {args.out}: {err}", file=sys.stderr)
-        return 1
     summary = {
         "source": args.metrics_source,
         "recorded_rules": read.recorded,
@@ -125,6 +122,13 @@ def _check_writable(out: Path) -> None:
             pass
     except OSError as err:
         raise Refused(f"--out {out} is not a writable directory: {err.strerror or err}", 2) from err
+
+
+def _write(export: Export, out: Path) -> dict[str, Path]:
+    try:
+        return write_export(export, out)
+    except OSError as err:
+        raise Refused(f"cannot write to --out {out}: {err}", 1) from err
 
 
 def _cluster(args: argparse.Namespace, now: float) -> ClusterView:
