@@ -113,12 +113,15 @@ def _nodes(view: ClusterView, read: WindowRead) -> pd.DataFrame:
 
 def _utilization(pods: pd.DataFrame) -> pd.DataFrame:
     readable = pods[pods["value"].notna()]
-    names = readable["namespace"].astype(str) + "/" + readable["pod"].astype(str)
+    # one name string per pod, referenced by each of its rows (not one string per sample)
+    groups = readable.groupby(["namespace", "pod"], sort=True)
+    keys = groups.size().index  # in group number order
+    names = np.array([f"{ns}/{pod}" for ns, pod in keys.tolist()], dtype=object)
     return pd.DataFrame(
         {
             "value": np.round(readable["value"].to_numpy(dtype=np.float64) * 100.0, 3),
             "timestamp_anon": readable["timestamp"].to_numpy(dtype=np.float64),
-            "container_ip": names.to_numpy(),
+            "container_ip": names[groups.ngroup().to_numpy()],
         }
     )
 
