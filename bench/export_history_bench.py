@@ -26,13 +26,13 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-# the repo root first: tests/reclaimer/ would otherwise shadow the reclaimer package's modules
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# the repo root before tests/: tests/reclaimer/ would otherwise shadow the reclaimer package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from promserver import PROMTOOL, start_prometheus  # noqa: E402
+from promserver import PROMTOOL, start_prometheus
 
-import gpu_contract as gc  # noqa: E402
+import gpu_contract as gc
 
 STEP = 60
 GPUS_PER_NODE = 8

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-# the repo root first: tests/reclaimer/ would otherwise shadow the reclaimer package's modules
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# the repo root before tests/: tests/reclaimer/ would otherwise shadow the reclaimer package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fakeapi import FakeApiServer, FakeCluster
 from kubernetes import client as k8s

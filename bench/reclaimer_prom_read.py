@@ -14,9 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-# the repo root first: tests/reclaimer/ would otherwise shadow the reclaimer package's modules
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# the repo root before tests/: tests/reclaimer/ would otherwise shadow the reclaimer package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from promserver import openmetrics, start_prometheus
 
