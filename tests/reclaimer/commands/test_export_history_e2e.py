@@ -31,22 +31,17 @@ pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def now() -> float:
-    return wall_now()
-
-
-@pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def kubeconfig(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[Path]:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromServer, Path]]:
+    """The backfilled Prometheus and a kubeconfig for the fake API server, on one `now`."""
+    now = wall_now()
     cluster = FakeCluster()
     cluster.add(*cluster_objects(now))
-    with served_kubeconfig(cluster, tmp_path_factory.mktemp("kube") / "kubeconfig") as path:
-        yield path
+    kubeconfig = tmp_path_factory.mktemp("kube") / "kubeconfig"
+    with (
+        start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as prom,
+        served_kubeconfig(cluster, kubeconfig) as path,
+    ):
+        yield prom, path
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -62,10 +57,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module", params=["gpu-reclaim", "dcgm"])
 def export(
     request: pytest.FixtureRequest,
-    prom: PromServer,
-    kubeconfig: Path,
+    world: tuple[PromServer, Path],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[Path, dict]:
+    prom, kubeconfig = world
     out = tmp_path_factory.mktemp(f"export-{request.param}")
     done = _cli(
         "export-history",
