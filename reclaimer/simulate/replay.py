@@ -10,13 +10,16 @@ events carry the run's epoch, so a preempted run's completion is ignored. The re
 the trace does (the last arrival + runtime): runs still going are cut there, and the waits of
 queued and suspended jobs are censored.
 
-Pure and deterministic for given inputs and seed (the seed only picks utilization profiles).
+Pure and deterministic for given inputs and seed (the seed only picks utilization profiles, for
+the jobs that have none of their own: `simulate.usage`). A pod list that flags its queues
+reclaimable (`trace.Jobs.reclaimable`) replaces the settings' reclaimable queues.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from dataclasses import replace
 
 from reclaimer.simulate.jobs import (
     ARRIVE,
@@ -62,7 +65,14 @@ def replay_result(replay: Replay) -> SimResult:
     begin, end = replay_span(replay.jobs)
     gpus = float(replay.nodes.gpus.sum())
     strategy = replay.settings.strategy.value
-    return result_of(strategy, replay.tally, gpus, end - begin, replay.guaranteed)
+    return result_of(
+        strategy,
+        replay.tally,
+        gpus,
+        end - begin,
+        replay.guaranteed,
+        own_utilization_jobs=replay.usage.own,
+    )
 
 
 def replay_span(jobs: Jobs) -> tuple[float, float]:
@@ -82,6 +92,8 @@ def run_replay(
 ) -> Replay:
     """`simulate`'s replay, returned whole once done (its usage, tally and queues), for callers
     that measure more than `SimResult` (the report's timeline)."""
+    if jobs.reclaimable is not None:  # the pod list says which queues are reclaimable
+        settings = replace(settings, reclaimable=jobs.reclaimable)
     horizon = planner.horizon_seconds if planner else DEFAULT_POLICY.horizon_seconds
     threshold = planner.threshold if planner else DEFAULT_POLICY.threshold
     usage = assign_usage(
@@ -91,6 +103,7 @@ def run_replay(
         settings.idle_window_seconds,
         horizon,
         threshold=threshold,
+        job_names=jobs.names,
     )
     replay = Replay(jobs, nodes, usage, settings, planner)
     replay.on_event = on_event
