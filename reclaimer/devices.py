@@ -19,7 +19,6 @@ from typing import Final
 
 WHOLE_GPU: Final = "nvidia.com/gpu"
 MIG_PREFIX: Final = "nvidia.com/mig-"
-MIG_STRATEGY_LABEL: Final = "nvidia.com/mig.strategy"  # set by GPU feature discovery
 MIXED_SEPARATOR: Final = "+"
 NO_MIG: Mapping[str, int] = MappingProxyType({})
 
