@@ -43,13 +43,6 @@ def is_mixed(key: str) -> bool:
     return MIXED_SEPARATOR in key
 
 
-def unit(resource: str, replicas: int = 1) -> str:
-    """How people should call `resource`'s slots: GPUs, GPU slots (time-sliced), MIG instances."""
-    if is_mig(resource):
-        return "MIG instances"
-    return "GPU slots" if replicas > 1 else "GPUs"
-
-
 def count(n: int | float, noun: str) -> str:
     """`n` with `noun` ("GPUs", "GPU slots", "MIG instances") in the right number: 1 GPU, 2 GPUs."""
     text = f"{n:g}"

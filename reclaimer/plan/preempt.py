@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reclaimer.devices import amount, is_mixed, resource_key
+from reclaimer.devices import amount, count, is_mixed, resource_key
 from reclaimer.model import Action, ActionKind, Evidence, PendingDemand, Reason, Skip
 from reclaimer.plan.capacity import pod_shape
 from reclaimer.plan.ledger import Ledger, demand_order, grant, release
@@ -127,7 +127,7 @@ def _preempt_action(v: Victim, d: PendingDemand, ledger: Ledger, waited: float) 
         why = f"{v.busy_note}, taken because {d.job} has waited {format_duration(waited)}"
     detail = (
         f"{why}; frees {freed} for {d.job} "
-        f"({amount(d.gpus, resource_key(d.gpus, d.mig))}, {d.min_member} pods) "
+        f"({amount(d.gpus, resource_key(d.gpus, d.mig))}, {count(d.min_member, 'pods')}) "
         f"in {d.queue} at {allocated:g}/{deserved:g}; "
         f"loses {format_duration(v.work_lost_seconds)} of work"
     )

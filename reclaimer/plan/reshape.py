@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from reclaimer.devices import count
 from reclaimer.model import Action, ActionKind, Evidence, Node, Pod, Reason, Skip
 from reclaimer.policy.settings import TimeSlicing
 from reclaimer.units import format_duration
@@ -125,7 +126,9 @@ def _decide(
         target, reason = max(ok, default=r), Reason.NODE_UNDERUSED
     if target > r and len(node.gpu_stats) < node.gpus:  # an unreadable GPU is not underused
         seen = len(node.gpu_stats)
-        why = f"would raise {r} -> {target}, but only {seen} of {node.gpus} GPUs have stats"
+        why = (
+            f"would raise {r} -> {target}, but only {seen} of {count(node.gpus, 'GPUs')} have stats"
+        )
         return Skip(node.name, Reason.NO_METRICS, why)
     if target == r:
         held = "" if reason is Reason.NO_CHANGE else f" ({reason.value}, but already at the bound)"
@@ -134,7 +137,9 @@ def _decide(
         kind=ActionKind.RESHAPE,
         target=node.name,
         reason=reason,
-        evidence=Evidence(detail=f"{r} -> {target} replicas; {load}; {len(node.gpu_stats)} GPUs"),
+        evidence=Evidence(
+            detail=f"{r} -> {target} replicas; {load}; {count(len(node.gpu_stats), 'GPUs')}"
+        ),
         from_replicas=r,
         to_replicas=target,
     )
