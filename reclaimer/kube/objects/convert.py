@@ -2,8 +2,9 @@
 
 Input is a `ClusterObjects` (what `read.py` lists from the API, or what `clusterfile` finds in a
 `kubectl get -o yaml` dump). One bad object becomes one `problems` entry and is left out; it
-never fails the whole view. GPU amounts come from `nvidia.com/gpu` quantities; a node's time-slice
-replicas from the device-plugin ConfigMap key its `nvidia.com/device-plugin.config` label names.
+never fails the whole view. GPU amounts come from `nvidia.com/gpu` and `nvidia.com/mig-*`
+quantities (`reclaimer.devices`); a node's time-slice replicas from the device-plugin ConfigMap key
+its `nvidia.com/device-plugin.config` label names.
 """
 
 from __future__ import annotations
