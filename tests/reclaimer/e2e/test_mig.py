@@ -10,7 +10,6 @@ the same profile, and for nothing else.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,11 +37,6 @@ RUNNING = {
 
 def _ts(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@pytest.fixture(scope="module")
-def now() -> float:
-    return time.time()
 
 
 @pytest.fixture(scope="module")
