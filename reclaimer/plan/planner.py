@@ -31,7 +31,7 @@ from reclaimer.model import (
     Snapshot,
 )
 from reclaimer.plan.capacity import (
-    FreeSlots,
+    FreePool,
     Placement,
     free_slots,
     placements,
@@ -124,11 +124,13 @@ def _ledger(
         requests[d.queue] = requests.get(d.queue, 0.0) + d.gpus
     released = releasing(snap)
     free = free_slots(snap)
-    for node, slots in released.by_node.items():
-        if node in free:
-            free[node] += slots
+    for resource, by_node in released.by_resource.items():
+        mine = free.get(resource, {})
+        for node, slots in by_node.items():
+            if node in mine:
+                mine[node] += slots
     return Ledger(
-        free=FreeSlots(free),
+        free=FreePool(free),
         releasing=released,
         allocated=dict(allocated),
         running=dict(allocated),

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from reclaimer.devices import count
 from reclaimer.model import Action, Evidence, Forecast, Plan, Skip
 
 _HEADERS = ("ACTION", "TARGET", "REASON", "EVIDENCE")
@@ -74,7 +75,7 @@ def action_rows(actions: Sequence[Action]) -> list[tuple[str, str, str, str]]:
         ev = a.evidence
         parts = [ev.detail] if ev.detail else []
         if not ev.detail and ev.gpus_freed:
-            parts.append(f"frees {ev.gpus_freed} GPUs")
+            parts.append(f"frees {count(ev.gpus_freed, 'slots')}")
         if not ev.detail and ev.for_pending:
             parts.append(f"for {ev.for_pending}")
         rows.append((a.kind.value, a.target, a.reason.value, "; ".join(parts)))

@@ -77,9 +77,11 @@ class World:
         age: float = 2 * HOUR,
         pod_annotations: dict[str, str] | None = None,
         pod_labels: dict[str, str] | None = None,
+        profile: str | None = None,
         **kw: Any,
     ) -> World:
-        """A running gang with one pod per (node, gpus) entry; `idle=p` adds an idle forecast."""
+        """A running gang with one pod per (node, gpus) entry; `idle=p` adds an idle forecast;
+        `profile` (a `nvidia.com/mig-*` resource) makes every slot a MIG instance of it."""
         ns, name = key.split("/")
         placed = list(pods.items()) if isinstance(pods, dict) else pods
         pod_keys = tuple(f"{key}-{i}" for i in range(len(placed)))
@@ -97,6 +99,7 @@ class World:
                 start_time=start,
                 pods=pod_keys,
                 annotations=annotations,
+                mig=_mig(profile, sum(g for _, g in placed)),
                 **kw,
             )
         )
@@ -113,6 +116,7 @@ class World:
                     start_time=start,
                     annotations=MappingProxyType(pod_annotations or {}),
                     labels=MappingProxyType(pod_labels or {}),
+                    mig=_mig(profile, gpus),
                 )
             )
         if idle is not None:
@@ -199,6 +203,10 @@ class World:
 
     def plan(self, policy: Policy | None = None) -> Plan:
         return plan(self.snapshot(), self.forecasts, policy or Policy(), self.now)
+
+
+def _mig(profile: str | None, n: int) -> MappingProxyType[str, int]:
+    return MappingProxyType({profile: n} if profile else {})
 
 
 def _with_stats(node: Node, usage: tuple[tuple[float, float], ...]) -> Node:

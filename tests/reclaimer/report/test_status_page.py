@@ -81,7 +81,7 @@ def test_the_plan_reads_with_its_reasons_and_evidence() -> None:
     text = text_of(render_page(report, dry_run=True))
     row = re.search(r"preempt be/idle IdleJobForStarvedQueue (.*?) dry_run", text)
     assert row is not None, text
-    assert "frees 8 GPUs (n1:8) for ls/x" in row.group(1)
+    assert "frees 8 GPU slots (n1:8) for ls/x" in row.group(1)
     assert "Planned actions (1)" in text
 
 
@@ -163,7 +163,7 @@ def test_everything_from_the_cluster_is_escaped() -> None:
     assert "<script>" not in page and "<img" not in page and '"b" onload' not in page
     shown = " ".join(parsed.text)
     assert "be/<img src=x onerror=y> be 8 idle" in shown  # the job row, as text
-    assert f"for ls/x (8 GPUs, 1 pods) in {evil} at 0/8" in shown  # in the evidence
+    assert f"for ls/x (8 GPU slots, 1 pod) in {evil} at 0/8" in shown  # in the evidence
     assert f"{evil} 8 0 8 (1)" in shown  # the queue row
 
 
