@@ -24,7 +24,8 @@ from types import MappingProxyType
 from forecast_bench import synthetic_history  # bench/ is on sys.path when run as a script
 from plan_bench import NOW, build_snapshot, job_names, policy, synthetic_forecasts
 
-from reclaimer.model import ActionResult, DataQuality, Outcome
+from reclaimer.decisions import ActionResult, Outcome
+from reclaimer.model import DataQuality
 from reclaimer.plan.planner import plan
 from reclaimer.report.cycle import CycleReport, CycleResult
 from reclaimer.report.status.jobs import MAX_JOBS

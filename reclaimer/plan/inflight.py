@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from reclaimer.decisions import Reason, Skip
 from reclaimer.devices import resource_key
-from reclaimer.model import Job, PendingDemand, Reason, Skip
+from reclaimer.model import Job, PendingDemand
 from reclaimer.plan.capacity import Releasing, pod_shape
 from reclaimer.plan.ledger import Ledger, grant
 from reclaimer.units import format_duration

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from reclaimer.decisions import Reason, Skip
 from reclaimer.devices import resource_key
-from reclaimer.model import PendingDemand, Queue, Reason, Skip
+from reclaimer.model import PendingDemand, Queue
 from reclaimer.plan.capacity import FreePool, Releasing
 from reclaimer.plan.victims import Victim
 from reclaimer.standing import QueueStanding

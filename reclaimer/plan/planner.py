@@ -20,16 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
-from reclaimer.model import (
-    Action,
-    DataQuality,
-    Forecast,
-    PendingDemand,
-    Plan,
-    Reason,
-    Skip,
-    Snapshot,
-)
+from reclaimer.decisions import Action, Plan, Reason, Skip
+from reclaimer.model import DataQuality, Forecast, PendingDemand, Snapshot
 from reclaimer.plan.capacity import (
     FreePool,
     Placement,

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from reclaimer.decisions import Action, ActionKind, Evidence, Reason, Skip
 from reclaimer.devices import amount, count, is_mixed, resource_key
-from reclaimer.model import Action, ActionKind, Evidence, PendingDemand, Reason, Skip
+from reclaimer.model import PendingDemand
 from reclaimer.plan.capacity import pod_shape
 from reclaimer.plan.ledger import Ledger, demand_order, grant, release
 from reclaimer.plan.limits import Budget

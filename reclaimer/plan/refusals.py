@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from reclaimer.model import Action, ActionKind, ClusterView, Job, Reason
+from reclaimer.decisions import Action, ActionKind, Reason
+from reclaimer.model import ClusterView, Job
 from reclaimer.plan.capacity import is_opted_out
 from reclaimer.plan.limits import Budget, Taken
 from reclaimer.policy.settings import Policy

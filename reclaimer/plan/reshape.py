@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from reclaimer.decisions import Action, ActionKind, Evidence, Reason, Skip
 from reclaimer.devices import count
-from reclaimer.model import Action, ActionKind, Evidence, Node, Pod, Reason, Skip
+from reclaimer.model import Node, Pod
 from reclaimer.policy.settings import TimeSlicing
 from reclaimer.units import format_duration
 

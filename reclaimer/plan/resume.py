@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from reclaimer.decisions import Action, ActionKind, Evidence, Reason, Skip
 from reclaimer.devices import amount, resource_key, slots_by_resource
-from reclaimer.model import Action, ActionKind, Evidence, Job, Node, Reason, Skip
+from reclaimer.model import Job, Node
 from reclaimer.plan.capacity import FreePool, node_capacity, pod_shape
 from reclaimer.plan.ledger import Ledger
 from reclaimer.policy.settings import Policy

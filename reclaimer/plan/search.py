@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from reclaimer.decisions import Reason, Skip
 from reclaimer.devices import resource_key
-from reclaimer.model import PendingDemand, Reason, Skip
+from reclaimer.model import PendingDemand
 from reclaimer.plan.capacity import FreeSlots, pod_shape
 from reclaimer.plan.ledger import Ledger
 from reclaimer.plan.limits import Budget

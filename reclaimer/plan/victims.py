@@ -33,7 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from reclaimer.model import Forecast, Job, Queue, Reason, Skip, Snapshot, spares_a_retry
+from reclaimer.decisions import Reason, Skip
+from reclaimer.model import Forecast, Job, Queue, Snapshot, spares_a_retry
 from reclaimer.plan.capacity import Placement, is_opted_out
 from reclaimer.policy.settings import VOLCANO_COOLDOWN, Policy
 from reclaimer.units import format_duration, parse_duration

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from reclaimer.model import ActionResult, DataQuality, Forecast, Plan
+from reclaimer.decisions import ActionResult, Plan
+from reclaimer.model import DataQuality, Forecast
 from reclaimer.report.fleet import FleetSummary
 from reclaimer.report.usage import JobUsage
 

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from reclaimer.decisions import Action, Evidence, Plan, Skip
 from reclaimer.devices import count
-from reclaimer.model import Action, Evidence, Forecast, Plan, Skip
+from reclaimer.model import Forecast
 
 _HEADERS = ("ACTION", "TARGET", "REASON", "EVIDENCE")
 

@@ -17,6 +17,16 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from reclaimer.decisions import (
+    Action,
+    ActionKind,
+    ActionResult,
+    Evidence,
+    Outcome,
+    Plan,
+    Reason,
+    Skip,
+)
 from reclaimer.devices import count
 from reclaimer.kube import operations as ops
 from reclaimer.kube import reshaping
@@ -25,18 +35,7 @@ from reclaimer.kube.objects import kinds
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.objects.timeslicing import TimeSlicingError
 from reclaimer.kube.write import KubeWriter, NotLeader, event_body
-from reclaimer.model import (
-    Action,
-    ActionKind,
-    ActionResult,
-    ClusterView,
-    Evidence,
-    JobKind,
-    Outcome,
-    Plan,
-    Reason,
-    Skip,
-)
+from reclaimer.model import ClusterView, JobKind
 from reclaimer.plan.refusals import CycleBudget
 from reclaimer.policy.settings import Policy
 

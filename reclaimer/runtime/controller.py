@@ -26,19 +26,10 @@ from typing import Protocol
 
 import pandas as pd
 
+from reclaimer.decisions import ActionKind, ActionResult, Plan, Reason, Skip
 from reclaimer.forecast import checks as forecast_check
 from reclaimer.forecast.forecaster import INSUFFICIENT_HISTORY, SILENT
-from reclaimer.model import (
-    ActionKind,
-    ActionResult,
-    ClusterView,
-    DataQuality,
-    Forecast,
-    Plan,
-    Reason,
-    Skip,
-    Snapshot,
-)
+from reclaimer.model import ClusterView, DataQuality, Forecast, Snapshot
 from reclaimer.plan.capacity import releasing
 from reclaimer.plan.planner import data_gate
 from reclaimer.policy.settings import Policy

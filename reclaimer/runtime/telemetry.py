@@ -19,7 +19,7 @@ from prometheus_client import (
 )
 
 import gpu_contract as gc
-from reclaimer.model import Action
+from reclaimer.decisions import Action
 
 _BY_NAME = {m.name: m for m in gc.RECLAIMER_METRICS}
 

@@ -39,17 +39,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from reclaimer.model import (
-    ActionKind,
-    Forecast,
-    Job,
-    JobKind,
-    Node,
-    Pod,
-    PodPhase,
-    Queue,
-    Snapshot,
-)
+from reclaimer.decisions import ActionKind
+from reclaimer.model import Forecast, Job, JobKind, Node, Pod, PodPhase, Queue, Snapshot
 from reclaimer.simulate.strategies import (
     SLOTS_PER_GPU,
     ReplayPlanner,

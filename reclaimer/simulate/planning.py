@@ -18,9 +18,10 @@ from dataclasses import replace
 
 import pandas as pd
 
+from reclaimer.decisions import Plan
 from reclaimer.forecast.forecaster import forecast
 from reclaimer.forecast.params import ForecastParams, for_policy
-from reclaimer.model import Forecast, Plan, Snapshot
+from reclaimer.model import Forecast, Snapshot
 from reclaimer.plan.planner import plan
 from reclaimer.policy.settings import Actions, Policy
 from reclaimer.simulate.strategies import SLOTS_PER_GPU, ReplayPlanner

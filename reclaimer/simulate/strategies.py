@@ -34,6 +34,7 @@ from enum import StrEnum
 import numpy as np
 import pandas as pd
 
+from reclaimer.decisions import Plan
 from reclaimer.model import (
     DataQuality,
     Forecast,
@@ -41,7 +42,6 @@ from reclaimer.model import (
     JobKind,
     Node,
     PendingDemand,
-    Plan,
     Pod,
     PodPhase,
     Queue,

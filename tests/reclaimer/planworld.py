@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from reclaimer.decisions import Plan
 from reclaimer.model import (
     DataQuality,
     Forecast,
@@ -18,7 +19,6 @@ from reclaimer.model import (
     JobKind,
     Node,
     PendingDemand,
-    Plan,
     Pod,
     PodPhase,
     Queue,

@@ -7,7 +7,8 @@ from types import MappingProxyType
 
 from planworld import NOW, World, contested_world
 
-from reclaimer.model import ActionResult, DataQuality, Outcome
+from reclaimer.decisions import ActionResult, Outcome
+from reclaimer.model import DataQuality
 from reclaimer.report.cycle import CycleReport, CycleResult
 from reclaimer.report.usage import POINTS, WINDOW_SECONDS, JobUsage
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reclaimer.model import Action, ActionResult, Outcome, Plan, Skip
+from reclaimer.decisions import Action, ActionResult, Outcome, Plan, Skip
 from reclaimer.report.cycle import CycleReport
 from reclaimer.report.plan_table import action_rows, skips_by_reason
 from reclaimer.report.status.markup import count, element, esc, paragraph, section, table

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reclaimer.model import Forecast, Plan
+from reclaimer.decisions import Plan
+from reclaimer.model import Forecast
 from reclaimer.report.cycle import CycleReport
 from reclaimer.report.status.markup import count, element, esc, paragraph, section, table
 from reclaimer.report.status.sparkline import sparkline

@@ -11,7 +11,7 @@ it must be served with (a CSP that allows no script and only this page's stylesh
 
 from __future__ import annotations
 
-from reclaimer.model import Plan
+from reclaimer.decisions import Plan
 from reclaimer.report.cycle import CycleReport, CycleResult
 from reclaimer.report.fleet import render as render_fleet
 from reclaimer.report.status.decisions import actions_section, skipped_section, warnings_section

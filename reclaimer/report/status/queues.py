@@ -7,7 +7,7 @@ share is lending GPUs that reclaim may take back, if the queue is reclaimable.
 
 from __future__ import annotations
 
-from reclaimer.model import Plan
+from reclaimer.decisions import Plan
 from reclaimer.report.status.markup import element, esc, paragraph, section, table
 from reclaimer.standing import QueueStanding
 

@@ -6,8 +6,9 @@ from typing import Any
 
 from fakeapi import FakeCluster
 
+from reclaimer.decisions import Action, ActionKind, ActionResult, Evidence, Reason
 from reclaimer.kube.read import read_cluster_sync
-from reclaimer.model import Action, ActionKind, ActionResult, Evidence, Forecast, Reason
+from reclaimer.model import Forecast
 from reclaimer.policy.settings import Policy
 from reclaimer.runtime.actuator import Actuator
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import pytest
 from fakeapi import FakeCluster
 
+from reclaimer.decisions import Action, ActionKind, Evidence, Outcome, Reason
 from reclaimer.kube.lease import LeaderElector, LeaseConfig, may_take
 from reclaimer.kube.read import read_cluster_sync
-from reclaimer.model import Action, ActionKind, Evidence, Outcome, Reason
 from reclaimer.runtime.actuator import Actuator
 
 LEASE = ("coordination.k8s.io", "v1", "leases")

@@ -6,8 +6,8 @@ import yaml
 from fakeapi import FakeCluster
 
 from kube.plan_fixture import CM, NODE, NOW, events_for, reshape, run
+from reclaimer.decisions import Outcome, Reason
 from reclaimer.kube.objects import resources as r
-from reclaimer.model import Outcome, Reason
 from reclaimer.policy.settings import Policy, TimeSlicing
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 from planworld import World
 
-from reclaimer.model import ActionKind, Reason
+from reclaimer.decisions import ActionKind, Reason
 from reclaimer.policy.settings import Policy, TimeSlicing
 
 SMALL = "nvidia.com/mig-1g.10gb"

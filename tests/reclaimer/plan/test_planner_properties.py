@@ -10,9 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from planworld import NOW, forecast
 
+from reclaimer.decisions import Action, ActionKind, Plan, Reason
 from reclaimer.model import (
-    Action,
-    ActionKind,
     DataQuality,
     Forecast,
     GpuStats,
@@ -20,11 +19,9 @@ from reclaimer.model import (
     JobKind,
     Node,
     PendingDemand,
-    Plan,
     Pod,
     PodPhase,
     Queue,
-    Reason,
     Snapshot,
 )
 from reclaimer.plan.capacity import is_opted_out

@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 from planworld import HOUR, NOW, World, starved_world
 
-from reclaimer.model import ActionKind, DataQuality, Reason
+from reclaimer.decisions import ActionKind, Reason
+from reclaimer.model import DataQuality
 from reclaimer.plan.victims import confidence_band
 from reclaimer.policy.settings import Limits, Policy
 

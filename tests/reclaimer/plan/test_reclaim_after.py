@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 from planworld import NOW, World, starved_world
 
-from reclaimer.model import ActionKind, Reason
+from reclaimer.decisions import ActionKind, Reason
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
 
 Case = Callable[[], World]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 from planworld import NOW, World, starved_world
 
-from reclaimer.model import ActionKind, Reason
+from reclaimer.decisions import ActionKind, Reason
 from reclaimer.plan.shares import proportion
 from reclaimer.policy.settings import Policy
 

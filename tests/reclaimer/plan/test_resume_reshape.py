@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from planworld import HOUR, World, starved_world
 
-from reclaimer.model import ActionKind, Reason
+from reclaimer.decisions import ActionKind, Reason
 from reclaimer.policy.settings import Limits, Policy, TimeSlicing, WorkloadClass
 
 Case = Callable[[], World]

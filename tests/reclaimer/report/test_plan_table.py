@@ -6,7 +6,7 @@ import json
 
 from planworld import HOUR, World, starved_world
 
-from reclaimer.model import Plan, Reason
+from reclaimer.decisions import Plan, Reason
 from reclaimer.policy.settings import Policy, TimeSlicing
 from reclaimer.report.plan_table import plan_to_dict, render_plan
 

@@ -12,7 +12,7 @@ import pytest
 from planworld import starved_world
 from statusworld import report_of, skipped_report, usage, with_usage, world
 
-from reclaimer.model import ActionResult, Outcome, Reason
+from reclaimer.decisions import ActionResult, Outcome, Reason
 from reclaimer.report.status.jobs import probability
 from reclaimer.report.status.page import render_page, security_headers
 from reclaimer.report.usage import JobUsage

@@ -20,9 +20,9 @@ from kube.plan_fixture import (
     run,
 )
 
+from reclaimer.decisions import Action, Outcome, Reason
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.read import read_cluster_sync
-from reclaimer.model import Action, Outcome, Reason
 from reclaimer.policy.settings import Actions, Limits, Policy
 from reclaimer.runtime.actuator import Actuator
 

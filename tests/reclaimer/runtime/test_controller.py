@@ -16,19 +16,8 @@ from clusterviews import job_with_pods, view
 from fakeprom import Reply, fake_prometheus, matrix, vector
 
 import gpu_contract as gc
-from reclaimer.model import (
-    Action,
-    ActionKind,
-    ActionResult,
-    ClusterView,
-    DataQuality,
-    Evidence,
-    Forecast,
-    Outcome,
-    Plan,
-    Reason,
-    Snapshot,
-)
+from reclaimer.decisions import Action, ActionKind, ActionResult, Evidence, Outcome, Plan, Reason
+from reclaimer.model import ClusterView, DataQuality, Forecast, Snapshot
 from reclaimer.policy.settings import Policy
 from reclaimer.prometheus.client import PromClient, RetryPolicy
 from reclaimer.prometheus.history import HistoryParams
