@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from exporter.sim.nvml.board import SimNvmlBoardCalls
 from exporter.sim.nvml.device import SimGpu
 from exporter.sim.nvml.errors import *  # noqa: F403 - re-exported as pynvml exports them
 from exporter.sim.nvml.errors import NVMLError
@@ -50,7 +51,7 @@ class Fault:
     armed_at: float | None = None  # not before this emulator clock time
 
 
-class SimNvml(SimNvmlProcessCalls, SimNvmlGpmCalls, SimNvmlEventCalls):
+class SimNvml(SimNvmlProcessCalls, SimNvmlGpmCalls, SimNvmlEventCalls, SimNvmlBoardCalls):
     """An emulated NVML library: the GPUs, a clock, the init state and injected faults."""
 
     def __init__(
