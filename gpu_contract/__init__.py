@@ -219,7 +219,11 @@ RECLAIMER_METRICS: tuple[MetricSpec, ...] = (
 )
 
 ALL_METRICS: tuple[MetricSpec, ...] = (
-    DEVICE_METRICS + (XID_EVENTS,) + POD_METRICS + SELF_METRICS + RECLAIMER_METRICS
+    *DEVICE_METRICS,
+    XID_EVENTS,
+    *POD_METRICS,
+    *SELF_METRICS,
+    *RECLAIMER_METRICS,
 )
 
 # Recording rules (rules/) that the reclaimer prefers when present. Same labels as the source.

@@ -129,4 +129,3 @@ def _nvlink_value(gpu: SimGpu, fv: c_nvmlFieldValue_t, direction: int, scope: in
     total = gpu.nvlink_kib[direction]
     fv.valueType = _ULL
     fv.value.ullVal = int(total if scope == NVML_VALUE_NOT_AVAILABLE_uint else total / gpu.nvlinks)
-
