@@ -105,14 +105,14 @@ class SimNvmlBoardCalls(SimNvmlCalls):
     def nvmlDeviceGetPcieReplayCounter(self, handle: Handle) -> int:
         return self._full("nvmlDeviceGetPcieReplayCounter", handle).pcie_replay_counter
 
-    def nvmlDeviceGetPcieThroughput(self, handle: Handle, counter: int) -> int:
-        gpu = self._full("nvmlDeviceGetPcieThroughput", handle)
+    def nvmlDeviceGetPcieThroughput(self, device: Handle, counter: int) -> int:
+        gpu = self._full("nvmlDeviceGetPcieThroughput", device)
         if counter not in (NVML_PCIE_UTIL_TX_BYTES, NVML_PCIE_UTIL_RX_BYTES):
             raise NVMLError_InvalidArgument()
         return gpu.pcie_kbps(counter)
 
-    def nvmlDeviceGetRemappedRows(self, handle: Handle) -> tuple[int, int, int, int]:
-        gpu = self._full("nvmlDeviceGetRemappedRows", handle)
+    def nvmlDeviceGetRemappedRows(self, device: Handle) -> tuple[int, int, int, int]:
+        gpu = self._full("nvmlDeviceGetRemappedRows", device)
         if gpu.mig_enabled:
             raise NVMLError_NotSupported()
         return gpu.remapped_rows
