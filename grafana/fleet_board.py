@@ -10,7 +10,9 @@ from panels import PCT, RATIO, STACKED, Json, dashboard, panel, row, targets
 BUCKETS = ((0, 20), (20, 40), (40, 60), (60, 80), (80, 101))
 # Each GPU's utilization in %, MIG-enabled GPUs included (as rules/' gpu:utilization_percent:avg5m):
 # NVML has no DCGM_FI_DEV_GPU_UTIL under MIG, so their own series' graphics-engine activity.
-GPU_UTIL = 'DCGM_FI_DEV_GPU_UTIL{{{dev}}} or 100 * DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{dev}, GPU_I_ID=""}}'
+GPU_UTIL = (
+    'DCGM_FI_DEV_GPU_UTIL{{{dev}}} or 100 * DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{dev}, GPU_I_ID=""}}'
+)
 GPU_UTIL_5M = 'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{dev}}}[5m]) or 100 * avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{dev}, GPU_I_ID=""}}[5m])'
 
 
