@@ -107,6 +107,17 @@ def _memory_temp(values: Any) -> dict[str, float]:
     return {} if value is None else {family("DCGM_FI_DEV_MEMORY_TEMP"): value}
 
 
+def _pcie_throughput(direction: str) -> Reading:
+    """nvml.h: "throughput in KB/s" over a 20 ms window; dcgm-exporter serves bytes per second."""
+    return Reading(
+        NvmlCollector.PCIE,
+        "nvmlDeviceGetPcieThroughput",
+        _one(f"DCGM_FI_PROF_PCIE_{direction}_BYTES", 1024.0),
+        lambda lib: (getattr(lib, f"NVML_PCIE_UTIL_{direction}_BYTES"),),
+        tag=f"({direction})",
+    )
+
+
 MEMORY_V1 = Reading(NvmlCollector.MEMORY, "nvmlDeviceGetMemoryInfo", _memory)
 MEMORY = Reading(  # drivers before R510 lack nvmlDeviceGetMemoryInfo_v2: fall back to v1
     NvmlCollector.MEMORY,
@@ -173,21 +184,7 @@ READINGS: tuple[Reading, ...] = (
         "nvmlDeviceGetPcieReplayCounter",
         _one("DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
     ),
-    # nvml.h: "throughput in KB/s" over a 20 ms window; dcgm-exporter serves bytes per second.
-    Reading(
-        NvmlCollector.PCIE,
-        "nvmlDeviceGetPcieThroughput",
-        _one("DCGM_FI_PROF_PCIE_TX_BYTES", 1024.0),
-        lambda lib: (lib.NVML_PCIE_UTIL_TX_BYTES,),
-        tag="(TX)",
-    ),
-    Reading(
-        NvmlCollector.PCIE,
-        "nvmlDeviceGetPcieThroughput",
-        _one("DCGM_FI_PROF_PCIE_RX_BYTES", 1024.0),
-        lambda lib: (lib.NVML_PCIE_UTIL_RX_BYTES,),
-        tag="(RX)",
-    ),
+    *(_pcie_throughput(direction) for direction in ("TX", "RX")),
     # nvml.h: NotSupported "If MIG is enabled".
     Reading(
         NvmlCollector.ROW_REMAP, "nvmlDeviceGetRemappedRows", _remapped_rows, whole_gpu_only=True

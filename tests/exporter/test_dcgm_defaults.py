@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from exporter_fakes import Clock
+from exporter_fakes import sim_node
 from prometheus_client.parser import text_string_to_metric_families
 from repo_paths import REPO
 
@@ -18,7 +18,6 @@ from exporter.counters import parse_counters
 from exporter.cycle import AttributionSources, CollectLoop
 from exporter.node.podresources import AllocationsFile
 from exporter.node.pods import PodsFile
-from exporter.sim.backend import build_sim_backend
 
 CSV = REPO / "tests" / "fixtures" / "dcgm-exporter" / "default-counters.csv"
 UNIT = re.compile(r"\(in (\w+)\)")
@@ -50,17 +49,7 @@ def test_every_default_field_is_served_as_dcgm_exporter_serves_it_or_left_out_wi
 @pytest.fixture(scope="module")
 def scraped(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """Three cycles of a sim node with a MIG GPU, after an XID on the GPU and on an instance."""
-    clock = Clock(1_700_000_000.0)
-    parts, node = build_sim_backend(
-        gpus=2,
-        mig=1,
-        pods=6,
-        seed=5,
-        workloads_file=None,
-        fixture_dir=tmp_path_factory.mktemp("sim"),
-        node_name="n1",
-        clock=clock,
-    )
+    parts, node, clock = sim_node(tmp_path_factory.mktemp("sim"), seed=5, gpus=2, pods=6)
     assert parts.podresources_file is not None and parts.pods_file is not None
     sources = AttributionSources(
         AllocationsFile(parts.podresources_file), PodsFile(parts.pods_file), parts.proc_root
