@@ -2,12 +2,12 @@
 
     .venv/bin/python bench/exporter_bench.py [--duration 600] [--requests 2000]
 
-Starts the exporter in a child process on a simulated node of 8 H100s x 7 MIG instances with 256
-pods (4-5 time-sliced pods per MIG instance, `MIG-<uuid>::<n>`, each with one process), read
-through the real NVML code path (`NvmlSource` over the NVML emulator), attributed through the
-real fixture files and /proc cgroup files, served by the real aiohttp app. The stock `sim`
-backend places at most one pod per MIG instance, so this node is assembled here from the same
-parts. Then, side by side in one run:
+Starts the exporter as `gpu-exporter --backend sim --sim.gpus 8 --sim.mig 8 --sim.pods 256
+--sim.seed 1` in a child process (`SERVE`, the command line anyone can run): 8 H100s x 7 MIG
+instances with 256 pods, 4-5 time-sliced pods per MIG instance (`MIG-<uuid>::<n>`, each with one
+process), read through the real NVML code path (`NvmlSource` over the NVML emulator), attributed
+through the real fixture files and /proc cgroup files, served by the real aiohttp app. Then, side
+by side in one run:
 
 1. scrape latency over loopback (keep-alive, sequential; gzip as Prometheus asks, and plain),
 2. `prometheus_client.generate_latest` of the same families (a registry whose custom collector
@@ -21,7 +21,6 @@ The child's CPU includes the NVML emulator, which on a real node is the driver's
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gzip
 import http.client
 import os
@@ -29,87 +28,19 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from functools import partial
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.cli import serve_parts
-from exporter.config import load_config
-from exporter.nvml.source import NvmlSource
-from exporter.sim.backend import sim_gpus
-from exporter.sim.fixtures import PodProcess, write_fixtures
-from exporter.sim.layout import identities
-from exporter.sim.nvml.device import SimProcess
-from exporter.sim.nvml.library import SimNvml
-from exporter.sim.workloads import PodState, Shape, WorkloadSpec, shape_state
-from exporter.sources import Allocation, BackendParts, PodIdentity
-
 REPO = Path(__file__).resolve().parent.parent
 
 GPUS, PODS, SEED = 8, 256, 1
-SHAPES = ("training", "evaluation", "notebook", "hpsearch", "preprocessing", "dataloading")
-
-
-def _sm(state: Callable[[float], PodState], share: int, t: float) -> float:
-    return state(t).demand / share  # time-slicing splits the instance between its pods
-
-
-def _memory(state: Callable[[float], PodState], share: int, t: float) -> int:
-    return min(state(t).memory_bytes, (9 << 30) // share)
-
-
-def _alive(state: Callable[[float], PodState], t: float) -> bool:
-    return state(t).has_process
-
-
-def build_node(fixture_dir: Path) -> BackendParts:
-    """The benchmark node's BackendParts (child process only: imports the exporter)."""
-
-    gpus = sim_gpus(GPUS, GPUS, SEED)
-    instances = [(g, inst) for g in gpus for inst in g.mig or () if inst is not None]
-    specs = [
-        WorkloadSpec(f"team-{i % 5}", f"pod-{i}", "main", Shape(SHAPES[i % len(SHAPES)]), 1, True)
-        for i in range(PODS)
-    ]
-    sharing = [
-        sum(1 for j in range(PODS) if j % len(instances) == k) for k in range(len(instances))
-    ]
-    procs, allocs, idents = [], [], []
-    for i, (spec, (uid, cid, style)) in enumerate(zip(specs, identities(specs, SEED), strict=True)):
-        gpu, inst = instances[i % len(instances)]
-        share = sharing[i % len(instances)]
-        state = partial(shape_state, spec.shape, seed=SEED * 1000 + i)
-        gpu.processes.append(
-            SimProcess(
-                pid=20000 + i,
-                sm=partial(_sm, state, share),
-                memory_bytes=partial(_memory, state, share),
-                alive=partial(_alive, state),
-                gpu_instance_id=inst.gpu_instance_id,
-            )
-        )
-        procs.append(PodProcess(20000 + i, uid, cid, style))
-        device_id = f"{inst.uuid}::{i // len(instances)}"
-        allocs.append(
-            Allocation(spec.namespace, spec.pod, "main", "nvidia.com/mig-1g.10gb", (device_id,))
-        )
-        idents.append(PodIdentity(uid, spec.namespace, spec.pod))
-    proc, podresources, pods = write_fixtures(fixture_dir, procs, allocs, idents)
-    source = NvmlSource(SimNvml(gpus))
-    return BackendParts(source, proc, podresources, pods)
-
-
-def serve_child(port: int, interval: float) -> int:
-    raw = {"listen": f"127.0.0.1:{port}", "backend": "sim", "collect_interval": str(interval)}
-    config = load_config(raw, {}, "bench-node")
-    with tempfile.TemporaryDirectory(prefix="exporter-bench-") as tmp:
-        return asyncio.run(serve_parts(config, build_node(Path(tmp)), label="bench"))
+SERVE = ["--backend", "sim", "--sim.gpus", str(GPUS), "--sim.mig", str(GPUS)]
+SERVE += ["--sim.pods", str(PODS), "--sim.seed", str(SEED)]
 
 
 # --- measuring (parent) ------------------------------------------------------------------------
@@ -199,8 +130,9 @@ def soak(pid: int, conn: http.client.HTTPConnection, duration: float) -> tuple[f
 
 def run(duration: float, requests: int, interval: float) -> None:
     port = free_port()
+    listen = f"--web.listen-address=127.0.0.1:{port}"
     child = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(port), "--collect-interval", str(interval)],
+        [sys.executable, "-m", "exporter", *SERVE, listen, f"--collect-interval={interval}"],
         cwd=REPO,
         stderr=subprocess.DEVNULL,
     )
@@ -282,10 +214,7 @@ def main() -> int:
     parser.add_argument(
         "--collect-interval", type=float, default=1.0, help="the exporter's (default 1 s)"
     )
-    parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve is not None:
-        return serve_child(args.serve, args.collect_interval)
     run(args.duration, args.requests, args.collect_interval)
     return 0
 

@@ -22,100 +22,23 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import NoReturn
 
 from exporter.config import Backend, ConfigError, ExporterConfig, LogLevel, load_config
+from exporter.counters import CountersError, parse_counters
 from exporter.cycle import AttributionSources, CollectLoop
+from exporter.flags import PROG, UsageError, build_parser
 from exporter.node.apiserver import ApiEndpoint, in_cluster_endpoint
 from exporter.node.podresources import AllocationsFile, PodResourcesClient
 from exporter.node.pods import KubernetesPods, PodsFile, PodSource
 from exporter.server import PROBES, make_app
 from exporter.sources import BackendParts
-from webconfig.flags import WebFlagError, add_web_arguments, web_settings
+from webconfig.flags import WebFlagError, web_settings
 from webconfig.live import LiveWebConfig
 from webconfig.model import Limits
 from webconfig.server import serve as serve_web
 
 log = logging.getLogger("exporter")
-PROG = "gpu-exporter"
 SWITCH_INTERVAL_S = 0.0005
-
-
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="DCGM-compatible GPU metrics with per-pod attribution.")
-    add = p.add_argument
-    add("--web.listen-address", dest="listen", metavar="ADDR", help="default :9400")
-    add("--backend", dest="backend", metavar="{nvml,sim,replay}", help="default nvml")
-    add("--collect-interval", dest="collect_interval", metavar="SECONDS", help="default 1")
-    add("--node-name", dest="node_name", metavar="NAME", help="default $NODE_NAME, else hostname")
-    add("--sim.gpus", dest="sim_gpus", metavar="N")
-    add(
-        "--sim.mig",
-        dest="sim_mig",
-        nargs="?",
-        const="half",
-        metavar="N",
-        help="MIG-enable N simulated GPUs (alone: half of them), 7 instances each",
-    )
-    add("--sim.pods", dest="sim_pods", metavar="N")
-    add("--sim.seed", dest="sim_seed", metavar="N")
-    add("--sim.workloads", dest="sim_workloads", metavar="FILE")
-    add(
-        "--sim.fault",
-        dest="sim_faults",
-        action="append",
-        metavar="CALL:GPU[:ERROR]",
-        help="make the emulated NVML fail CALL (a pynvml function name) on GPU, with ERROR "
-        "(an NVML error name such as GpuIsLost, or hang; default Unknown); lost:GPU: the GPU "
-        "falls off the bus after the first cycle. Repeatable",
-    )
-    add("--replay.file", dest="replay_file", metavar="CSV")
-    add("--replay.speed", dest="replay_speed", metavar="X")
-    add("--path.procfs", dest="procfs", metavar="DIR", help="default /proc")
-    add("--kubelet.pod-resources-socket", dest="pod_resources_socket", metavar="PATH")
-    add(
-        "--collector.pods",
-        dest="collector_pods",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="per-pod series from kubelet PodResources and /proc (default on)",
-    )
-    add(
-        "--collector.kubernetes",
-        dest="collector_kubernetes",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="pod UID -> name from the API server (default on)",
-    )
-    add(
-        "--kubernetes.api-url",
-        dest="kubernetes_api_url",
-        metavar="URL",
-        help="API server to list this node's pods from (default: in-cluster service account)",
-    )
-    add(
-        "--kubernetes.token-file", dest="kubernetes_token_file", metavar="FILE", help="bearer token"
-    )
-    add("--kubernetes.ca-file", dest="kubernetes_ca_file", metavar="FILE", help="CA bundle (PEM)")
-    add(
-        "--kubernetes.insecure-skip-tls-verify",
-        dest="kubernetes_insecure_skip_tls_verify",
-        action="store_true",
-        default=None,
-        help="do not verify the API server's certificate (tests and development only)",
-    )
-    add("--log.level", dest="log_level", metavar="{debug,info,warn,error}")
-    add_web_arguments(p)
-    return p
 
 
 def _usage_error(parser: argparse.ArgumentParser, messages: Sequence[str]) -> int:
@@ -195,7 +118,12 @@ def attribution_sources(
     return AttributionSources(allocations, pods, parts.proc_root)
 
 
-async def serve(config: ExporterConfig, backend: Backend, web: Web | None = None) -> int:
+async def serve(
+    config: ExporterConfig,
+    backend: Backend,
+    web: Web | None = None,
+    families: frozenset[str] | None = None,
+) -> int:
     """Build the backend's parts, then serve them until SIGTERM/SIGINT."""
     with tempfile.TemporaryDirectory(prefix="gpu-exporter-") as fixture_dir:
         try:
@@ -203,7 +131,7 @@ async def serve(config: ExporterConfig, backend: Backend, web: Web | None = None
         except (ValueError, OSError) as exc:  # e.g. pods that do not fit, an unreadable trace
             print(f"{PROG}: error: cannot start the {backend} backend: {exc}", file=sys.stderr)
             return 2
-        return await serve_parts(config, parts, label=str(backend), web=web)
+        return await serve_parts(config, parts, label=str(backend), web=web, families=families)
 
 
 Web = tuple[LiveWebConfig | None, Limits]
@@ -211,7 +139,12 @@ Web = tuple[LiveWebConfig | None, Limits]
 
 
 async def serve_parts(
-    config: ExporterConfig, parts: BackendParts, *, label: str, web: Web | None = None
+    config: ExporterConfig,
+    parts: BackendParts,
+    *,
+    label: str,
+    web: Web | None = None,
+    families: frozenset[str] | None = None,
 ) -> int:
     """Collect from `parts` and serve HTTP until SIGTERM/SIGINT; close everything on the way out."""
     # The collect cycle runs Python in a worker thread; with the default 5 ms GIL switch
@@ -229,6 +162,7 @@ async def serve_parts(
             attribution_sources(config, parts, stack),
             hostname=config.node_name,
             interval=config.collect_interval,
+            families=families,
         )
         live, limits = web or (None, Limits())
         host, port = config.listen_host, config.listen_port
@@ -270,6 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=_LEVELS[config.log_level],
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    families = _chosen_families(config)
+    if not isinstance(families, frozenset | None):
+        return _usage_error(parser, families)
     backend = _resolve_backend(config)
     if not isinstance(backend, Backend):
         return _usage_error(parser, [backend])
@@ -277,4 +214,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         web = web_settings(args)
     except WebFlagError as exc:
         return _usage_error(parser, [str(exc)])
-    return asyncio.run(serve(config, backend, web))
+    return asyncio.run(serve(config, backend, web, families))
+
+
+def _chosen_families(config: ExporterConfig) -> frozenset[str] | list[str] | None:
+    """The DCGM families `--collectors` chooses (None: all), or the errors that exit 2."""
+    path = config.collectors_file
+    if path is None:
+        return None
+    try:
+        choice = parse_counters(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"--collectors={path}: cannot read it: {exc}"]
+    except CountersError as exc:
+        return [f"--collectors={path}: {error}" for error in exc.errors]
+    for reason in choice.skipped:
+        log.info("--collectors: skipping %s", reason)
+    return choice.families

@@ -85,6 +85,7 @@ class ExporterConfig:
     sim_workloads: Path | None = None
     sim_faults: tuple[SimFault, ...] = ()
     replay_file: Path | None = None
+    collectors_file: Path | None = None  # dcgm-exporter counters CSV; None: every DCGM family
     replay_speed: float = 1.0
     procfs: Path = Path("/proc")
     pod_resources_socket: Path = DEFAULT_SOCKET
@@ -203,6 +204,7 @@ def load_config(
         "sim_seed": field("sim.seed", "sim_seed", int),
         "sim_workloads": field("sim.workloads", "sim_workloads", Path),
         "replay_file": field("replay.file", "replay_file", Path),
+        "collectors_file": field("collectors", "collectors_file", Path),
         "replay_speed": field("replay.speed", "replay_speed", _positive_float),
         "procfs": field("path.procfs", "procfs", Path),
         "pod_resources_socket": field("kubelet.pod-resources-socket", "pod_resources_socket", Path),

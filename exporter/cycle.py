@@ -92,8 +92,10 @@ class CollectLoop:
         hostname: str,
         interval: float = 1.0,
         clock: Callable[[], float] = time.time,
+        families: frozenset[str] | None = None,
     ) -> None:
         self._devices = devices
+        self._families = families  # the DCGM families to render (None: all)
         self._attribution = attribution
         self._hostname = hostname
         self.interval = interval
@@ -146,7 +148,7 @@ class CollectLoop:
             collector_success=MappingProxyType({**snapshot.collector_success, CYCLE: False}),
             errors_total=MappingProxyType(dict(self._errors)),
         )
-        self.published = Published(snapshot, render.exposition(snapshot))
+        self.published = Published(snapshot, render.exposition(snapshot, self._families))
 
     def _collect(self, started: float) -> Published:
         cycle = _Cycle(success={CYCLE: True})
@@ -166,7 +168,7 @@ class CollectLoop:
             collector_success=MappingProxyType(cycle.success),
             errors_total=MappingProxyType(dict(self._errors)),
         )
-        published = Published(snapshot, render.exposition(snapshot))
+        published = Published(snapshot, render.exposition(snapshot, self._families))
         self.published = published
         return published
 

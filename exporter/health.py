@@ -71,7 +71,8 @@ def without_measurements(snapshot: NodeSnapshot) -> NodeSnapshot:
     """Pure: the snapshot with every measured value taken out (identities and allocations kept),
     for serving once it is stale."""
     devices = tuple(
-        replace(d, values=MappingProxyType({}), processes=None) for d in snapshot.devices
+        replace(d, values=MappingProxyType({}), processes=None, xid_counts=MappingProxyType({}))
+        for d in snapshot.devices
     )
     pods = tuple(
         replace(p, utilization=math.nan, memory_bytes=None, processes=None) for p in snapshot.pods

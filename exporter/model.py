@@ -16,6 +16,10 @@ def _empty() -> Mapping[str, float]:
     return MappingProxyType({})
 
 
+def _empty_counts() -> Mapping[int, int]:
+    return MappingProxyType({})
+
+
 @dataclass(frozen=True)
 class MigInfo:
     profile: str  # GPU_I_PROFILE, e.g. "1g.10gb"
@@ -51,6 +55,7 @@ class DeviceReading:
     # device is unknown this cycle, which is not the same as idle.
     processes: tuple[ProcessUsage, ...] | None = ()
     failed: frozenset[str] = frozenset()  # collectors that failed on this device
+    xid_counts: Mapping[int, int] = field(default_factory=_empty_counts)  # XID -> events seen
 
 
 @dataclass(frozen=True)

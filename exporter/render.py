@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import gzip
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -26,6 +26,7 @@ from gpu_contract import (
     DEVICE_METRICS,
     POD_METRICS,
     SELF_METRICS,
+    XID_EVENTS,
     MetricSpec,
 )
 
@@ -39,6 +40,8 @@ _POD_VALUES: dict[str, Callable[[PodUsage], float | None]] = {
     "gpu_pod_processes": lambda p: p.processes,
 }
 _SELF = {m.name: m for m in SELF_METRICS}
+# Families an instance's series may carry (the rest belong to the whole GPU: gpu_contract.dcgm).
+_ON_INSTANCES = frozenset(m.name for m in DEVICE_METRICS if m.mig_labels)
 _Row = TypeVar("_Row", DeviceReading, PodUsage)
 
 
@@ -90,11 +93,17 @@ def device_label_values(device: DeviceReading, hostname: str) -> dict[str, str]:
 
 
 def series_labels(
-    spec: MetricSpec, device: DeviceReading, hostname: str, pod: PodRef | None = None
+    spec: MetricSpec,
+    device: DeviceReading,
+    hostname: str,
+    pod: PodRef | None = None,
+    extra: Mapping[str, str] | None = None,
 ) -> str:
     """The escaped label set of one series of `spec`: the device's labels (and the pod's, for a
-    per-pod family), plus the family's MIG labels on a MIG instance. Also used by the backfill."""
+    per-pod family; `extra` for others, e.g. `xid`), plus the family's MIG labels on a MIG
+    instance. Also used by the backfill."""
     values = device_label_values(device, hostname)
+    values.update(extra or {})
     if pod is not None:
         values.update(namespace=pod.namespace, pod=pod.pod, container=pod.container)
     names = spec.labels + (spec.mig_labels if device.mig is not None else ())
@@ -161,17 +170,35 @@ def _self_families(out: list[str], snapshot: NodeSnapshot) -> None:
     )
 
 
-def exposition_text(snapshot: NodeSnapshot) -> str:
-    """Pure: the exposition text of a snapshot."""
+def _device_value(device: DeviceReading, name: str) -> float | None:
+    if device.mig is not None and name not in _ON_INSTANCES:
+        return None
+    return device.values.get(name)
+
+
+def _xid_events(out: list[str], devices: Sequence[DeviceReading], host: str) -> None:
+    """gpu_xid_errors_total: one series per (device, XID value) seen."""
+    spec = XID_EVENTS
+    samples = []
+    for d in devices:
+        for xid, n in sorted(d.xid_counts.items()):
+            labels = series_labels(spec, d, host, extra={"xid": str(xid)})
+            samples.append(f"{spec.name}{{{labels}}} {n}\n")
+    _family(out, spec, samples)
+
+
+def exposition_text(snapshot: NodeSnapshot, families: frozenset[str] | None = None) -> str:
+    """Pure: the exposition text of a snapshot; `families` (None: all) chooses the DCGM ones."""
     out: list[str] = []
     host = snapshot.hostname
     _families(
         out,
-        DEVICE_METRICS,
+        [m for m in DEVICE_METRICS if families is None or m.name in families],
         snapshot.devices,
         lambda d, spec: series_labels(spec, d, host),
-        lambda d, name: d.values.get(name),
+        _device_value,
     )
+    _xid_events(out, snapshot.devices, host)
     _families(
         out,
         POD_METRICS,
@@ -183,7 +210,7 @@ def exposition_text(snapshot: NodeSnapshot) -> str:
     return "".join(out)
 
 
-def exposition(snapshot: NodeSnapshot) -> Exposition:
+def exposition(snapshot: NodeSnapshot, families: frozenset[str] | None = None) -> Exposition:
     """Pure: the bytes a scrape will serve, plain and gzipped (deterministic: mtime 0)."""
-    body = exposition_text(snapshot).encode()
+    body = exposition_text(snapshot, families).encode()
     return Exposition(body, gzip.compress(body, GZIP_LEVEL, mtime=0), snapshot.taken_at)

@@ -3,7 +3,9 @@
 The exporter publishes exactly these families; the reclaimer, the rules and the dashboards read
 them by these names. Device families copy dcgm-exporter's names, units and labels so that its
 dashboards and alerts work unchanged; per-pod families follow Prometheus naming (base units,
-ratios 0-1). `tests/test_contract_doc.py` checks that the README's table matches this module.
+ratios 0-1). The DCGM families, which series carry each on a MIG-enabled GPU, and the
+dcgm-exporter defaults left out are in `gpu_contract.dcgm`. `tests/test_contract_doc.py` checks
+that docs/metrics.md's table matches this module.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+
+from gpu_contract.dcgm import DCGM_FAMILIES
+from gpu_contract.dcgm import LEFT_OUT as LEFT_OUT
+from gpu_contract.dcgm import MigScope as MigScope
 
 
 class Kind(StrEnum):
@@ -22,6 +28,7 @@ class Kind(StrEnum):
 class Source(StrEnum):
     DCGM = "dcgm-compatible"
     POD = "per-pod"
+    DEVICE = "device (gpu-exporter)"
     SELF = "exporter self-metric"
     RECLAIMER = "reclaimer self-metric"
 
@@ -52,10 +59,12 @@ class MetricSpec:
     source: Source
     labels: tuple[str, ...]
     mig_labels: tuple[str, ...] = ()
+    mig_scope: MigScope | None = None  # device families: which series carry it under MIG
 
 
-def _dev(name: str, kind: Kind, unit: str, help_: str) -> MetricSpec:
-    return MetricSpec(name, kind, unit, help_, Source.DCGM, DEVICE_LABELS, MIG_LABELS)
+def _dev(name: str, kind: str, unit: str, help_: str, scope: MigScope) -> MetricSpec:
+    mig = MIG_LABELS if scope in (MigScope.INSTANCES, MigScope.BOTH) else ()
+    return MetricSpec(name, Kind(kind), unit, help_, Source.DCGM, DEVICE_LABELS, mig, scope)
 
 
 def _pod(name: str, unit: str, help_: str) -> MetricSpec:
@@ -64,40 +73,20 @@ def _pod(name: str, unit: str, help_: str) -> MetricSpec:
 
 G, C = Kind.GAUGE, Kind.COUNTER
 
-DEVICE_METRICS: tuple[MetricSpec, ...] = (
-    _dev("DCGM_FI_DEV_GPU_UTIL", G, "%", "GPU utilization (in %)."),
-    _dev("DCGM_FI_DEV_MEM_COPY_UTIL", G, "%", "Memory utilization (in %)."),
-    _dev("DCGM_FI_DEV_ENC_UTIL", G, "%", "Encoder utilization (in %)."),
-    _dev("DCGM_FI_DEV_DEC_UTIL", G, "%", "Decoder utilization (in %)."),
-    _dev("DCGM_FI_DEV_FB_FREE", G, "MiB", "Framebuffer memory free (in MiB)."),
-    _dev("DCGM_FI_DEV_FB_USED", G, "MiB", "Framebuffer memory used (in MiB)."),
-    _dev("DCGM_FI_DEV_FB_RESERVED", G, "MiB", "Framebuffer memory reserved (in MiB)."),
-    _dev("DCGM_FI_DEV_GPU_TEMP", G, "C", "GPU temperature (in C)."),
-    _dev("DCGM_FI_DEV_MEMORY_TEMP", G, "C", "Memory temperature (in C)."),
-    _dev("DCGM_FI_DEV_POWER_USAGE", G, "W", "Power draw (in W)."),
-    _dev(
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-        C,
-        "mJ",
-        "Total energy consumption since boot (in mJ).",
-    ),
-    _dev("DCGM_FI_DEV_SM_CLOCK", G, "MHz", "SM clock frequency (in MHz)."),
-    _dev("DCGM_FI_DEV_MEM_CLOCK", G, "MHz", "Memory clock frequency (in MHz)."),
-    _dev("DCGM_FI_DEV_XID_ERRORS", G, "", "Value of the last XID error encountered."),
-    _dev("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", C, "", "Total number of PCIe retries."),
-    _dev(
-        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-        G,
-        "ratio",
-        "Ratio of time the graphics engine is active.",
-    ),
-    _dev(
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-        G,
-        "ratio",
-        "Ratio of cycles the tensor (HMMA) pipe is active.",
-    ),
-    _dev("DCGM_FI_PROF_DRAM_ACTIVE", G, "ratio", "Ratio of cycles the device memory is active."),
+DEVICE_METRICS: tuple[MetricSpec, ...] = tuple(_dev(*row) for row in DCGM_FAMILIES)
+DCGM_NAMES: frozenset[str] = frozenset(m.name for m in DEVICE_METRICS)
+
+# Every XID event, counted by device and XID value: the XID alerts read it (the last-XID gauge
+# cannot tell a repeated XID, nor when it came). The `xid` series appears at its first event.
+XID_EVENTS = MetricSpec(
+    "gpu_xid_errors_total",
+    C,
+    "",
+    "XID errors reported by the driver since the exporter started, by device and XID.",
+    Source.DEVICE,
+    (*DEVICE_LABELS, "xid"),
+    MIG_LABELS,
+    MigScope.BOTH,
 )
 
 POD_METRICS: tuple[MetricSpec, ...] = (
@@ -230,7 +219,11 @@ RECLAIMER_METRICS: tuple[MetricSpec, ...] = (
 )
 
 ALL_METRICS: tuple[MetricSpec, ...] = (
-    DEVICE_METRICS + POD_METRICS + SELF_METRICS + RECLAIMER_METRICS
+    *DEVICE_METRICS,
+    XID_EVENTS,
+    *POD_METRICS,
+    *SELF_METRICS,
+    *RECLAIMER_METRICS,
 )
 
 # Recording rules (rules/) that the reclaimer prefers when present. Same labels as the source.
@@ -252,14 +245,17 @@ DCGM_FB_FREE = "DCGM_FI_DEV_FB_FREE"
 def markdown_table() -> str:
     """The README's metric-contract table, rendered from ALL_METRICS."""
     rows = [
-        "| metric | type | unit | labels | source |",
-        "| --- | --- | --- | --- | --- |",
+        "| metric | type | unit | labels | source | on a MIG GPU |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for m in ALL_METRICS:
         labels = ", ".join(f"`{label}`" for label in m.labels)
         if m.mig_labels:
             labels += " (+ " + ", ".join(f"`{label}`" for label in m.mig_labels) + " on MIG)"
-        rows.append(f"| `{m.name}` | {m.kind} | {m.unit or '-'} | {labels or '-'} | {m.source} |")
+        scope = m.mig_scope or "-"
+        rows.append(
+            f"| `{m.name}` | {m.kind} | {m.unit or '-'} | {labels or '-'} | {m.source} | {scope} |"
+        )
     return "\n".join(rows)
 
 

@@ -8,10 +8,16 @@ from __future__ import annotations
 from panels import PCT, RATIO, STACKED, Json, dashboard, panel, row, targets
 
 BUCKETS = ((0, 20), (20, 40), (40, 60), (60, 80), (80, 101))
+# Each GPU's utilization in %, MIG-enabled GPUs included (as rules/' gpu:utilization_percent:avg5m):
+# NVML has no DCGM_FI_DEV_GPU_UTIL under MIG, so their own series' graphics-engine activity.
+GPU_UTIL = (
+    'DCGM_FI_DEV_GPU_UTIL{{{dev}}} or 100 * DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{dev}, GPU_I_ID=""}}'
+)
+GPU_UTIL_5M = 'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{dev}}}[5m]) or 100 * avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{dev}, GPU_I_ID=""}}[5m])'
 
 
 def _bucket_targets() -> list[Json]:
-    util = "avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{dev}}}[5m])"
+    util = f"({GPU_UTIL_5M})"
     pairs = [
         (f"count({util} >= {lo} < {hi}) or vector(0)", f"{lo}-{min(hi, 100)}%")
         for lo, hi in BUCKETS
@@ -20,7 +26,7 @@ def _bucket_targets() -> list[Json]:
 
 
 def fleet() -> Json:
-    util = "DCGM_FI_DEV_GPU_UTIL{{{dev}}}"
+    util = f"({GPU_UTIL})"
     panels = [
         panel("stat", "GPUs", targets((f"count({util})", "")), (0, 0, 4, 4)),
         panel(
@@ -152,9 +158,9 @@ def fleet() -> Json:
             "timeseries",
             "Profiling ratios (fleet mean)",
             targets(
-                ("avg(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{dev}}})", "graphics engine"),
-                ("avg(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{{dev}}})", "tensor pipe"),
-                ("avg(DCGM_FI_PROF_DRAM_ACTIVE{{{dev}}})", "DRAM"),
+                ('avg(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{dev}, GPU_I_ID=""}})', "graphics engine"),
+                ('avg(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{{dev}, GPU_I_ID=""}})', "tensor pipe"),
+                ('avg(DCGM_FI_PROF_DRAM_ACTIVE{{{dev}, GPU_I_ID=""}})', "DRAM"),
             ),
             (0, 30, 8, 8),
             unit="percentunit",
@@ -187,8 +193,8 @@ def fleet() -> Json:
             "Device errors",
             targets(
                 (
-                    "max by (Hostname, gpu, UUID) (max_over_time(DCGM_FI_DEV_XID_ERRORS{{{dev}}}[$__range])) or max by (Hostname, gpu, UUID) (0 * DCGM_FI_DEV_GPU_UTIL{{{dev}}})",
-                    "last XID",
+                    "sum by (Hostname, gpu, UUID) (increase(gpu_xid_errors_total{{{dev}}}[$__range])) or max by (Hostname, gpu, UUID) (0 * DCGM_FI_DEV_POWER_USAGE{{{dev}}})",
+                    "XIDs",
                 ),
                 (
                     "sum by (Hostname, gpu, UUID) (increase(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{dev}}}[$__range]))",

@@ -124,13 +124,14 @@ def check_collection(snaps: Sequence[NodeSnapshot], ident: dict[str, Any]) -> li
 
 
 def missing_readings(devices: Sequence[DeviceReading]) -> list[str]:
-    """Memory on every device; utilization on every GPU whose MIG mode is off; a process list
-    on every device."""
+    """Memory and utilization on every GPU whose MIG mode is off, memory on every MIG instance
+    (a MIG-enabled GPU's memory is its instances'); a process list on every device."""
     mig_parents = {d.mig.parent_index for d in devices if d.mig is not None}
     out = []
     for d in devices:
         whole = d.mig is None and d.index not in mig_parents
-        for fam in (FB_USED, GPU_UTIL) if whole else (FB_USED,):
+        mig_parent = d.mig is None and d.index in mig_parents
+        for fam in (FB_USED, GPU_UTIL) if whole else () if mig_parent else (FB_USED,):
             if fam not in d.values:
                 out.append(f"{d.mig_uuid or d.uuid}: {fam}")
         if d.processes is None:

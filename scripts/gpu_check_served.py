@@ -21,7 +21,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -183,10 +185,22 @@ def check_smi(smi: str | None, devices: tuple[DeviceReading, ...]) -> tuple[Chec
     rows = [ln for ln in run.stdout.splitlines() if ln.strip()]
     if run.returncode != 0:
         return Check("nvidia_smi", False, f"exit {run.returncode}: {run.stderr.strip()}"), rows
-    problems = smi_problems(rows, {d.uuid: d for d in devices if d.mig is None})
+    problems = smi_problems(rows, whole_gpus(devices))
     return Check(
         "nvidia_smi", not problems, "; ".join(problems) or f"{len(rows)} GPU(s) match"
     ), rows
+
+
+def whole_gpus(devices: Sequence[DeviceReading]) -> dict[str, DeviceReading]:
+    """Each GPU by UUID; a MIG-enabled GPU, whose memory its instances carry, with their used
+    memory summed (nvidia-smi's total counts memory outside any instance: not compared)."""
+    out = {d.uuid: d for d in devices if d.mig is None}
+    for uuid, gpu in out.items():
+        parts = [d.values.get(FB_USED) for d in devices if d.mig is not None and d.uuid == uuid]
+        if parts and None not in parts:
+            used = sum(p for p in parts if p is not None)
+            out[uuid] = replace(gpu, values={**gpu.values, FB_USED: used})
+    return out
 
 
 def smi_problems(rows: list[str], ours: dict[str, DeviceReading]) -> list[str]:
@@ -213,6 +227,8 @@ def _memory_problems(uuid: str, row: list[str], mine: DeviceReading) -> list[str
     problems = []
     ours = (memory_total_mib(mine), mine.values.get(FB_USED))
     for what, a, b in (("total", ours[0], total), ("used", ours[1], used)):
+        if what == "total" and FB_FREE not in mine.values and FB_USED in mine.values:
+            continue  # a MIG-enabled GPU: its instances' memory only
         if a is None or abs(a - b) > 0.01 * total:
             problems.append(f"{uuid} memory {what}: exporter {a} MiB, nvidia-smi {b} MiB")
     return problems

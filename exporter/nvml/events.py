@@ -5,7 +5,8 @@ init (`nvmlEventSetCreate`), registers XidCriticalError on each GPU whose
 `nvmlDeviceGetSupportedEventTypes` includes it (`nvmlDeviceRegisterEvents`), and at the start of
 every sweep drains the set with zero-timeout waits (`nvmlEventSetWait_v2`; Timeout means "no
 more events", not a failure). Like dcgm-exporter the gauge is the value of the last XID seen on
-the device, 0 until one is seen.
+the device, 0 until one is seen; `counts` gives every XID seen, by value, for the
+`gpu_xid_errors_total` counter (the alerts read it: the gauge cannot tell a repeated XID).
 
 An event names its GPU by handle: mapped back to the index it was registered under (by pointer
 address for pynvml's ctypes handles, by value for the emulator's), else by `nvmlDeviceGetIndex`.
@@ -55,6 +56,7 @@ class XidReader:
         self._unsupported: set[int] = set()
         self._by_handle: dict[object, int] = {}
         self._last: dict[int, dict[int | None, tuple[int, int]]] = {}  # gi -> (order, xid)
+        self._counts: dict[int, dict[int | None, dict[int, int]]] = {}  # gi -> xid -> events
         self._order = 0
         self._drain_failed = False
 
@@ -99,7 +101,22 @@ class XidReader:
         if gi == NOT_AVAILABLE:
             gi = None
         self._order += 1
-        self._last.setdefault(index, {})[gi] = (self._order, int(event.eventData))
+        xid = int(event.eventData)
+        self._last.setdefault(index, {})[gi] = (self._order, xid)
+        counts = self._counts.setdefault(index, {}).setdefault(gi, {})
+        counts[xid] = counts.get(xid, 0) + 1
+
+    def counts(self, index: int, gi: int | None, mig_enabled: bool) -> dict[int, int]:
+        """XID -> events seen on a GPU (gi None) or one of its MIG instances, since init. A GPU
+        without MIG counts every event of the GPU, whatever its instance id says."""
+        by_gi = self._counts.get(index, {})
+        if gi is not None or mig_enabled:
+            return dict(by_gi.get(gi, {}))
+        out: dict[int, int] = {}
+        for counts in by_gi.values():
+            for xid, n in counts.items():
+                out[xid] = out.get(xid, 0) + n
+        return out
 
     def gpu_values(
         self, calls: DeviceCalls, index: int, handle: Any, mig_enabled: bool

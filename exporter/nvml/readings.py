@@ -1,12 +1,15 @@
-"""The device readings the NVML source takes, as data: which call, which collector, which
-dcgm-exporter families it yields and how to convert NVML's units (bytes -> MiB, mW -> W).
+"""The device readings the NVML source takes, as data: which call, which collector, which dcgm-
+exporter families it yields and how to convert NVML's units (bytes -> MiB, mW -> W).
 
-A reading may name a fallback, taken on a device once the reading is disabled there: memory
-info v2 (R510+) falls back to v1; the GPU temperature is read with `nvmlDeviceGetTemperatureV`
-(R570+; nvml.h deprecates `nvmlDeviceGetTemperature` for it) and falls back to the deprecated
-call on older drivers, or with a pynvml that predates it. Field values are read from the member
-of the `value` union their `valueType` names (nvml.h: `nvmlFieldValue_t.valueType`, "Type of the
-value stored in value"); reading another member reinterprets the bytes.
+PCIe throughput is read with `nvmlDeviceGetPcieThroughput` (KB/s over 20 ms, served in bytes per
+second as dcgm-exporter does) and the remapped rows with `nvmlDeviceGetRemappedRows` (not asked
+on a MIG-enabled GPU, where nvml.h says it is NotSupported). A reading may name a fallback, taken
+on a device once the reading is disabled there: memory info v2 (R510+) falls back to v1; the GPU
+temperature is read with `nvmlDeviceGetTemperatureV` (R570+; nvml.h deprecates
+`nvmlDeviceGetTemperature` for it) and falls back to the deprecated call on older drivers, or
+with a pynvml that predates it. Field values are read from the member of the `value` union their
+`valueType` names (nvml.h: `nvmlFieldValue_t.valueType`, "Type of the value stored in value");
+reading another member reinterprets the bytes.
 
 Family names come from `gpu_contract` (`family` fails at import if a name is not in the
 contract), so a renamed metric cannot silently drift.
@@ -35,6 +38,8 @@ class NvmlCollector(StrEnum):
     THERMAL = "thermal"
     CLOCKS = "clocks"
     PCIE = "pcie"
+    NVLINK = "nvlink"
+    ROW_REMAP = "row_remap"
     PROCESSES = "processes"
     PROFILING = "profiling"
     MIG = "mig"
@@ -87,9 +92,30 @@ def field_value(fv: Any) -> float | None:
     return float(getattr(fv.value, VALUE_MEMBERS[int(fv.valueType)]))
 
 
+def _remapped_rows(rows: Any) -> dict[str, float]:
+    """pynvml's (corrRows, uncRows, isPending, failureOccurred); dcgm-exporter serves three."""
+    corr, unc, _pending, failure = rows
+    return {
+        family("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"): float(corr),
+        family("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"): float(unc),
+        family("DCGM_FI_DEV_ROW_REMAP_FAILURE"): float(failure),
+    }
+
+
 def _memory_temp(values: Any) -> dict[str, float]:
     value = field_value(values[0])
     return {} if value is None else {family("DCGM_FI_DEV_MEMORY_TEMP"): value}
+
+
+def _pcie_throughput(direction: str) -> Reading:
+    """nvml.h: "throughput in KB/s" over a 20 ms window; dcgm-exporter serves bytes per second."""
+    return Reading(
+        NvmlCollector.PCIE,
+        "nvmlDeviceGetPcieThroughput",
+        _one(f"DCGM_FI_PROF_PCIE_{direction}_BYTES", 1024.0),
+        lambda lib: (getattr(lib, f"NVML_PCIE_UTIL_{direction}_BYTES"),),
+        tag=f"({direction})",
+    )
 
 
 MEMORY_V1 = Reading(NvmlCollector.MEMORY, "nvmlDeviceGetMemoryInfo", _memory)
@@ -157,5 +183,10 @@ READINGS: tuple[Reading, ...] = (
         NvmlCollector.PCIE,
         "nvmlDeviceGetPcieReplayCounter",
         _one("DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
+    ),
+    *(_pcie_throughput(direction) for direction in ("TX", "RX")),
+    # nvml.h: NotSupported "If MIG is enabled".
+    Reading(
+        NvmlCollector.ROW_REMAP, "nvmlDeviceGetRemappedRows", _remapped_rows, whole_gpu_only=True
     ),
 )

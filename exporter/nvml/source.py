@@ -13,14 +13,16 @@ is counted by call name. GpuIsLost also skips the rest of that device's calls in
 GPU's failure never hides the others. Uninitialized, DriverNotLoaded or LibRmVersionMismatch end
 the sweep: NVML is shut down, every cache dropped, and the next sweep initializes it afresh.
 
-A device whose process list cannot be had (an error, a lost GPU) reads with `processes=None`:
-its pods' usage is unknown, never 0. Per-process activity on whole GPUs is read as NVML reports
-it, one average per busy process since the GPU's lastSeenTimeStamp (`exporter.nvml.processes`).
-MIG instances get per-instance activity from GPM (two samples, one sweep apart), divided evenly
+A device whose process list cannot be had (an error, a lost GPU) reads with `processes=None`: its
+pods' usage is unknown, never 0. Per-process activity on whole GPUs is read as NVML reports it,
+one average per busy process since the GPU's lastSeenTimeStamp (`exporter.nvml.processes`). MIG
+instances get per-instance activity from GPM (two samples, one sweep apart), divided evenly
 between the instance's processes; without privileges a MIG-enabled GPU refuses its aggregate
-memory (NoPermission), so the GPU reports the sum of its instances, and per-instance XID events
-are not delivered, so instances report no XID value. XIDs arrive as NVML events, drained once
-per sweep (`exporter.nvml.events`).
+memory (NoPermission), and per-instance XID events are not delivered, so instances report no XID
+value. On a MIG-enabled GPU the framebuffer families are served by the instances only
+(`gpu_contract.dcgm.MigScope`): the GPU's aggregate would repeat their sum, so a `sum()` over a
+node would count each byte twice; its memory is still asked for, as the privilege probe. XIDs
+arrive as NVML events, drained once per sweep (`exporter.nvml.events`).
 """
 
 from __future__ import annotations
@@ -28,21 +30,20 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from exporter.model import DeviceReading, MigInfo, ProcessUsage
 from exporter.nvml import library
 from exporter.nvml.calls import CallOutcome, DeviceCalls
-from exporter.nvml.events import XidReader
+from exporter.nvml.events import XID_ERRORS, XidReader
 from exporter.nvml.gpm import GPM_FAMILIES, GpmReader
+from exporter.nvml.nvlink import NvlinkReader
 from exporter.nvml.processes import ProcessReader, running, shared_activity
 from exporter.nvml.readings import (
-    FB_FREE,
-    FB_RESERVED,
-    FB_USED,
     MEMORY,
     MEMORY_V1,
     READINGS,
@@ -50,6 +51,10 @@ from exporter.nvml.readings import (
     Reading,
 )
 from exporter.sources import BackendParts, DeviceSweep
+from gpu_contract import DEVICE_METRICS, MigScope
+
+# Read on a MIG-enabled GPU, but served by its instances only (the GPU's would repeat their sum).
+INSTANCE_ONLY = frozenset(m.name for m in DEVICE_METRICS if m.mig_scope is MigScope.INSTANCES)
 
 NAN = float("nan")
 log = logging.getLogger(__name__)
@@ -77,6 +82,7 @@ class NvmlSource:
         self._processes.reset()
         self._gpm = GpmReader()
         self._xid = XidReader()
+        self._nvlink = NvlinkReader()
 
     @property
     def lib(self) -> Any:
@@ -142,15 +148,16 @@ class NvmlSource:
         for reading in READINGS:
             if not (mig_enabled and reading.whole_gpu_only):
                 values.update(self._reading(calls, reading, handle.value))
+        values.update(self._nvlink.read(calls, handle.value))
         values.update(self._gpm.read(calls, calls.key, handle.value, None))
         values.update(self._xid.gpu_values(calls, index, handle.value, mig_enabled))
+        xids = self._xid.counts(index, None, mig_enabled) if XID_ERRORS in values else {}
         if not mig_enabled:
             processes = self._processes.gpu_processes(calls, base.uuid, handle.value)
-            return [_with(base, values, processes, calls.failed)]
+            return [_with(base, values, processes, calls.failed, xids)]
         instances = self._read_mig(calls, base, handle.value)
-        if FB_USED not in values and not calls.failed & {NvmlCollector.MEMORY}:
-            values.update(summed_memory(instances))
-        return [_with(base, values, (), calls.failed), *instances]
+        gpu_values = {k: v for k, v in values.items() if k not in INSTANCE_ONLY}
+        return [_with(base, gpu_values, (), calls.failed, xids), *instances]
 
     def _identify(
         self, calls: DeviceCalls, index: int, handle: CallOutcome
@@ -219,28 +226,19 @@ class NvmlSource:
         values: dict[str, float] = {}
         values.update(self._reading(calls, MEMORY, handle))
         values.update(self._gpm.read(calls, gpu_key, parent, int(gi.value)))
+        xids: dict[int, int] = {}
         if privileged:
             values.update(self._xid.instance_values(calls, base.index, int(gi.value)))
+            if XID_ERRORS in values:
+                xids = self._xid.counts(base.index, int(gi.value), True)
         procs = running(calls, handle)
         processes: tuple[ProcessUsage, ...] | None = None
         if procs is not None:
             gr, dram = (values.get(f, NAN) for f in (GPM_FAMILIES[0], GPM_FAMILIES[2]))
             processes = shared_activity(procs, gr, dram)
         info = MigInfo(profile, int(gi.value), int(ci.value) if ci.ok else 0, base.index)
-        return replace(
-            _with(base, values, processes, calls.failed), mig=info, mig_uuid=_text(uuid.value)
-        )
-
-
-def summed_memory(instances: Sequence[DeviceReading]) -> dict[str, float]:
-    """A MIG-enabled GPU's framebuffer as the sum of its instances' (what an unprivileged reader
-    can see); empty unless every instance reported it."""
-    out: dict[str, float] = {}
-    for fam in (FB_FREE, FB_USED, FB_RESERVED):
-        parts = [d.values.get(fam) for d in instances]
-        if parts and all(p is not None for p in parts):
-            out[fam] = sum(p for p in parts if p is not None)
-    return out if FB_USED in out else {}
+        reading = _with(base, values, processes, calls.failed, xids)
+        return replace(reading, mig=info, mig_uuid=_text(uuid.value))
 
 
 def _with(
@@ -248,8 +246,15 @@ def _with(
     values: dict[str, float],
     processes: tuple[ProcessUsage, ...] | None,
     failed: set[str],
+    xids: dict[int, int] | None = None,
 ) -> DeviceReading:
-    return replace(base, values=values, processes=processes, failed=frozenset(failed))
+    return replace(
+        base,
+        values=values,
+        processes=processes,
+        failed=frozenset(failed),
+        xid_counts=MappingProxyType(xids or {}),
+    )
 
 
 def build_nvml_backend(*, proc_root: Path, lib: Any = None) -> BackendParts:

@@ -19,7 +19,16 @@ from pathlib import Path
 from exporter.config import LOST, ExporterConfig, SimFault
 from exporter.nvml.source import NvmlSource
 from exporter.sim.fixtures import PodProcess, write_fixtures
-from exporter.sim.layout import REPLICAS, Activity, Placed, SimPod, activities, identities, place
+from exporter.sim.layout import (
+    REPLICAS,
+    Activity,
+    Placed,
+    SimPod,
+    activities,
+    identities,
+    place,
+    sharers,
+)
 from exporter.sim.nvml import errors
 from exporter.sim.nvml.device import SimGpu, SimProcess, h100
 from exporter.sim.nvml.library import SimNvml
@@ -55,7 +64,8 @@ class SimNode:
         self.trace_ids: dict[PodKey, str] = {}  # replay: the trace series each pod replays
         self.placed = place([p.spec for p in pods], gpus, seed)
         self.period_s = gpus[0].sample_period_s if gpus else 1.0
-        self._caps = {i: self._memory_cap(p) for i, p in enumerate(self.placed)}
+        share = sharers(self.placed)
+        self._caps = {i: self._memory_cap(p, share[p.group]) for i, p in enumerate(self.placed)}
         self._cache: tuple[float, list[Activity]] | None = None
         for i, p in enumerate(self.placed):
             gpu = self.gpus[p.gpu]
@@ -71,12 +81,13 @@ class SimNode:
             )
         self.lib = SimNvml(self.gpus, clock=clock)
 
-    def _memory_cap(self, p: Placed) -> int:
+    def _memory_cap(self, p: Placed, sharing: int) -> int:
+        """A process's memory bound: its share of the device it is on."""
         gpu = self.gpus[p.gpu]
         if gpu.mig is not None and p.mig_slot is not None:
             inst = gpu.mig[p.mig_slot]
-            return int((inst.memory_total if inst else 0) * 0.9)
-        share = REPLICAS if p.replica is not None else 1
+            return int((inst.memory_total if inst else 0) * 0.9) // sharing
+        share = max(REPLICAS, sharing) if p.replica is not None else 1
         return int((gpu.memory_total - gpu.memory_reserved) * 0.95) // share
 
     def activity_at(self, t: float) -> list[Activity]:

@@ -67,20 +67,25 @@ def _device_series(
     """(family, labels, values) of the device families, for GPUs and MIG instances."""
     node = history.node
     for dev in readings:
+        gpu = node.gpus[dev.index]
+        if dev.mig is None and gpu.mig_enabled:
+            continue  # its memory is its instances' (gpu_contract.dcgm.MigScope)
         if dev.mig is not None:
-            members = [i for i, p in enumerate(node.placed) if p.device_id == dev.mig_uuid]
-            gpu = node.gpus[dev.index]
-            inst = next(m for m in gpu.mig or () if m is not None and m.uuid == dev.mig_uuid)
+            slot, inst = next(
+                (s, m)
+                for s, m in enumerate(gpu.mig or ())
+                if m is not None and m.uuid == dev.mig_uuid
+            )
+            members = [i for i, p in enumerate(node.placed) if p.group == (dev.index, slot)]
             total, reserved = inst.memory_total, 0
         else:
             members = [i for i, p in enumerate(node.placed) if p.gpu == dev.index]
-            gpu = node.gpus[dev.index]
             total, reserved = gpu.memory_total, gpu.memory_reserved
         labels = series_labels(BY_NAME[FB_USED], dev, hostname)
         used = [min(sum(m[i] for i in members), total - reserved) // MIB for m in history.memory]
         yield FB_USED, labels, [float(u) for u in used]
         yield FB_FREE, labels, [float((total - reserved) // MIB - u) for u in used]
-        if dev.mig is None and not gpu.mig_enabled:
+        if dev.mig is None:
             busy = [min(1.0, sum(u[i] for i in members)) for u in history.util]
             yield GPU_UTIL, labels, [float(round(b * 100)) for b in busy]
 

@@ -130,13 +130,15 @@ def freshness_query(source: MetricsSource) -> str:
 
 
 def node_stats_queries(window: float) -> dict[str, str]:
-    """Per-GPU (Hostname, UUID) stats; max de-duplicates dcgm's per-pod copies."""
+    """Per-GPU (Hostname, UUID) stats; max de-duplicates dcgm's per-pod copies. A MIG-enabled
+    GPU's memory is on its instances only (gpu_contract.dcgm.MigScope): summed per GPU."""
     by = "max by (Hostname, UUID)"
+    per_gpu = "sum by (Hostname, UUID) (max by (Hostname, UUID, GPU_I_ID)"
     rng = f"[{int(window)}s]"
     return {
         "util": f"{by} (avg_over_time({gc.DCGM_GPU_UTIL}{rng}))",
-        "used": f"{by} ({gc.DCGM_FB_USED})",
-        "free": f"{by} ({gc.DCGM_FB_FREE})",
+        "used": f"{per_gpu} ({gc.DCGM_FB_USED}))",
+        "free": f"{per_gpu} ({gc.DCGM_FB_FREE}))",
     }
 
 

@@ -32,11 +32,6 @@ from exporter.sources import BackendParts, DeviceSweep
         pytest.param(["--web.listen-address", ":99999"], "out of range", id="bad-port"),
         pytest.param(["--backend", "replay"], "needs --replay.file", id="replay-without-file"),
         pytest.param(
-            ["--backend", "sim", "--sim.gpus", "1", "--sim.pods", "40"],
-            "cannot start the sim backend: no free device",
-            id="sim-pods-do-not-fit",
-        ),
-        pytest.param(
             ["--backend", "sim", "--sim.fault", "nvmlDeviceGetPowerUsage"],
             "--sim.fault=nvmlDeviceGetPowerUsage: expected CALL:GPU",
             id="fault-without-gpu",

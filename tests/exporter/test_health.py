@@ -8,7 +8,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -136,7 +136,10 @@ async def test_failing_cycles_are_counted_and_their_stale_data_is_not_served_as_
     tmp_path: Path,
 ) -> None:
     clock = Clock(T0)
-    device = gpu(0, processes=(proc(101, 0.0),), values={"DCGM_FI_DEV_GPU_UTIL": 0.0})
+    device = replace(
+        gpu(0, processes=(proc(101, 0.0),), values={"DCGM_FI_DEV_GPU_UTIL": 0.0}),
+        xid_counts=MappingProxyType({13: 2}),
+    )
     (tmp_path / "proc").mkdir()
     write_proc(tmp_path / "proc", 101, uid(1))
     rows = [{**asdict(alloc("ns", "idle-pod", device.uuid)), "device_ids": [device.uuid]}]
@@ -153,6 +156,7 @@ async def test_failing_cycles_are_counted_and_their_stale_data_is_not_served_as_
         await until(lambda: loop.published is not None)
         text = (await get("/metrics"))[1]  # type: ignore[index]
         assert sample(text, "gpu_pod_utilization_ratio", pod="idle-pod") == 0
+        assert sample(text, "gpu_xid_errors_total", xid="13") == 2
         pods.broken = True
         clock.now += 0.03  # within three 0.02 s intervals
         reads = devices.reads
@@ -175,4 +179,5 @@ async def test_failing_cycles_are_counted_and_their_stale_data_is_not_served_as_
     assert sample(text, "gpu_pod_utilization_ratio", pod="idle-pod") is None  # unknown, not idle
     assert sample(text, "gpu_pod_allocated", pod="idle-pod") == 1
     assert sample(text, "DCGM_FI_DEV_GPU_UTIL") is None
+    assert sample(text, "gpu_xid_errors_total", xid="13") is None  # stale: measured, so dropped
     assert sample(text, "gpu_exporter_last_collect_timestamp_seconds") == T0

@@ -80,9 +80,14 @@ def test_a_wrong_expectation_makes_promtool_fail(tmp_path: Path) -> None:
     assert "FAILED" in result.stdout + result.stderr
 
 
-def test_seed_alert_is_kept_as_written() -> None:
+def test_seed_alert_keeps_its_threshold_over_every_gpu_mig_ones_included() -> None:
+    """The seed's `avg(DCGM_FI_DEV_GPU_UTIL) < 30` for 15m, over the per-GPU utilization that
+    also covers MIG-enabled GPUs (which have no DCGM_FI_DEV_GPU_UTIL)."""
     seed = next(r for r in rules() if r.get("alert") == "GPUUtilizationLow")
-    assert seed["expr"].strip() == "avg(DCGM_FI_DEV_GPU_UTIL) < 30"
+    assert seed["expr"].strip() == "avg(gpu:utilization_percent:avg5m) < 30"
+    per_gpu = next(r for r in rules() if r.get("record") == "gpu:utilization_percent:avg5m")
+    assert "DCGM_FI_DEV_GPU_UTIL" in per_gpu["expr"]
+    assert 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{GPU_I_ID=""}' in per_gpu["expr"]
     assert seed["for"] == "15m"
     assert seed["labels"]["severity"] == "info"
 

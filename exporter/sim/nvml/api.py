@@ -15,11 +15,10 @@ nvml.h history in NVIDIA/go-nvml: `nvmlDeviceGetMemoryInfo_v2` in NVML 11.6 = R5
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from exporter.sim.nvml.device import SimGpu, SimMigInstance
 from exporter.sim.nvml.errors import (
-    NVML_ERROR_NOT_SUPPORTED,
     NVMLError_FunctionNotFound,
     NVMLError_InvalidArgument,
     NVMLError_NoPermission,
@@ -27,21 +26,13 @@ from exporter.sim.nvml.errors import (
     NVMLError_NotSupported,
 )
 from exporter.sim.nvml.structs import (
-    NVML_CLOCK_GRAPHICS,
-    NVML_CLOCK_MEM,
-    NVML_CLOCK_SM,
-    NVML_FI_DEV_MEMORY_TEMP,
-    NVML_TEMPERATURE_GPU,
-    VALUE_MEMBERS,
     SimDeviceHandle,
     SimMigHandle,
     c_nvmlDeviceAttributes,
-    c_nvmlFieldValue_t,
     c_nvmlMemory_t,
     c_nvmlMemory_v2_t,
     c_nvmlUtilization_t,
     nvmlPciInfo_t,
-    nvmlTemperature_v1,
 )
 
 Handle = SimDeviceHandle | SimMigHandle
@@ -182,60 +173,6 @@ class SimNvmlCalls:
     def nvmlDeviceGetDecoderUtilization(self, handle: Handle) -> list[int]:
         gpu = self._full("nvmlDeviceGetDecoderUtilization", handle)
         return [gpu.decoder_util, 167000]
-
-    # -- sensors ------------------------------------------------------------------------------
-    def nvmlDeviceGetTemperature(self, handle: Handle, sensor: int) -> int:
-        """Deprecated in nvml.h ("Use nvmlDeviceGetTemperatureV instead"), still in every driver."""
-        gpu = self._full("nvmlDeviceGetTemperature", handle)
-        if sensor != NVML_TEMPERATURE_GPU:
-            raise NVMLError_InvalidArgument()
-        return round(gpu.temperature_c)
-
-    def nvmlDeviceGetTemperatureV(
-        self, handle: Handle, sensor: int, version: int = nvmlTemperature_v1
-    ) -> int:
-        self._requires(570)
-        gpu = self._full("nvmlDeviceGetTemperatureV", handle)
-        if sensor != NVML_TEMPERATURE_GPU or version != nvmlTemperature_v1:
-            raise NVMLError_InvalidArgument()
-        return round(gpu.temperature_c)
-
-    def nvmlDeviceGetFieldValues(
-        self,
-        handle: Handle,
-        fieldIds: Sequence[int],
-    ) -> list[c_nvmlFieldValue_t]:
-        gpu = self._full("nvmlDeviceGetFieldValues", handle)
-        out = []
-        for field_id in fieldIds:
-            fv = c_nvmlFieldValue_t(fieldId=field_id)
-            fv.timestamp = int(self.clock() * 1e6)
-            if field_id == NVML_FI_DEV_MEMORY_TEMP and gpu.memory_temperature_supported:
-                fv.valueType = gpu.memory_temperature_type
-                member = VALUE_MEMBERS[fv.valueType]
-                celsius = round(gpu.temperature_c) + 6
-                setattr(fv.value, member, float(celsius) if member == "dVal" else celsius)
-            else:
-                fv.nvmlReturn = NVML_ERROR_NOT_SUPPORTED
-            out.append(fv)
-        return out
-
-    def nvmlDeviceGetPowerUsage(self, handle: Handle) -> int:
-        return round(self._full("nvmlDeviceGetPowerUsage", handle).power_watts() * 1000)
-
-    def nvmlDeviceGetTotalEnergyConsumption(self, handle: Handle) -> int:
-        return int(self._full("nvmlDeviceGetTotalEnergyConsumption", handle).energy_mj)
-
-    def nvmlDeviceGetClockInfo(self, handle: Handle, type: int) -> int:
-        gpu = self._full("nvmlDeviceGetClockInfo", handle)
-        if type in (NVML_CLOCK_SM, NVML_CLOCK_GRAPHICS):
-            return gpu.sm_clock_mhz()
-        if type == NVML_CLOCK_MEM:
-            return gpu.mem_clock_mhz
-        raise NVMLError_InvalidArgument()
-
-    def nvmlDeviceGetPcieReplayCounter(self, handle: Handle) -> int:
-        return self._full("nvmlDeviceGetPcieReplayCounter", handle).pcie_replay_counter
 
     # -- MIG ----------------------------------------------------------------------------------
     def nvmlDeviceGetMigMode(self, handle: Handle) -> list[int]:

@@ -85,6 +85,10 @@ class SimGpu:
     sm_clock_idle_mhz: int = 345
     mem_clock_mhz: int = 2619
     pcie_replay_counter: int = 0
+    pcie_kbps_busy: tuple[int, int] = (2_000_000, 6_000_000)  # (TX, RX) KB/s at full activity
+    nvlinks: int = 18  # H100 SXM; 0: a PCIe card without NVLink
+    nvlink_kib_per_s_busy: float = 50e6  # each direction, all links, at full activity
+    remapped_rows: tuple[int, int, int, int] = (0, 0, 0, 0)  # corr, unc, pending, failure
     encoder_util: int = 0
     decoder_util: int = 0
     processes: list[SimProcess] = field(default_factory=list)
@@ -95,6 +99,7 @@ class SimGpu:
     utilization_answers: int = 0  # non-empty process-utilization answers so far (for the junk)
     injected_rows: list[UtilizationRow] = field(default_factory=list)  # see inject_samples
     energy_mj: float = 0.0
+    nvlink_kib: list[float] = field(default_factory=lambda: [0.0, 0.0])  # TX, RX since load
     gpm: dict[int | None, list[float]] = field(default_factory=dict)  # gi -> [gr, tensor, dram]
     last_util: tuple[float, float] = (0.0, 0.0)  # (sm, mem) over the last period
     temperature_c: float = 32.0
@@ -126,6 +131,10 @@ class SimGpu:
 
     def power_watts(self) -> float:
         return self.idle_watts + (self.max_watts - self.idle_watts) * self.last_util[0]
+
+    def pcie_kbps(self, counter: int) -> int:
+        """PCIe throughput over the driver's last 20 ms window, in KB/s (TX 0, RX 1)."""
+        return round(self.pcie_kbps_busy[counter] * self.last_util[1]) + 100
 
     def sm_clock_mhz(self) -> int:
         busy = self.last_util[0] > 0
@@ -189,6 +198,10 @@ class SimGpu:
             total_sm, total_mem = total_sm / len(self.mig), total_mem / len(self.mig)
         self.last_util = (min(1.0, total_sm), min(1.0, total_mem))
         self.energy_mj += self.power_watts() * span * 1000.0
+        if self.nvlinks:  # peer traffic follows compute (all-reduce between steps)
+            kib = self.nvlink_kib_per_s_busy * self.last_util[0] * span
+            self.nvlink_kib[0] += kib
+            self.nvlink_kib[1] += kib * 0.98
         self.temperature_c += (32.0 + 40.0 * self.last_util[0] - self.temperature_c) * 0.1
         self._add_gpm(None, self.last_util, span)
         for gi, (sm, mem) in by_instance.items():

@@ -8,7 +8,8 @@ utilization answers one averaged row per busy process since `lastSeenTimeStamp` 
 staggered timestamps, stale PIDs and occasional junk, and NotFound when no process was busy
 (`exporter.sim.nvml.sampling`, `exporter.sim.nvml.processes`); `nvmlDeviceGetUtilizationRates`
 and process utilization raise NotSupported on MIG-enabled GPUs; MIG slots without an instance
-raise NotFound; GPM is the way to per-instance activity. `driver_version` decides which
+raise NotFound; GPM is the way to per-instance activity; PCIe throughput, NVLink throughput
+fields and remapped rows follow nvml.h (`exporter.sim.nvml.board`). `driver_version` decides which
 functions exist (older drivers lack the `_v2`/`_v3`/`V` symbols). `privileged=False` is the
 DaemonSet's view (no CAP_SYS_ADMIN): aggregate MIG-parent queries raise NoPermission and
 per-instance XID events are not delivered. Events (`exporter.sim.nvml.events`): per-set queues,
@@ -29,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from exporter.sim.nvml.board import SimNvmlBoardCalls
 from exporter.sim.nvml.device import SimGpu
 from exporter.sim.nvml.errors import *  # noqa: F403 - re-exported as pynvml exports them
 from exporter.sim.nvml.errors import NVMLError
@@ -50,7 +52,7 @@ class Fault:
     armed_at: float | None = None  # not before this emulator clock time
 
 
-class SimNvml(SimNvmlProcessCalls, SimNvmlGpmCalls, SimNvmlEventCalls):
+class SimNvml(SimNvmlProcessCalls, SimNvmlGpmCalls, SimNvmlEventCalls, SimNvmlBoardCalls):
     """An emulated NVML library: the GPUs, a clock, the init state and injected faults."""
 
     def __init__(

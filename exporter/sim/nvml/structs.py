@@ -17,6 +17,10 @@ NVML_CLOCK_GRAPHICS = 0
 NVML_CLOCK_SM = 1
 NVML_CLOCK_MEM = 2
 NVML_FI_DEV_MEMORY_TEMP = 82
+NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138  # KiB since the driver loaded; scopeId = link id
+NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139  # (UINT_MAX: every link summed)
+NVML_PCIE_UTIL_TX_BYTES = 0
+NVML_PCIE_UTIL_RX_BYTES = 1
 VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")  # by valueType
 nvmlTemperature_v1 = 0x100000C
 NVML_VALUE_NOT_AVAILABLE_uint = 0xFFFFFFFF

@@ -6,6 +6,7 @@ from exporter_fakes import EmulatedNode, busy_gpus
 
 from exporter.nvml.events import XID_ERRORS
 from exporter.nvml.gpm import GPM_FAMILIES
+from exporter.nvml.nvlink import NVLINK_TOTAL
 from exporter.nvml.readings import READINGS, Reading
 from exporter.sim.nvml.device import h100
 from exporter.sim.nvml.library import SimNvml
@@ -24,7 +25,7 @@ def _with_fallbacks(readings: tuple[Reading, ...]) -> list[Reading]:
 
 def test_values_use_contract_families_only() -> None:
     """Every reading (fallbacks too) parses its NVML call's answer into contract families, and
-    the readings with the GPM and XID readers cover every device family of the contract."""
+    the readings with the GPM, XID and NVLink readers cover every device family of the contract."""
     lib = SimNvml([h100(0)], clock=lambda: 10_000.0, driver_version="570.86.15")  # has every call
     lib.nvmlInit()
     handle = lib.nvmlDeviceGetHandleByIndex(0)
@@ -35,7 +36,7 @@ def test_values_use_contract_families_only() -> None:
         assert values and set(values) <= set(BY_NAME), reading.call + reading.tag
         covered |= set(values)
     device_families = {m.name for m in DEVICE_METRICS}
-    assert covered == device_families - set(GPM_FAMILIES) - {XID_ERRORS}
+    assert covered == device_families - set(GPM_FAMILIES) - {XID_ERRORS, NVLINK_TOTAL}
     # And what a sweep publishes, GPUs and MIG instances alike, is named by the contract.
     node = EmulatedNode([*busy_gpus(1), h100(1, mig=True)])
     node.sweep()
