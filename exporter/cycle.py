@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -31,6 +30,7 @@ from typing import TypeVar
 
 from exporter import health, render
 from exporter.attribution import attribute
+from exporter.daemon_thread import in_daemon_thread
 from exporter.model import DeviceReading, NodeSnapshot, PodUsage
 from exporter.node.cgroup import parse_cgroup, read_cgroup
 from exporter.node.podresources import AllocationSource, PodResourcesError
@@ -273,30 +273,3 @@ class CollectLoop:
             next_at = max(next_at, now)  # overran: skip the missed ticks rather than bursting
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=next_at - now)
-
-
-async def in_daemon_thread(function: Callable[[], T]) -> T:
-    """Run a blocking function in a new daemon thread and await its result."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-
-    def settle(result: T | None, error: BaseException | None) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)  # type: ignore[arg-type]
-
-    def target() -> None:
-        try:
-            result = function()
-        except BaseException as exc:  # handed to the awaiting task
-            outcome: tuple[T | None, BaseException | None] = (None, exc)
-        else:
-            outcome = (result, None)
-        with contextlib.suppress(RuntimeError):  # the loop closed while we ran
-            loop.call_soon_threadsafe(settle, *outcome)
-
-    threading.Thread(target=target, name="collect-cycle", daemon=True).start()
-    return await future
