@@ -26,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import TypeVar
 
 from exporter import health, render
 from exporter.attribution import attribute
@@ -49,7 +48,6 @@ CALL_DEVICES = "device_read"
 CALL_CYCLE = "collect_cycle"
 CYCLE = "cycle"
 STOP_WAIT_S = 5.0  # how long a stop waits for the cycle in flight before abandoning it
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
