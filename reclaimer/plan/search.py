@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from reclaimer.forecast import wording
 from reclaimer.model import PendingDemand, Reason, Skip
 from reclaimer.plan.capacity import FreeSlots, pod_shape
 from reclaimer.plan.ledger import Ledger
@@ -186,5 +187,5 @@ def idle_note(v: Victim) -> str:
     f = v.forecast
     return (
         f"idle below {f.threshold:.0%} for {format_duration(f.horizon_seconds)} "
-        f"with p={f.confidence:.2f} ({f.method})"
+        f"with {wording.odds_text(f)}"
     )

@@ -28,7 +28,7 @@ from typing import Protocol
 import pandas as pd
 
 from reclaimer.forecast import checks as forecast_check
-from reclaimer.forecast.forecaster import INSUFFICIENT_HISTORY, SILENT
+from reclaimer.forecast.methods import UNDECIDED_METHODS
 from reclaimer.model import (
     ActionKind,
     ActionResult,
@@ -61,10 +61,6 @@ class Applier(Protocol):
     def apply(self, plan: Plan, view: ClusterView) -> Sequence[ActionResult]: ...
 
     def warn(self, warnings: Sequence[Skip], view: ClusterView) -> int: ...
-
-
-# Forecast methods that mean "could not decide" (counted as outcome="unknown").
-UNDECIDED_METHODS = frozenset({INSUFFICIENT_HISTORY, SILENT})
 
 
 class CycleResult(StrEnum):
