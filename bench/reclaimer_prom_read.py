@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# the repo root before tests/: tests/reclaimer/ would otherwise shadow the reclaimer package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from promserver import openmetrics, start_prometheus
 

@@ -236,6 +236,8 @@ ALL_METRICS: tuple[MetricSpec, ...] = (
 # Recording rules (rules/) that the reclaimer prefers when present. Same labels as the source.
 RECORDED_POD_UTILIZATION_5M = "namespace_pod:gpu_pod_utilization_ratio:avg5m"
 RECORDED_POD_ALLOCATED = "namespace_pod:gpu_pod_allocated:max"
+# Each pod's Volcano queue (label `queue`), joined from kube-state-metrics where it runs.
+RECORDED_POD_QUEUE = "namespace_pod:volcano_queue:info"
 BY_NAME: dict[str, MetricSpec] = {m.name: m for m in ALL_METRICS}
 
 # Names the reclaimer queries.

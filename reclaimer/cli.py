@@ -18,6 +18,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "evaluate idle-window forecasters on a trace",
     ),
     "simulate": ("reclaimer.commands.simulate", "replay a cluster trace under each reclaim policy"),
+    "export-history": (
+        "reclaimer.commands.export_history",
+        "write the cluster's own history as a trace simulate replays",
+    ),
 }
 
 

@@ -3,7 +3,8 @@
 Everything here is frozen and free of I/O. The controller (and the simulator) build one
 `Snapshot` per cycle before planning; `forecast()` turns utilization history into `Forecast`s;
 `plan()` turns both into a `Plan` of typed actions, each with a `Reason` and its evidence.
-Times are Unix seconds (float); GPU amounts are whole devices (float where shares are summed);
+Times are Unix seconds (float); GPU amounts are slots of device resources, a whole GPU, a
+time-slice replica or a MIG instance (`reclaimer.devices`; float where shares are summed);
 utilization values are ratios 0..1.
 """
 
@@ -13,6 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
+
+from reclaimer.devices import NO_MIG
+from reclaimer.standing import QueueStanding
 
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -90,6 +94,7 @@ class Job:
     stopped_at: float | None = None  # when the reclaimer stopped it (suspended or evicted)
     disruption_block: str = ""  # a PodDisruptionBudget that forbids stopping it, and why
     managed_by: str = ""  # another controller admits it (Kueue): stopping it would be undone
+    mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # of gpus: MIG, by resource
 
 
 def spares_a_retry(retries_left: int) -> bool:
@@ -112,6 +117,7 @@ class Pod:
     start_time: float = 0.0
     uid: str = ""
     releasing: bool = False  # on its way out (deletionTimestamp, eviction): devices not yet free
+    mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # of gpus: MIG, by resource
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,7 @@ class Node:
     workload_classes: tuple[str, ...] = ()  # classes of the pods running there
     last_reshape: float | None = None  # from the gpu-reclaim.io/ annotation
     reshape_key_at: float | None = None  # a reshape's new config key written, node not relabelled
+    mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # MIG instances advertised
 
 
 @dataclass(frozen=True)
@@ -144,6 +151,7 @@ class PendingDemand:
     min_member: int = 1
     since: float = 0.0
     priority: int = 0
+    mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # of gpus: MIG, by resource
 
 
 @dataclass(frozen=True)
@@ -247,6 +255,7 @@ class Reason(StrEnum):
     NO_CHANGE = "NoChangeNeeded"  # node's replicas already fit its load
     DISABLED = "ActionDisabled"  # the policy turned this kind of action off
     CONFIG_PROJECTING = "WaitingForConfigProjection"  # new key written; relabel after projection
+    MIG_ENABLED = "MigEnabled"  # reshape leaves a node with MIG instances alone
 
 
 @dataclass(frozen=True)
@@ -309,3 +318,4 @@ class Plan:
     actions: tuple[Action, ...]
     skipped: tuple[Skip, ...] = ()
     warnings: tuple[Skip, ...] = ()  # what an operator must look at (e.g. ReleaseOverdue)
+    queues: tuple[QueueStanding, ...] = ()  # each queue as the cycle found it (by name)

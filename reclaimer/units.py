@@ -49,10 +49,14 @@ def parse_ratio(value: object) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """Shortest readable form: 900 -> '15m', 5400 -> '1h30m', 42.5 -> '42.5s'."""
-    if seconds != int(seconds) or seconds < 60:
+    """Shortest readable form: 900 -> '15m', 5400 -> '1h30m', 42.5 -> '42.5s'.
+
+    From a minute up, fractions of a second are rounded away (89971.6 -> '1d59m32s'): a measured
+    span that long reads in whole units, never as raw seconds.
+    """
+    if seconds < 60:
         return f"{seconds:g}s"
-    rest = int(seconds)
+    rest = round(seconds)
     out = ""
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         if rest >= size:

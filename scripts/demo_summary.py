@@ -2,7 +2,10 @@
 
 Per node: GPUs and mean utilization now and over the history; the fleet's GPUs by 20% bucket now
 (recorded by rules/) and as a share of GPU-time over the history (the seed's chart); per
-namespace: GPU slots held, mean utilization and idle GPU-hours (slots below 5% utilization).
+namespace: GPU slots held (time-slice replicas and MIG instances, one per pod and device), the
+physical GPUs they are, mean utilization and idle GPU-hours. A device shared by n pods (time-slice
+replicas, or the MIG instances of one GPU: they carry its UUID) gives each 1/n of its time, so the
+idle GPU-hours of its sharers add up to at most the GPU's hours.
 History figures come from raw series with 5-minute subqueries: the demo backfills only the
 recording rules the reclaimer reads.
 """
@@ -66,18 +69,34 @@ def _buckets(url: str, rng: str) -> list[str]:
     return _table(("utilization", "GPUs now", f"GPU-time {rng}", ""), rows)
 
 
+# Each pod's share of its GPU: 1 / the pods (slots) allocated a device with that UUID on that node.
+SHARE = f"({ALLOC} / on (Hostname, UUID) group_left () count by (Hostname, UUID) ({ALLOC}))"
+
+
+def idle_gpu_hours(url: str, rng: str) -> dict[str, float]:
+    """Namespace -> GPU-hours its pods held below 5% utilization, each pod its share of the GPU."""
+    idle_5m = f"({SHARE} and avg_over_time({POD_UTIL}[5m]) < 0.05)"
+    expr = f"sum by (namespace) (sum_over_time({idle_5m}[{rng}:5m])) * 5 / 60"
+    return _by(url, expr, "namespace")
+
+
 def _namespaces(url: str, rng: str) -> list[str]:
     held = _by(url, f"sum by (namespace) ({ALLOC})", "namespace")
+    gpus = _by(url, f"sum by (namespace) ({SHARE})", "namespace")
     util = _by(url, f"avg by (namespace) (avg_over_time({POD_UTIL}[{rng}]))", "namespace")
-    idle_5m = f"(max_over_time({ALLOC}[5m]) > 0 and avg_over_time({POD_UTIL}[5m]) < 0.05)"
-    idle = _by(
-        url, f"sum by (namespace) (count_over_time({idle_5m}[{rng}:5m])) * 5 / 60", "namespace"
-    )
+    idle = idle_gpu_hours(url, rng)
     rows = [
-        (ns, f"{held[ns]:.0f}", f"{100 * util.get(ns, 0):.0f}%", f"{idle.get(ns, 0):.0f}")
+        (
+            ns,
+            f"{held[ns]:.0f}",
+            f"{gpus.get(ns, 0):.2g}",
+            f"{100 * util.get(ns, 0):.0f}%",
+            f"{idle.get(ns, 0):.1f}",
+        )
         for ns in sorted(held)
     ]
-    return _table(("namespace", "GPU slots", f"util {rng}", f"idle GPU-hours {rng}"), rows)
+    header = ("namespace", "GPU slots", "GPUs", f"util {rng}", f"idle GPU-hours {rng}")
+    return _table(header, rows)
 
 
 def fleet_summary(url: str, days: float) -> str:

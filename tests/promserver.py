@@ -40,7 +40,7 @@ class PromServer:
 
 def require_prometheus() -> None:
     if not (Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()):
-        pytest.skip("prometheus/promtool not installed (make deps)")
+        pytest.fail("prometheus/promtool not installed: run `make deps`", pytrace=False)
 
 
 def free_port() -> int:

@@ -10,6 +10,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -205,23 +206,27 @@ async def fetch(
 
 @contextlib.contextmanager
 def listening_process(argv: list[str], port: int, cwd: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """Run a server process until it accepts connections on 127.0.0.1:`port`; stop it after."""
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                raise AssertionError(f"the server exited early: {out}")
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert time.monotonic() < deadline, "the server never listened"
-            time.sleep(0.2)
-        yield proc
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    """Run a server process until it accepts connections on 127.0.0.1:`port`; stop it after.
+
+    Its output goes to a file, not a pipe: a pipe nobody reads blocks a server that logs more
+    than the pipe's buffer."""
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                if proc.poll() is not None:
+                    log.seek(0)
+                    raise AssertionError(f"the server exited early: {log.read().decode()}")
+                with socket.socket() as s:
+                    if s.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                assert time.monotonic() < deadline, "the server never listened"
+                time.sleep(0.2)
+            yield proc
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
 
 
 async def dropped_after(host: str, port: int, timeout: float = 10.0) -> float:

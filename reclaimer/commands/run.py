@@ -24,15 +24,16 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from reclaimer.commands.prometheus_flags import add_prometheus_arguments, prometheus_credentials
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
-from reclaimer.prometheus.auth import CredentialError, Credentials, parse_header
+from reclaimer.prometheus.auth import CredentialError
 from reclaimer.prometheus.client import PromClient
 from reclaimer.prometheus.history import HistoryParams, MetricsSource
+from reclaimer.report.cycle import CycleReport, CycleResult
 from reclaimer.report.fleet import render as render_fleet
 from reclaimer.report.plan_table import render_plan
-from reclaimer.runtime.controller import Controller, ControllerConfig, CycleReport, CycleResult
+from reclaimer.runtime.controller import Controller, ControllerConfig
 from reclaimer.runtime.server import PROBES, make_app, report_dict
 from reclaimer.runtime.telemetry import ReclaimerMetrics
 from reclaimer.runtime.wiring import UsageError, Wiring, wire
@@ -45,34 +46,7 @@ log = logging.getLogger("gpu_reclaimer")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--prometheus-url", required=True, help="e.g. http://prometheus:9090")
-    p.add_argument(
-        "--prometheus.bearer-token-file",
-        dest="prom_token_file",
-        metavar="FILE",
-        help="send 'Authorization: Bearer <file content>' (re-read when it changes)",
-    )
-    p.add_argument(
-        "--prometheus.basic-auth-file",
-        dest="prom_basic_auth_file",
-        metavar="FILE",
-        help="basic auth from a file holding username:password on its first line",
-    )
-    p.add_argument("--prometheus.ca-file", dest="prom_ca_file", metavar="FILE")
-    p.add_argument(
-        "--prometheus.insecure-skip-verify",
-        dest="prom_insecure",
-        action="store_true",
-        help="do not verify Prometheus' TLS certificate (development only)",
-    )
-    p.add_argument(
-        "--prometheus.header",
-        dest="prom_headers",
-        metavar="NAME=VALUE",
-        action="append",
-        default=[],
-        help="extra request header, repeatable (e.g. X-Scope-OrgID=tenant-a)",
-    )
+    add_prometheus_arguments(p)
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube)")
     p.add_argument(
         "--policy-file",
@@ -114,32 +88,13 @@ def run(args: argparse.Namespace) -> int:
         policy, config, interval = _settings(args)
         credentials = prometheus_credentials(args)
         wiring = wire(args, policy, config, time.time)
-    except UsageError as err:
+    except (UsageError, CredentialError) as err:
         print(f"gpu-reclaimer run: {err}", file=sys.stderr)
         return 2
     args.prom_credentials = credentials
     if args.once:
         return asyncio.run(_once(args, policy, config, wiring))
     return asyncio.run(_serve(args, policy, config, interval, wiring))
-
-
-def prometheus_credentials(args: argparse.Namespace) -> Credentials:
-    """The Prometheus credential flags, checked (files readable, one auth kind) before start."""
-    try:
-        return Credentials(
-            bearer_token_file=_path(args.prom_token_file),
-            basic_auth_file=_path(args.prom_basic_auth_file),
-            headers=dict(parse_header(h) for h in args.prom_headers),
-            ca_file=_path(args.prom_ca_file),
-            insecure_skip_verify=args.prom_insecure,
-            url_password=urlsplit(args.prometheus_url).password,
-        )
-    except CredentialError as err:
-        raise UsageError(str(err)) from err
-
-
-def _path(value: str | None) -> Path | None:
-    return Path(value) if value else None
 
 
 def _settings(args: argparse.Namespace) -> tuple[Policy, ControllerConfig, float]:
@@ -297,7 +252,8 @@ async def _serve(
             print(f"gpu-reclaimer run: cannot listen on {args.listen}: {err}", file=sys.stderr)
             return 2
         log.info(
-            "serving /metrics /plan /healthz /readyz (%s)", "dry-run" if config.dry_run else "APPLY"
+            "serving / /metrics /plan /healthz /readyz (%s)",
+            "dry-run" if config.dry_run else "APPLY",
         )
         try:
             await wiring.run_loop(controller, interval, stop)

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TextIO
 
+from reclaimer.commands import simulate_sweep
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
@@ -65,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--utilization", type=Path, required=True, help="gentd26-format utilization CSV"
     )
     parser.add_argument(
-        "--strategy", required=True, choices=[p.value for p in Strategy], help="reclaim policy"
+        "--strategy", choices=[p.value for p in Strategy], help="reclaim policy (one run)"
     )
     parser.add_argument("--policy-file", type=Path, help="reclaim policy YAML (default: Policy())")
     parser.add_argument("--seed", type=int, default=0, help="seed for profile assignment")
@@ -85,6 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="threshold policy: idle this long before eviction (default 30m)",
     )
     parser.add_argument("--json", action="store_true", help="print only JSON on stdout")
+    simulate_sweep.add_arguments(parser)
 
 
 def _policy(path: Path | None) -> Policy:
@@ -121,6 +123,9 @@ def _table(result: dict[str, object]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if problem := simulate_sweep.check_flags(args):
+        print(f"gpu-reclaimer simulate: {problem}", file=sys.stderr)
+        return 2
     try:
         policy = _policy(args.policy_file)
         jobs = read_pods(args.pods)
@@ -129,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
     except (TraceError, PolicyError) as exc:
         print(f"gpu-reclaimer simulate: {exc}", file=sys.stderr)
         return 2
+    if simulate_sweep.wanted(args):
+        return simulate_sweep.run(args, policy, jobs, profiles)
     settings = SimSettings(
         strategy=Strategy(args.strategy),
         seed=args.seed,

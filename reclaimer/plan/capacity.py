@@ -1,7 +1,10 @@
 """GPU accounting for one planning cycle: where jobs sit, what is free, what queues deserve.
 
-Capacity is counted in schedulable GPU slots, the unit pods request: a node offers
-`gpus * replicas` slots (time-slicing multiplies what the scheduler sees). A pod occupies slots on
+Capacity is counted in schedulable GPU slots, the unit pods request, per device resource
+(`reclaimer.devices`): a node offers `gpus * replicas` slots of `nvidia.com/gpu` (time-slicing
+multiplies what the scheduler sees); a MIG-enabled node offers what it advertises per resource
+(each `nvidia.com/mig-<profile>`, and `nvidia.com/gpu` beside them), and a slot of one resource
+never holds a pod asking for another. A pod occupies slots on
 its node from the moment it is bound (Running, or Pending with a node) until it is gone. A queue's
 allocation is the slots its jobs' bound pods hold (what it deserves is `reclaimer.plan.shares`).
 
@@ -12,9 +15,9 @@ now, but free soon, and never worth a second preemption. The planner counts them
 (Volcano's FutureIdle = idle + releasing), and they belong to no job's placement, so a stopping
 job is never a victim again.
 
-Fit is checked per node: a gang of `n` equal pods of `p` slots fits when the nodes' free slots,
-each rounded down to whole pods (`free // p`), add up to at least `n`. That is exact for equal-size
-pods, which is what PodGroups of PyTorchJobs and Volcano Jobs are.
+Fit is checked per node and resource: a gang of `n` equal pods of `p` slots fits when the nodes'
+free slots, each rounded down to whole pods (`free // p`), add up to at least `n`. That is exact for
+equal-size pods, which is what PodGroups of PyTorchJobs and Volcano Jobs are.
 """
 
 from __future__ import annotations
@@ -23,27 +26,61 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from reclaimer.model import Job, Node, PodPhase, Snapshot
+from reclaimer.devices import WHOLE_GPU, slots_by_resource
+from reclaimer.model import Job, Node, Pod, PodPhase, Snapshot
 from reclaimer.policy.settings import VOLCANO_PREEMPTABLE, Policy
 
 _BOUND = frozenset({PodPhase.RUNNING, PodPhase.PENDING})
 
 
+ByNode = Mapping[str, int]
+
+
 @dataclass(frozen=True)
 class Placement:
-    """Where one job's bound pods sit: slots and pod counts per node."""
+    """Where one job's bound pods sit: slots (all resources) and pod counts per node, and the
+    slots per device resource per node (`slots`)."""
 
-    gpus_by_node: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
-    pods_by_node: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    gpus_by_node: ByNode = field(default_factory=lambda: MappingProxyType({}))
+    pods_by_node: ByNode = field(default_factory=lambda: MappingProxyType({}))
     opted_out: bool = False  # some pod carries an opt-out annotation
+    slots: Mapping[str, ByNode] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def gpus(self) -> int:
         return sum(self.gpus_by_node.values())
 
+    @property
+    def resources(self) -> Mapping[str, ByNode]:
+        """Slots per resource per node (all whole GPUs when `slots` was not given)."""
+        return self.slots or {WHOLE_GPU: self.gpus_by_node}
+
+    def on(self, resource: str) -> ByNode:
+        return self.resources.get(resource, {})
+
+
+def node_capacity(node: Node) -> dict[str, int]:
+    """Slots per device resource: what a MIG-enabled node advertises, else GPUs x replicas."""
+    offered = dict(node.mig) if node.mig else {WHOLE_GPU: node.gpus * max(1, node.replicas)}
+    return {r: n for r, n in offered.items() if n > 0}
+
 
 def node_slots(node: Node) -> int:
-    return node.gpus * max(1, node.replicas)
+    return sum(node_capacity(node).values())
+
+
+def pod_slots(pod: Pod) -> dict[str, int]:
+    return slots_by_resource(pod.gpus, pod.mig)
+
+
+def _add(into: dict[str, dict[str, int]], outer: str, inner: str, n: int) -> None:
+    mine = into.setdefault(outer, {})
+    mine[inner] = mine.get(inner, 0) + n
+
+
+def _frozen(nested: Mapping[str, Mapping[str, int]]) -> Mapping[str, ByNode]:
+    frozen = {k: MappingProxyType(dict(sorted(v.items()))) for k, v in nested.items()}
+    return MappingProxyType(frozen)
 
 
 def is_opted_out(annotations: Mapping[str, str], policy: Policy) -> bool:
@@ -65,6 +102,7 @@ def placements(snapshot: Snapshot, policy: Policy) -> dict[str, Placement]:
     stopping = {j.key for j in snapshot.jobs if j.suspended}
     gpus: dict[str, dict[str, int]] = {}
     pods: dict[str, dict[str, int]] = {}
+    slots: dict[str, dict[str, dict[str, int]]] = {}
     opted: set[str] = set()
     for pod in snapshot.pods:
         job = pod.job or owner.get(pod.key)
@@ -72,10 +110,10 @@ def placements(snapshot: Snapshot, policy: Policy) -> dict[str, Placement]:
             continue
         if pod.releasing or job in stopping:
             continue
-        by_node = gpus.setdefault(job, {})
-        by_node[pod.node] = by_node.get(pod.node, 0) + pod.gpus
-        count = pods.setdefault(job, {})
-        count[pod.node] = count.get(pod.node, 0) + 1
+        _add(gpus, job, pod.node, pod.gpus)
+        _add(pods, job, pod.node, 1)
+        for resource, n in pod_slots(pod).items():
+            _add(slots.setdefault(job, {}), resource, pod.node, n)
         if is_opted_out(pod.annotations, policy):
             opted.add(job)
     return {
@@ -83,6 +121,7 @@ def placements(snapshot: Snapshot, policy: Policy) -> dict[str, Placement]:
             MappingProxyType(dict(sorted(gpus[job].items()))),
             MappingProxyType(dict(sorted(pods[job].items()))),
             job in opted,
+            _frozen(slots.get(job, {})),
         )
         for job in sorted(gpus)
     }
@@ -90,11 +129,12 @@ def placements(snapshot: Snapshot, policy: Policy) -> dict[str, Placement]:
 
 @dataclass(frozen=True)
 class Releasing:
-    """Slots held by bound pods on their way out: per node, and per job (pods without a job
-    count on their node only)."""
+    """Slots held by bound pods on their way out: per node, per job (pods without a job count on
+    their node only), and per device resource per node."""
 
-    by_node: Mapping[str, int]
-    by_job: Mapping[str, Mapping[str, int]]
+    by_node: ByNode
+    by_job: Mapping[str, ByNode]
+    by_resource: Mapping[str, ByNode] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def releasing(snapshot: Snapshot) -> Releasing:
@@ -103,6 +143,7 @@ def releasing(snapshot: Snapshot) -> Releasing:
     stopping = {j.key for j in snapshot.jobs if j.suspended}
     by_node: dict[str, int] = {}
     by_job: dict[str, dict[str, int]] = {}
+    by_resource: dict[str, dict[str, int]] = {}
     for pod in snapshot.pods:
         if pod.node is None or pod.phase not in _BOUND or pod.gpus <= 0:
             continue
@@ -110,23 +151,29 @@ def releasing(snapshot: Snapshot) -> Releasing:
         if not (pod.releasing or job in stopping):
             continue
         by_node[pod.node] = by_node.get(pod.node, 0) + pod.gpus
+        for resource, n in pod_slots(pod).items():
+            _add(by_resource, resource, pod.node, n)
         if job is not None:
-            mine = by_job.setdefault(job, {})
-            mine[pod.node] = mine.get(pod.node, 0) + pod.gpus
-    return Releasing(MappingProxyType(by_node), MappingProxyType(by_job))
+            _add(by_job, job, pod.node, pod.gpus)
+    return Releasing(MappingProxyType(by_node), _frozen(by_job), _frozen(by_resource))
 
 
-def free_slots(snapshot: Snapshot) -> dict[str, int]:
-    """Node name -> slots not held by any bound pod.
+def free_slots(snapshot: Snapshot) -> dict[str, dict[str, int]]:
+    """Device resource -> node name -> slots not held by any bound pod.
 
     Negative when pods hold more than the node offers (replicas were just lowered under them):
     freeing such a node's pods first pays back the overdraft.
     """
-    used: dict[str, int] = {}
+    free: dict[str, dict[str, int]] = {}
+    for n in snapshot.nodes:
+        for resource, slots in node_capacity(n).items():
+            free.setdefault(resource, {})[n.name] = slots
+    known = {n.name for n in snapshot.nodes}
     for pod in snapshot.pods:
-        if pod.node is not None and pod.phase in _BOUND:
-            used[pod.node] = used.get(pod.node, 0) + pod.gpus
-    return {n.name: node_slots(n) - used.get(n.name, 0) for n in snapshot.nodes}
+        if pod.node is not None and pod.node in known and pod.phase in _BOUND:
+            for resource, slots in pod_slots(pod).items():
+                _add(free, resource, pod.node, -slots)
+    return free
 
 
 def queue_allocation(jobs: Iterable[Job], where: Mapping[str, Placement]) -> dict[str, float]:
@@ -140,9 +187,10 @@ def queue_allocation(jobs: Iterable[Job], where: Mapping[str, Placement]) -> dic
 
 
 def pod_shape(gpus: int, pods: int) -> tuple[int, int]:
-    """(slots per pod, pod count) for a gang of `gpus` slots over `pods` equal pods."""
+    """(slots per pod, pod count) for a gang of `gpus` slots over `pods` equal pods; a pod takes
+    at least one slot, so that fit checks never divide by zero."""
     count = max(1, pods)
-    return -(-gpus // count), count
+    return max(1, -(-gpus // count)), count
 
 
 class FreeSlots:
@@ -195,6 +243,17 @@ class FreeSlots:
             if count == 0:
                 break
         return taken
+
+
+class FreePool:
+    """Free slots per device resource, each a `FreeSlots` over the nodes."""
+
+    def __init__(self, free: Mapping[str, Mapping[str, int]]) -> None:
+        self._by: dict[str, FreeSlots] = {r: FreeSlots(f) for r, f in free.items()}
+
+    def of(self, resource: str) -> FreeSlots:
+        """The free slots of `resource` (none anywhere when no node offers it)."""
+        return self._by.setdefault(resource, FreeSlots({}))
 
 
 def total_slots(nodes: Iterable[Node]) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from reclaimer.devices import resource_key
 from reclaimer.model import Job, PendingDemand, Reason, Skip
 from reclaimer.plan.capacity import Releasing, pod_shape
 from reclaimer.plan.ledger import Ledger, grant
@@ -75,7 +76,7 @@ def hold_rooms(
             rest.append(d)
             continue
         pod_gpus, pods = pod_shape(d.gpus, d.min_member)
-        fits = ledger.free.fit_count(pod_gpus) >= pods
+        fits = ledger.fits(resource_key(d.gpus, d.mig), pod_gpus, pods)
         if fits:
             grant(d, pod_gpus, pods, ledger)
         else:
@@ -93,7 +94,7 @@ def _held_note(rooms: Sequence[Room], fits: bool, now: float) -> str:
     parts = []
     for r in rooms:
         ago = f" {format_duration(max(0.0, now - r.since))} ago" if r.since is not None else ""
-        parts.append(f"{r.job.key} (stopped{ago}, {r.slots} GPUs still releasing)")
+        parts.append(f"{r.job.key} (stopped{ago}, {r.slots} slots still releasing)")
     tail = "reserved for it" if fits else "no other victim is taken while it is in flight"
     return f"room in flight from {', '.join(parts)}; {tail}"
 
@@ -103,6 +104,6 @@ def _overdue_note(r: Room, now: float, timeout: float) -> str:
     assert r.since is not None
     return (
         f"stopped for {r.pending} {format_duration(max(0.0, now - r.since))} ago, its pods still "
-        f"hold {r.slots} GPUs ({on}) after releaseTimeout {format_duration(timeout)}; "
+        f"hold {r.slots} slots ({on}) after releaseTimeout {format_duration(timeout)}; "
         "not freed twice: check why its pods do not terminate"
     )

@@ -1,24 +1,28 @@
-"""The planning ledger: free slots per node and GPUs per queue, as a cycle plans them."""
+"""The planning ledger: free slots per resource and node, and slots per queue, as a cycle plans
+them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from reclaimer.devices import resource_key
 from reclaimer.model import PendingDemand, Queue, Reason, Skip
-from reclaimer.plan.capacity import FreeSlots, Releasing
+from reclaimer.plan.capacity import FreePool, Releasing
 from reclaimer.plan.victims import Victim
+from reclaimer.standing import QueueStanding
 
 
 @dataclass
 class Ledger:
-    """The cycle's working state: free slots per node and slots per queue, as planned so far.
+    """The cycle's working state: free slots per resource and node and slots per queue, as
+    planned so far.
 
     `free` is future free: slots no bound pod holds plus slots being released (`releasing`), the
     room a stop already under way will give back.
     """
 
-    free: FreeSlots
+    free: FreePool
     allocated: dict[str, float]  # running plus granted to pending jobs this cycle
     running: dict[str, float]  # running now, less what this cycle preempts (for guarantees)
     deserved: Mapping[str, float]
@@ -26,10 +30,14 @@ class Ledger:
     unserved: list[PendingDemand] = field(default_factory=list)
     releasing: Releasing = field(default_factory=lambda: Releasing({}, {}))
 
-    def fits_now(self, pod_gpus: int, pods: int) -> bool:
+    def fits(self, resource: str, pod_gpus: int, pods: int) -> bool:
+        """Whether `pods` pods of `pod_gpus` slots of `resource` fit the (future) free slots."""
+        return self.free.of(resource).fit_count(pod_gpus) >= pods
+
+    def fits_now(self, resource: str, pod_gpus: int, pods: int) -> bool:
         """Whether the pods fit what is free already, releasing slots left out."""
-        less = {n: -g for n, g in self.releasing.by_node.items()}
-        return self.free.fit_count(pod_gpus, less) >= pods
+        less = {n: -g for n, g in self.releasing.by_resource.get(resource, {}).items()}
+        return self.free.of(resource).fit_count(pod_gpus, less) >= pods
 
     def over_capability(self, target: str, queue: str, gpus: int) -> Skip | None:
         """The skip for `target` when `gpus` more slots would take `queue` past its capability."""
@@ -55,13 +63,42 @@ def demand_order(demands: Iterable[PendingDemand], ledger: Ledger) -> list[Pendi
 
 def release(v: Victim, ledger: Ledger) -> None:
     """Book a chosen victim's slots as free and its queue's allocation as gone."""
-    for node, gpus in v.placement.gpus_by_node.items():
-        ledger.free.add(node, gpus)
+    for resource, by_node in v.placement.resources.items():
+        for node, gpus in by_node.items():
+            ledger.free.of(resource).add(node, gpus)
     ledger.allocated[v.job.queue] = ledger.allocated.get(v.job.queue, 0.0) - v.gpus
     ledger.running[v.job.queue] = ledger.running.get(v.job.queue, 0.0) - v.gpus
 
 
 def grant(d: PendingDemand, pod_gpus: int, pods: int, ledger: Ledger) -> None:
     """Reserve `pods` x `pod_gpus` free slots for `d` and count its GPUs to its queue."""
-    ledger.free.reserve(pod_gpus, pods)
+    ledger.free.of(resource_key(d.gpus, d.mig)).reserve(pod_gpus, pods)
     ledger.allocated[d.queue] = ledger.allocated.get(d.queue, 0.0) + d.gpus
+
+
+def standings(ledger: Ledger, demands: Iterable[PendingDemand]) -> tuple[QueueStanding, ...]:
+    """Each queue's share, allocation and waiting demand, by name: read before anything is
+    booked, so it shows what the cycle's decisions started from. Queues that jobs name but the
+    cluster lacks are listed too (`known=False`)."""
+    waiting: dict[str, list[PendingDemand]] = {}
+    for d in demands:
+        waiting.setdefault(d.queue, []).append(d)
+    names = sorted({*ledger.queues, *ledger.allocated, *waiting})
+    out = []
+    for name in names:
+        q = ledger.queues.get(name)
+        asks = waiting.get(name, [])
+        out.append(
+            QueueStanding(
+                queue=name,
+                deserved_gpus=ledger.deserved.get(name, 0.0),
+                allocated_gpus=ledger.allocated.get(name, 0.0),
+                pending_gpus=sum(d.gpus for d in asks),
+                pending_jobs=len(asks),
+                guarantee_gpus=q.guarantee_gpus if q else 0.0,
+                capability_gpus=q.capability_gpus if q else None,
+                reclaimable=q.reclaimable if q else True,
+                known=q is not None,
+            )
+        )
+    return tuple(out)

@@ -31,7 +31,7 @@ from reclaimer.model import (
     Snapshot,
 )
 from reclaimer.plan.capacity import (
-    FreeSlots,
+    FreePool,
     Placement,
     free_slots,
     placements,
@@ -40,7 +40,7 @@ from reclaimer.plan.capacity import (
     total_slots,
 )
 from reclaimer.plan.inflight import hold_rooms, rooms_in_flight
-from reclaimer.plan.ledger import Ledger
+from reclaimer.plan.ledger import Ledger, standings
 from reclaimer.plan.preempt import plan_preemptions
 from reclaimer.plan.reshape import plan_reshapes
 from reclaimer.plan.resume import plan_resumes
@@ -68,6 +68,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
     where = placements(snap, policy)
     demands = _demands(snap)
     ledger = _ledger(snap, where, demands, policy)
+    queues = standings(ledger, demands)
     demands, skips, warnings = hold_rooms(
         demands,
         rooms_in_flight(snap.jobs, ledger.releasing),
@@ -111,7 +112,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         skips += more
     else:
         skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.reshape is false"))
-    return Plan(now, tuple(actions), tuple(skips), tuple(warnings))
+    return Plan(now, tuple(actions), tuple(skips), tuple(warnings), queues)
 
 
 def _ledger(
@@ -123,11 +124,13 @@ def _ledger(
         requests[d.queue] = requests.get(d.queue, 0.0) + d.gpus
     released = releasing(snap)
     free = free_slots(snap)
-    for node, slots in released.by_node.items():
-        if node in free:
-            free[node] += slots
+    for resource, by_node in released.by_resource.items():
+        mine = free.get(resource, {})
+        for node, slots in by_node.items():
+            if node in mine:
+                mine[node] += slots
     return Ledger(
-        free=FreeSlots(free),
+        free=FreePool(free),
         releasing=released,
         allocated=dict(allocated),
         running=dict(allocated),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from reclaimer.devices import amount, count, is_mixed, resource_key
 from reclaimer.model import Action, ActionKind, Evidence, PendingDemand, Reason, Skip
 from reclaimer.plan.capacity import pod_shape
 from reclaimer.plan.ledger import Ledger, demand_order, grant, release
@@ -53,8 +54,12 @@ def plan_preemptions(
             skips.append(why_not)
             continue
         pod_gpus, pods = pod_shape(d.gpus, d.min_member)
-        if ledger.free.fit_count(pod_gpus) >= pods:
-            skips.append(_fits_skip(d, pod_gpus, pods, ledger))
+        resource = resource_key(d.gpus, d.mig)
+        if is_mixed(resource):
+            skips.append(_mixed_skip(d, resource))
+            continue
+        if ledger.fits(resource, pod_gpus, pods):
+            skips.append(_fits_skip(d, resource, pod_gpus, pods, ledger))
             grant(d, pod_gpus, pods, ledger)
             continue
         if now - d.since < after:
@@ -80,12 +85,20 @@ def plan_preemptions(
     return actions, skips
 
 
-def _fits_skip(d: PendingDemand, pod_gpus: int, pods: int, ledger: Ledger) -> Skip:
-    if ledger.fits_now(pod_gpus, pods):
-        return Skip(d.job, Reason.FITS_FREE, f"{pods}x{pod_gpus} GPUs fit free slots")
-    held = sum(ledger.releasing.by_node.values())
-    detail = f"{pods}x{pod_gpus} GPUs fit once the {held} GPUs being released are free"
+def _fits_skip(d: PendingDemand, resource: str, pod_gpus: int, pods: int, ledger: Ledger) -> Skip:
+    shape = f"{pods}x{amount(pod_gpus, resource)}"
+    if ledger.fits_now(resource, pod_gpus, pods):
+        return Skip(d.job, Reason.FITS_FREE, f"{shape} fit free slots")
+    held = sum(ledger.releasing.by_resource.get(resource, {}).values())
+    detail = f"{shape} fit once the {amount(held, resource)} being released are free"
     return Skip(d.job, Reason.ROOM_IN_FLIGHT, detail)
+
+
+def _mixed_skip(d: PendingDemand, resource: str) -> Skip:
+    """A gang asking for several device resources: the fit rule is per resource, so no room is
+    made for it (the scheduler still places it where all of them are free)."""
+    detail = f"asks for {resource.replace('+', ' and ')}: room is made for one device resource"
+    return Skip(d.job, Reason.NO_FIT, detail)
 
 
 def _queue_refuses(d: PendingDemand, ledger: Ledger) -> Skip | None:
@@ -105,13 +118,17 @@ def _waited_briefly(d: PendingDemand, now: float, after: float) -> Skip:
 def _preempt_action(v: Victim, d: PendingDemand, ledger: Ledger, waited: float) -> Action:
     allocated = ledger.allocated.get(d.queue, 0.0)
     deserved = ledger.deserved.get(d.queue, 0.0)
-    on = ", ".join(f"{n}:{g}" for n, g in v.placement.gpus_by_node.items())
+    freed = "; ".join(
+        f"{amount(sum(by_node.values()), r)} ({', '.join(f'{n}:{g}' for n, g in by_node.items())})"
+        for r, by_node in v.placement.resources.items()
+    )
     why = idle_note(v)
     if not v.idle:
         why = f"{v.busy_note}, taken because {d.job} has waited {format_duration(waited)}"
     detail = (
-        f"{why}; frees {v.gpus} GPUs ({on}) for {d.job} "
-        f"({d.gpus} GPUs, {d.min_member} pods) in {d.queue} at {allocated:g}/{deserved:g}; "
+        f"{why}; frees {freed} for {d.job} "
+        f"({amount(d.gpus, resource_key(d.gpus, d.mig))}, {count(d.min_member, 'pods')}) "
+        f"in {d.queue} at {allocated:g}/{deserved:g}; "
         f"loses {format_duration(v.work_lost_seconds)} of work"
     )
     return Action(

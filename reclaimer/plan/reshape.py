@@ -1,17 +1,19 @@
 """Reshape planning: tune time-slice replicas per node from measured load and workload classes.
 
-Only nodes already time-sliced (`replicas >= 2`) are managed; whole-GPU nodes are left as they
-are. A node's ceiling is `timeSlicing.maxReplicas`, lowered by the most restrictive workload class
-running there (a class allows floor(overcommit / gpuShare) replicas; pods are matched to a class
-by `timeSlicing.classLabel`), never below 2; its memory limit is the lowest of
+Only nodes already time-sliced (`replicas >= 2`) are managed; whole-GPU nodes are left as they are,
+and so is a MIG-enabled node (one advertising MIG instances, `Node.mig`): it is skipped
+`MigEnabled`, since its time-slicing config shares MIG instances whose utilization the GPU's device
+metrics do not give. A node's ceiling is `timeSlicing.maxReplicas`, lowered by the most restrictive
+workload class running there (a class allows floor(overcommit / gpuShare) replicas; pods are matched
+to a class by `timeSlicing.classLabel`), never below 2; its memory limit is the lowest of
 `memoryPressureAbove` and the classes' `maxMemory`. Load is the mean utilization over the node's
-GPUs and the fullest GPU's memory fill, since every GPU gets the same replica count. In order:
-above the ceiling -> lower to it; memory at or over its limit -> lower until the projected fill
-(fill scaled by new/old replicas, as each replica holds its own memory) is under the limit;
-utilization at or over `saturatedAbove` -> one replica less; utilization at or under
-`underusedBelow` -> raise to the most replicas whose projected utilization stays at the middle of
-the band and projected memory under the limit. A node changes at most once per node cool-down,
-and only when the count actually changes.
+GPUs and the fullest GPU's memory fill, since every GPU gets the same replica count. In order: above
+the ceiling -> lower to it; memory at or over its limit -> lower until the projected fill (fill
+scaled by new/old replicas, as each replica holds its own memory) is under the limit; utilization at
+or over `saturatedAbove` -> one replica less; utilization at or under `underusedBelow` -> raise to
+the most replicas whose projected utilization stays at the middle of the band and projected memory
+under the limit. A node changes at most once per node cool-down, and only when the count actually
+changes.
 
 A reshape takes two cycles: the actuator first writes the new config key, and relabels the node
 only once the kubelet has had time to project the key into the device plugin's volume
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from reclaimer.devices import count
 from reclaimer.model import Action, ActionKind, Evidence, Node, Pod, Reason, Skip
 from reclaimer.policy.settings import TimeSlicing
 from reclaimer.units import format_duration
@@ -46,6 +49,9 @@ def plan_reshapes(
     for node in nodes:
         if node.replicas < MIN_REPLICAS or node.gpus <= 0:
             continue
+        if node.mig:
+            skips.append(_mig_skip(node))
+            continue
         node_classes = sorted(set(node.workload_classes) | classes.get(node.name, set()))
         verdict = _decide(node, node_classes, ts, now, last_actions.get(node.name))
         if isinstance(verdict, Action) and len(actions) >= max_per_cycle:
@@ -55,6 +61,12 @@ def plan_reshapes(
         else:
             skips.append(verdict)
     return actions, skips
+
+
+def _mig_skip(node: Node) -> Skip:
+    offered = ", ".join(f"{r}: {n}" for r, n in sorted(node.mig.items()))
+    why = f"MIG-enabled ({offered}): reshape leaves MIG GPUs alone"
+    return Skip(node.name, Reason.MIG_ENABLED, why)
 
 
 def _classes_by_node(pods: Sequence[Pod], label: str) -> dict[str, set[str]]:
@@ -114,7 +126,9 @@ def _decide(
         target, reason = max(ok, default=r), Reason.NODE_UNDERUSED
     if target > r and len(node.gpu_stats) < node.gpus:  # an unreadable GPU is not underused
         seen = len(node.gpu_stats)
-        why = f"would raise {r} -> {target}, but only {seen} of {node.gpus} GPUs have stats"
+        why = (
+            f"would raise {r} -> {target}, but only {seen} of {count(node.gpus, 'GPUs')} have stats"
+        )
         return Skip(node.name, Reason.NO_METRICS, why)
     if target == r:
         held = "" if reason is Reason.NO_CHANGE else f" ({reason.value}, but already at the bound)"
@@ -123,7 +137,9 @@ def _decide(
         kind=ActionKind.RESHAPE,
         target=node.name,
         reason=reason,
-        evidence=Evidence(detail=f"{r} -> {target} replicas; {load}; {len(node.gpu_stats)} GPUs"),
+        evidence=Evidence(
+            detail=f"{r} -> {target} replicas; {load}; {count(len(node.gpu_stats), 'GPUs')}"
+        ),
         from_replicas=r,
         to_replicas=target,
     )

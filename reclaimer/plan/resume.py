@@ -6,16 +6,19 @@ cycle's pending jobs have been granted theirs. Jobs the reclaimer suspended
 releasing their GPUs has not finished stopping and stays as it is. One is resumed when the
 reclaimer has left it alone for the job cool-down, no starved pending job still waits for room
 (one that could fit the cluster at all; while one waits, free slots are its to take), its queue
-stays within capability, and the whole job fits the free slots node by node; at most
-`maxResumesPerCycle` per cycle. Its slots are then reserved so the next resume counts them.
+stays within capability, and the whole job fits the free slots node by node, of each device
+resource its pods ask for (a job asking for several is checked resource by resource: the
+scheduler still needs a node with all of them); at most `maxResumesPerCycle` per cycle. Its slots
+are then reserved so the next resume counts them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from reclaimer.devices import amount, resource_key, slots_by_resource
 from reclaimer.model import Action, ActionKind, Evidence, Job, Node, Reason, Skip
-from reclaimer.plan.capacity import FreeSlots, node_slots, pod_shape
+from reclaimer.plan.capacity import FreePool, node_capacity, pod_shape
 from reclaimer.plan.ledger import Ledger
 from reclaimer.policy.settings import Policy
 from reclaimer.units import format_duration
@@ -45,8 +48,10 @@ def plan_resumes(
         if skip is not None:
             skips.append(skip)
             continue
-        pod_gpus, pods = _shape(job)
-        taken = ledger.free.reserve(pod_gpus, pods)
+        taken: dict[str, int] = {}
+        for resource, (pod_gpus, pods) in _shapes(job).items():
+            for node, n in ledger.free.of(resource).reserve(pod_gpus, pods).items():
+                taken[node] = taken.get(node, 0) + n
         ledger.allocated[job.queue] = ledger.allocated.get(job.queue, 0.0) + job.gpus
         since = last_actions.get(job.key)
         ago = f"suspended {format_duration(now - since)} ago; " if since is not None else ""
@@ -64,17 +69,23 @@ def plan_resumes(
     return actions, skips
 
 
-def _shape(job: Job) -> tuple[int, int]:
-    return pod_shape(job.gpus, len(job.pods) or job.min_member)
+def _shapes(job: Job) -> dict[str, tuple[int, int]]:
+    """(slots per pod, pods) per device resource the job's pods ask for."""
+    pods = len(job.pods) or job.min_member
+    return {r: pod_shape(n, pods) for r, n in slots_by_resource(job.gpus, job.mig).items()}
 
 
 def _still_waiting(ledger: Ledger, nodes: Sequence[Node]) -> list[str]:
     """Unserved starved pending jobs that would fit the cluster if it were empty."""
-    capacity = FreeSlots({n.name: node_slots(n) for n in nodes})
+    offered: dict[str, dict[str, int]] = {}
+    for n in nodes:
+        for resource, slots in node_capacity(n).items():
+            offered.setdefault(resource, {})[n.name] = slots
+    capacity = FreePool(offered)
     out = []
     for d in ledger.unserved:
         pod_gpus, pods = pod_shape(d.gpus, d.min_member)
-        if capacity.fit_count(pod_gpus) >= pods:
+        if capacity.of(resource_key(d.gpus, d.mig)).fit_count(pod_gpus) >= pods:
             out.append(d.job)
     return out
 
@@ -91,7 +102,7 @@ def _hold(
     """Why `job` stays suspended this cycle, or None to resume it."""
     held = ledger.releasing.by_job.get(job.key)
     if held:
-        why = f"still stopping: its pods hold {sum(held.values())} GPUs until they are gone"
+        why = f"still stopping: its pods hold {sum(held.values())} slots until they are gone"
         return Skip(job.key, Reason.ROOM_IN_FLIGHT, why)
     if last_action is not None and now - last_action < policy.job_cooldown_seconds:
         ago = format_duration(max(now - last_action, 0.0))
@@ -102,7 +113,10 @@ def _hold(
     capped = ledger.over_capability(job.key, job.queue, job.gpus)
     if capped is not None:
         return capped
-    pod_gpus, pods = _shape(job)
-    if job.gpus <= 0 or ledger.free.fit_count(pod_gpus) < pods:
-        return Skip(job.key, Reason.NO_FIT, f"{pods}x{pod_gpus} GPUs do not fit free slots")
+    for resource, (pod_gpus, pods) in _shapes(job).items():
+        if not ledger.fits(resource, pod_gpus, pods):
+            why = f"{pods}x{amount(pod_gpus, resource)} do not fit free slots"
+            return Skip(job.key, Reason.NO_FIT, why)
+    if job.gpus <= 0:
+        return Skip(job.key, Reason.NO_FIT, "holds no GPU slots")
     return None

@@ -1,5 +1,9 @@
 """Victim search: the fewest, most confidently idle victims whose freed slots fit a pending gang.
 
+Only slots of the device resource the gang asks for count (`reclaimer.devices`): a victim holding
+none of them is no candidate for it, so a MIG instance is never freed for a whole-GPU job, nor an
+instance of one profile for a job asking another.
+
 Selection is greedy on pods gained per node (`free // pod_size`), each victim's gain capped at
 what is still missing so that among victims that would each suffice the most confidently idle
 wins; then victims the fit no longer needs are dropped again, which keeps the set small.
@@ -12,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from reclaimer.devices import resource_key
 from reclaimer.forecast import wording
 from reclaimer.model import PendingDemand, Reason, Skip
 from reclaimer.plan.capacity import FreeSlots, pod_shape
@@ -32,7 +37,7 @@ class Memo:
     their slots were never in its pool, so everything known about that queue is forgotten.
     """
 
-    no_room: dict[tuple[str, int, int, bool], Skip] = field(default_factory=dict)
+    no_room: dict[tuple[str, str, int, int, bool], Skip] = field(default_factory=dict)
     pools: dict[tuple[str, bool], list[Victim]] = field(default_factory=dict)
     stale: set[tuple[str, bool]] = field(default_factory=set)
 
@@ -55,7 +60,8 @@ class Search:
     def find(self, d: PendingDemand, victims: Sequence[Victim], busy: bool) -> list[Victim] | Skip:
         """Victims to preempt for `d`, or the skip saying why none make room."""
         pod_gpus, pods = pod_shape(d.gpus, d.min_member)
-        shape = (d.queue, pod_gpus, pods, busy)
+        resource = resource_key(d.gpus, d.mig)
+        shape = (d.queue, resource, pod_gpus, pods, busy)
         if shape in self.memo.no_room:
             return replace(self.memo.no_room[shape], target=d.job)
         key = (d.queue, busy)
@@ -72,9 +78,11 @@ class Search:
             )
             self.memo.pools[key] = known
             self.memo.stale.discard(key)
-        picked = _pick(known, self.ledger.free, pod_gpus, pods, self.budget)
+        holding = [v for v in known if v.placement.on(resource)]
+        free = self.ledger.free.of(resource)
+        picked = _pick(holding, _Bins(free, resource), pod_gpus, pods, self.budget)
         if picked is None:
-            self.memo.no_room[shape] = _unserved_skip(d, known, self.budget, busy)
+            self.memo.no_room[shape] = _unserved_skip(d, holding, self.budget, busy)
             return self.memo.no_room[shape]
         return picked
 
@@ -114,22 +122,31 @@ def _pool(
     return pool
 
 
-def _gain(v: Victim, free: FreeSlots, extra: Mapping[str, int], pod_gpus: int) -> int:
+@dataclass(frozen=True)
+class _Bins:
+    """The free slots of the resource searched for, and which resource that is."""
+
+    free: FreeSlots
+    resource: str
+
+
+def _gain(v: Victim, bins: _Bins, extra: Mapping[str, int], pod_gpus: int) -> int:
     gain = 0
-    for node, gpus in v.placement.gpus_by_node.items():
-        before = free.get(node) + extra.get(node, 0)
+    for node, gpus in v.placement.on(bins.resource).items():
+        before = bins.free.get(node) + extra.get(node, 0)
         gain += max(0, before + gpus) // pod_gpus - max(0, before) // pod_gpus
     return gain
 
 
 def _pick(
-    pool: Sequence[Victim], free: FreeSlots, pod_gpus: int, pods: int, budget: Budget
+    pool: Sequence[Victim], bins: _Bins, pod_gpus: int, pods: int, budget: Budget
 ) -> list[Victim] | None:
     """Fewest, most confidently idle victims whose freed slots fit `pods` x `pod_gpus`."""
+    free = bins.free
     missing = pods - free.fit_count(pod_gpus)
-    if not pool or free.fit_count(pod_gpus, _freed(pool)) < pods:
+    if not pool or free.fit_count(pod_gpus, _freed(pool, bins.resource)) < pods:
         return None  # even every usable victim together would not do
-    gains = [(min(_gain(v, free, {}, pod_gpus), missing), v) for v in pool]
+    gains = [(min(_gain(v, bins, {}, pod_gpus), missing), v) for v in pool]
     first = [v for g, v in sorted(gains, key=lambda gv: (-gv[0], gv[1].rank)) if g > 0]
     # Victims that free less than a pod alone can still complete one together: try them last.
     rest = [v for g, v in gains if g <= 0]
@@ -140,33 +157,33 @@ def _pick(
     for v in first + rest:
         if missing <= 0:
             break
-        gain = _gain(v, free, extra, pod_gpus)
+        gain = _gain(v, bins, extra, pod_gpus)
         if (gain <= 0 and v.key in alone) or trial.blocker(v) is not None:
             continue
         picked.append(v)
         trial.take(v)
         missing -= gain
-        for node, gpus in v.placement.gpus_by_node.items():
+        for node, gpus in v.placement.on(bins.resource).items():
             extra[node] = extra.get(node, 0) + gpus
     if missing > 0:
         return None
-    return _prune(picked, free, pod_gpus, pods)
+    return _prune(picked, bins, pod_gpus, pods)
 
 
-def _freed(victims: Iterable[Victim]) -> dict[str, int]:
+def _freed(victims: Iterable[Victim], resource: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for v in victims:
-        for node, gpus in v.placement.gpus_by_node.items():
+        for node, gpus in v.placement.on(resource).items():
             out[node] = out.get(node, 0) + gpus
     return out
 
 
-def _prune(picked: list[Victim], free: FreeSlots, pod_gpus: int, pods: int) -> list[Victim]:
+def _prune(picked: list[Victim], bins: _Bins, pod_gpus: int, pods: int) -> list[Victim]:
     """Drop victims (least preferred first) the fit does not need."""
     kept = list(picked)
     for v in sorted(picked, key=lambda x: x.rank, reverse=True):
         rest = [k for k in kept if k is not v]
-        if free.fit_count(pod_gpus, _freed(rest)) >= pods:
+        if bins.free.fit_count(pod_gpus, _freed(rest, bins.resource)) >= pods:
             kept = rest
     return kept
 
@@ -175,11 +192,12 @@ def _unserved_skip(d: PendingDemand, pool: Sequence[Victim], budget: Budget, bus
     if budget.exhausted():
         return Skip(d.job, Reason.LIMIT_REACHED, "cycle's preemption budget is spent")
     pod_gpus, pods = pod_shape(d.gpus, d.min_member)
+    resource = resource_key(d.gpus, d.mig)
     usable = "usable job(s), idle or busy" if busy else "usable idle job(s)"
     return Skip(
         d.job,
         Reason.NO_FIT,
-        f"{pods}x{pod_gpus} GPUs do not fit free slots plus {len(pool)} {usable}",
+        f"{pods}x{pod_gpus} {resource} do not fit free slots plus {len(pool)} {usable} holding it",
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from reclaimer.devices import count
 from reclaimer.model import Action, Evidence, Forecast, Plan, Skip
 
 _HEADERS = ("ACTION", "TARGET", "REASON", "EVIDENCE")
@@ -59,6 +60,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "actions": [action_to_dict(a) for a in plan.actions],
         "skipped": [skip_to_dict(s) for s in plan.skipped],
         "warnings": [skip_to_dict(s) for s in plan.warnings],
+        "queues": [asdict(q) for q in plan.queues],
         "summary": {
             "actions": dict(sorted(Counter(a.kind.value for a in plan.actions).items())),
             "gpus_freed": sum(a.evidence.gpus_freed for a in plan.actions),
@@ -73,7 +75,7 @@ def action_rows(actions: Sequence[Action]) -> list[tuple[str, str, str, str]]:
         ev = a.evidence
         parts = [ev.detail] if ev.detail else []
         if not ev.detail and ev.gpus_freed:
-            parts.append(f"frees {ev.gpus_freed} GPUs")
+            parts.append(f"frees {count(ev.gpus_freed, 'slots')}")
         if not ev.detail and ev.for_pending:
             parts.append(f"for {ev.for_pending}")
         rows.append((a.kind.value, a.target, a.reason.value, "; ".join(parts)))
@@ -86,18 +88,24 @@ def render_plan(plan: Plan, *, examples: int = 3, width: int = 160) -> str:
     lines += [f"WARNING {w.reason.value} {w.target}: {w.detail}" for w in plan.warnings]
     if plan.actions:
         lines += _table([_HEADERS, *action_rows(plan.actions)], width)
-    by_reason: dict[str, list[Skip]] = {}
-    for s in plan.skipped:
-        by_reason.setdefault(s.reason.value, []).append(s)
-    if by_reason:
+    groups = skips_by_reason(plan.skipped)
+    if groups:
         lines.append(f"skipped {len(plan.skipped)} candidate(s):")
         rows: list[tuple[str, ...]] = [("REASON", "COUNT", "EXAMPLES")]
-        for reason, group in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        for reason, group in groups:
             shown = "; ".join(_skip_text(s) for s in group[:examples])
             more = f" (+{len(group) - examples} more)" if len(group) > examples else ""
             rows.append((reason, str(len(group)), shown + more))
         lines += _table(rows, width)
     return "\n".join(lines)
+
+
+def skips_by_reason(skips: Sequence[Skip]) -> list[tuple[str, list[Skip]]]:
+    """Skips grouped by reason, the largest group first (then by reason), plan order within."""
+    by_reason: dict[str, list[Skip]] = {}
+    for s in skips:
+        by_reason.setdefault(s.reason.value, []).append(s)
+    return sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))
 
 
 def _skip_text(skip: Skip) -> str:

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from reclaimer.devices import count
 from reclaimer.forecast import wording
 from reclaimer.kube import operations as ops
 from reclaimer.kube import reshaping
@@ -93,7 +94,7 @@ def describe(action: Action, dry_run: bool) -> str:
     if ev.for_queue:
         parts.append(f"queue {ev.for_queue}")
     if ev.gpus_freed:
-        parts.append(f"frees {ev.gpus_freed} GPU(s)")
+        parts.append(f"frees {count(ev.gpus_freed, 'slots')}")
     if action.kind is ActionKind.RESHAPE:
         parts.append(f"replicas {action.from_replicas} -> {action.to_replicas}")
     if ev.detail:

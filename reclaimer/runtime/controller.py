@@ -21,7 +21,6 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from enum import StrEnum
 from types import MappingProxyType
 from typing import Protocol
 
@@ -46,7 +45,9 @@ from reclaimer.policy.settings import Policy
 from reclaimer.prometheus.client import PromClient
 from reclaimer.prometheus.history import HistoryParams, MetricsSource
 from reclaimer.prometheus.reads import MetricsRead, MetricsUnavailable, probe_recorded, read_metrics
-from reclaimer.report.fleet import FleetSummary, summarize
+from reclaimer.report.cycle import CycleReport, CycleResult
+from reclaimer.report.fleet import summarize
+from reclaimer.report.usage import recent_usage
 from reclaimer.runtime.telemetry import ReclaimerMetrics
 
 log = logging.getLogger("gpu_reclaimer.controller")
@@ -61,27 +62,6 @@ class Applier(Protocol):
     def apply(self, plan: Plan, view: ClusterView) -> Sequence[ActionResult]: ...
 
     def warn(self, warnings: Sequence[Skip], view: ClusterView) -> int: ...
-
-
-class CycleResult(StrEnum):
-    SUCCESS = "success"
-    SKIPPED = "skipped"
-    ERROR = "error"
-
-
-@dataclass(frozen=True)
-class CycleReport:
-    result: CycleResult
-    at: float
-    duration: float
-    message: str
-    plan: Plan | None = None
-    quality: DataQuality | None = None
-    summary: FleetSummary | None = None
-    forecasts: Mapping[str, Forecast] = field(default_factory=lambda: MappingProxyType({}))
-    outcomes: tuple[ActionResult, ...] = ()  # the actuator's results, in plan order
-    acted: bool = False  # the plan reached the actuator
-    requests: int = 0  # Prometheus requests this cycle
 
 
 @dataclass(frozen=True)
@@ -114,7 +94,7 @@ def gate(plan: Plan, quality: DataQuality, now: float, policy: Policy) -> tuple[
         return plan, None
     why = stop.detail
     skips = tuple(Skip(a.target, stop.reason, f"{a.kind} withheld: {why}") for a in plan.actions)
-    return Plan(plan.created_at, (), plan.skipped + skips, plan.warnings), why
+    return replace(plan, actions=(), skipped=plan.skipped + skips), why
 
 
 class Controller:
@@ -224,9 +204,10 @@ class Controller:
         self._count_reclaimed(view, now)
         stats_window = self._config.history.stats_window
         summary = summarize(view, read.pods, now, stats_window, self._policy.threshold)
+        usage = recent_usage(view, read.history, read.unknown, now)
         return CycleReport(
             result, now, 0.0, message, plan, snapshot.quality, summary, forecasts, outcomes,
-            acted, read.requests,
+            acted, read.requests, usage,
         )  # fmt: skip
 
     async def _warn(self, plan: Plan, view: ClusterView) -> None:

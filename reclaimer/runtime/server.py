@@ -1,10 +1,12 @@
-"""The controller's HTTP face: `/metrics`, `/plan`, `/healthz`, `/readyz` (aiohttp).
+"""The controller's HTTP face: `/` (status page), `/metrics`, `/plan`, `/healthz`, `/readyz`.
 
 Handlers only read what the last cycle left behind (`Controller.last`, the metrics registry);
 they never query Prometheus or Kubernetes, so a scrape can neither slow a cycle nor be slowed by
 one. `/plan` is the operator's view: the cycle's result and data quality, the fleet summary, every
 planned action with its reason and evidence, every skipped candidate with its reason, and what the
-actuator answered. `/readyz` turns 200 after the first cycle that completed (success or skipped).
+actuator answered. `/` is the same for people: an HTML page (`reclaimer.report.status.page`),
+rendered once per cycle report and served with its strict security headers. `/readyz` turns
+200 after the first cycle that completed (success or skipped).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from reclaimer.report.cycle import CycleReport
 from reclaimer.report.plan_table import forecast_to_dict, plan_to_dict
-from reclaimer.runtime.controller import Controller, CycleReport
+from reclaimer.report.status.page import render_page, security_headers
+from reclaimer.runtime.controller import Controller
 from reclaimer.runtime.telemetry import ReclaimerMetrics
 
 
@@ -74,6 +78,20 @@ def make_app(controller: Controller, metrics: ReclaimerMetrics, dry_run: bool) -
         text = json.dumps(report_dict(controller.last, dry_run), indent=2, allow_nan=False)
         return web.Response(text=text, content_type="application/json")
 
+    # The page for the report it was rendered from (held, so `is` cannot match a newer one).
+    page: list[tuple[CycleReport | None, bytes]] = []
+
+    async def status_page(_: web.Request) -> web.Response:
+        report = controller.last
+        if not page or page[0][0] is not report:
+            page[:] = [(report, render_page(report, dry_run=dry_run).encode("utf-8"))]
+        return web.Response(
+            body=page[0][1],
+            content_type="text/html",
+            charset="utf-8",
+            headers=security_headers(),
+        )
+
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok\n")
 
@@ -83,6 +101,7 @@ def make_app(controller: Controller, metrics: ReclaimerMetrics, dry_run: bool) -
         return web.Response(status=503, text="no completed cycle yet\n")
 
     app = web.Application()
+    app.router.add_get("/", status_page)
     app.router.add_get("/metrics", metrics_handler)
     app.router.add_get("/plan", plan_handler)
     app.router.add_get("/healthz", healthz)

@@ -77,6 +77,7 @@ class Event:
     progress: float
     lost_seconds: float = 0.0  # PREEMPTED: the work it must do again
     suspended: bool = False  # PREEMPTED: held by the reclaimer (else re-queued at once)
+    wrongful: bool = False  # PREEMPTED: busy again within the horizon (`sim_results`)
 
 
 def default_shares(jobs: Jobs, reclaimable: frozenset[str]) -> dict[str, float]:
@@ -216,7 +217,7 @@ class Replay:
         self.epoch[job] += 1
         self.last_actions[self.keys[job]] = now
         if self.on_event is not None:
-            self.on_event(Event(EventKind.PREEMPTED, now, job, progress, lost, suspend))
+            self.on_event(Event(EventKind.PREEMPTED, now, job, progress, lost, suspend, wrongful))
         if suspend:
             self.suspended[job] = now
             self.pending_since[job] = now

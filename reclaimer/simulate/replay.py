@@ -10,13 +10,16 @@ events carry the run's epoch, so a preempted run's completion is ignored. The re
 the trace does (the last arrival + runtime): runs still going are cut there, and the waits of
 queued and suspended jobs are censored.
 
-Pure and deterministic for given inputs and seed (the seed only picks utilization profiles).
+Pure and deterministic for given inputs and seed (the seed only picks utilization profiles, for
+the jobs that have none of their own: `simulate.usage`). A pod list that flags its queues
+reclaimable (`trace.Jobs.reclaimable`) replaces the settings' reclaimable queues.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from dataclasses import replace
 
 from reclaimer.simulate.jobs import (
     ARRIVE,
@@ -33,7 +36,7 @@ from reclaimer.simulate.ticks import tick, wants_tick
 from reclaimer.simulate.trace import Jobs, Nodes, Profiles
 from reclaimer.simulate.usage import assign_usage
 
-__all__ = ["SimSettings", "simulate"]
+__all__ = ["SimSettings", "replay_result", "replay_span", "run_replay", "simulate"]
 
 
 def simulate(
@@ -51,6 +54,46 @@ def simulate(
     `on_progress` gets the fraction of the trace replayed now and then; `on_event` every change
     of a job's state (`sim_replay.Event`), for tracing a replay job by job.
     """
+    replay = run_replay(
+        jobs, nodes, profiles, settings, planner=planner, on_progress=on_progress, on_event=on_event
+    )
+    return replay_result(replay)
+
+
+def replay_result(replay: Replay) -> SimResult:
+    """What a finished replay measured."""
+    begin, end = replay_span(replay.jobs)
+    gpus = float(replay.nodes.gpus.sum())
+    strategy = replay.settings.strategy.value
+    return result_of(
+        strategy,
+        replay.tally,
+        gpus,
+        end - begin,
+        replay.guaranteed,
+        own_utilization_jobs=replay.usage.own,
+    )
+
+
+def replay_span(jobs: Jobs) -> tuple[float, float]:
+    """The replay runs from the first arrival to the end of the trace (last arrival + runtime)."""
+    return float(jobs.arrival.min()), float((jobs.arrival + jobs.runtime).max())
+
+
+def run_replay(
+    jobs: Jobs,
+    nodes: Nodes,
+    profiles: Profiles,
+    settings: SimSettings,
+    *,
+    planner: ReplayPlanner | None = None,
+    on_progress: Callable[[float], None] | None = None,
+    on_event: Callable[[Event], None] | None = None,
+) -> Replay:
+    """`simulate`'s replay, returned whole once done (its usage, tally and queues), for callers
+    that measure more than `SimResult` (the report's timeline)."""
+    if jobs.reclaimable is not None:  # the pod list says which queues are reclaimable
+        settings = replace(settings, reclaimable=jobs.reclaimable)
     horizon = planner.horizon_seconds if planner else DEFAULT_POLICY.horizon_seconds
     threshold = planner.threshold if planner else DEFAULT_POLICY.threshold
     usage = assign_usage(
@@ -60,6 +103,7 @@ def simulate(
         settings.idle_window_seconds,
         horizon,
         threshold=threshold,
+        job_names=jobs.names,
     )
     replay = Replay(jobs, nodes, usage, settings, planner)
     replay.on_event = on_event
@@ -67,12 +111,10 @@ def simulate(
         if replay.cluster.fits_anywhere_empty(int(jobs.num_gpu[j]), int(jobs.milli[j])):
             replay.heap.append((float(jobs.arrival[j]), ARRIVE, j, 0))
     heapq.heapify(replay.heap)
-    begin = float(jobs.arrival.min())
-    end = float((jobs.arrival + jobs.runtime).max())
+    begin, end = replay_span(jobs)
     _run_events(replay, end, on_progress, begin)
     _close(replay, end)
-    gpus = float(nodes.gpus.sum())
-    return result_of(settings.strategy.value, replay.tally, gpus, end - begin, replay.guaranteed)
+    return replay
 
 
 def _run_events(

@@ -10,7 +10,8 @@ A preemption is wrongful when the victim would have reached the idle threshold a
 forecast horizon after the preemption point (read from its own profile); it is guaranteed when
 the victim's queue is not reclaimable (every policy must keep that at zero). Lost GPU-hours are
 the GPUs x seconds of work (time at or above the idle threshold) since the victim's last
-checkpoint (or start): what it must do again.
+checkpoint (or start): what it must do again. `own_utilization_jobs` counts the jobs that
+replayed their own measured utilization (an `export-history` trace) rather than a drawn profile.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ JSON_KEYS = (
     "wrongful_preemptions",
     "guaranteed_preemptions",
     "lost_gpu_hours",
+    "own_utilization_jobs",
     "wall_seconds",
 )
 
@@ -78,6 +80,7 @@ class SimResult:
     wrongful_preemptions: int
     guaranteed_preemptions: int
     lost_gpu_hours: float
+    own_utilization_jobs: int = 0  # jobs that replayed their own measured utilization
     wall_seconds: float = 0.0
 
     def to_json(self) -> dict[str, object]:
@@ -103,6 +106,8 @@ def result_of(
     capacity_gpus: float,
     span_seconds: float,
     guaranteed: frozenset[str],
+    *,
+    own_utilization_jobs: int = 0,
 ) -> SimResult:
     capacity = capacity_gpus * span_seconds / 3600.0
     allocated = tally.allocated_gpu_s / 3600.0
@@ -121,4 +126,5 @@ def result_of(
         wrongful_preemptions=tally.wrongful,
         guaranteed_preemptions=tally.guaranteed,
         lost_gpu_hours=round(tally.lost_gpu_s / 3600.0, 2),
+        own_utilization_jobs=own_utilization_jobs,
     )

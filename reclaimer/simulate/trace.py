@@ -4,14 +4,18 @@
 that arrives at `creation_time` and needs `deletion_time - scheduled_time` seconds of running. A
 pod asks for `num_gpu` whole GPUs, or, when `gpu_milli` < 1000, that share of one GPU (a
 GPU-sharing pod). Its queue is its `qos`, lower-cased (`be`, `ls`, `burstable`, `guaranteed`).
+An optional `reclaimable` column (`true`/`false`, what `export-history` writes from the Volcano
+queues) says which queues are reclaimable; without it the replay's default (`be`) holds.
 
 `parse_nodes` keeps `capacity_scale` of the nodes of each GPU count (at least one node of the
 largest count, so every pod that fits the real cluster still fits), in file order.
 
 `parse_profiles` turns an alibaba-gentd26 utilization CSV (percent, one sample every ~57 s per
 pod) into regular profiles of ratios 0..1 on the median sample step; gaps are filled with the
-previous value and profiles shorter than `MIN_PROFILE_SAMPLES` are dropped. Profiles are stored
-flat (`values`, with `starts`/`lengths` per profile) so lookups are vectorized numpy indexing.
+previous value. Each profile keeps its pod's name (`container_ip`): a job of the same name replays
+it as its own (`simulate.usage`); only profiles of `MIN_PROFILE_SAMPLES` or more are drawn for the
+other jobs (all of them when none is that long). Profiles are stored flat (`values`, with
+`starts`/`lengths` per profile) so lookups are vectorized numpy indexing.
 Parsing is pure; only the `read_*` functions touch files.
 """
 
@@ -48,6 +52,7 @@ class Jobs:
     milli: IntArray  # milli-GPU per GPU: 1000 for whole GPUs, < 1000 for sharing pods
     arrival: FloatArray
     runtime: FloatArray
+    reclaimable: frozenset[str] | None = None  # queues the pod list flags reclaimable, if it says
 
     @property
     def gpus(self) -> FloatArray:
@@ -68,6 +73,14 @@ class Profiles:
     starts: IntArray
     lengths: IntArray
     step: float  # seconds between samples
+    names: tuple[str, ...] = ()  # per profile, the pod it was measured on
+    pool: IntArray | None = None  # profiles drawn for jobs without their own (None: all)
+
+    def drawable(self) -> IntArray:
+        """Indices of the profiles a job without its own may be given."""
+        if self.pool is None:
+            return np.arange(len(self.lengths), dtype=np.int64)
+        return self.pool
 
 
 def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
@@ -106,14 +119,30 @@ def parse_pods(frame: pd.DataFrame) -> Jobs:
     if (runtime < 0).any():
         raise TraceError(f"{what}: deletion_time before scheduled_time")
     order = np.lexsort((frame["name"].astype(str).to_numpy(), created))
+    queues = frame["qos"].astype(str).str.lower()
     return Jobs(
         names=tuple(frame["name"].astype(str).to_numpy()[order]),
-        queues=tuple(frame["qos"].astype(str).str.lower().to_numpy()[order]),
+        queues=tuple(queues.to_numpy()[order]),
         num_gpu=num[order],
         milli=milli[order],
         arrival=created[order],
         runtime=np.maximum(runtime[order], 1.0),
+        reclaimable=_reclaimable(frame, queues, what),
     )
+
+
+def _reclaimable(frame: pd.DataFrame, queues: pd.Series, what: str) -> frozenset[str] | None:
+    """The queues flagged reclaimable by a `reclaimable` column; None when there is none."""
+    if "reclaimable" not in frame.columns:
+        return None
+    flags = frame["reclaimable"].astype(str).str.strip().str.lower()
+    if not flags.isin(["true", "false"]).all():
+        raise TraceError(f"{what}: column reclaimable must be true or false")
+    per_queue = flags.eq("true").groupby(queues).agg(["min", "max"])
+    mixed = per_queue.index[per_queue["min"] != per_queue["max"]]
+    if len(mixed):
+        raise TraceError(f"{what}: queue {mixed[0]} is flagged both reclaimable and not")
+    return frozenset(str(q) for q in per_queue.index[per_queue["max"]])
 
 
 def parse_nodes(frame: pd.DataFrame, capacity_scale: float = 1.0) -> Nodes:
@@ -163,20 +192,25 @@ def parse_profiles(frame: pd.DataFrame) -> Profiles:
         raise TraceError(f"{what}: no pod has two samples")
     step = float(steps.median())
     chunks: list[FloatArray] = []
-    for _, group in history.groupby("job", sort=True):
+    names: list[str] = []
+    for name, group in history.groupby("job", sort=True):
         t = group["timestamp"].to_numpy(dtype=np.float64)
         slots = np.rint((t - t[0]) / step).astype(np.int64)
-        if slots[-1] + 1 < MIN_PROFILE_SAMPLES:
-            continue
         series = np.full(slots[-1] + 1, np.nan)
         series[slots] = group["value"].to_numpy(dtype=np.float64)
-        filled = np.asarray(pd.Series(series).ffill(), dtype=np.float64)
-        chunks.append(filled)
-    if not chunks:
-        raise TraceError(f"{what}: no pod has {MIN_PROFILE_SAMPLES} samples or more")
+        chunks.append(np.asarray(pd.Series(series).ffill(), dtype=np.float64))
+        names.append(str(name))
     lengths = np.array([len(c) for c in chunks], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    return Profiles(values=np.concatenate(chunks), starts=starts, lengths=lengths, step=step)
+    long_enough = np.flatnonzero(lengths >= MIN_PROFILE_SAMPLES).astype(np.int64)
+    return Profiles(
+        values=np.concatenate(chunks),
+        starts=starts,
+        lengths=lengths,
+        step=step,
+        names=tuple(names),
+        pool=long_enough if len(long_enough) else None,
+    )
 
 
 def _read_csv(path: Path, what: str) -> pd.DataFrame:

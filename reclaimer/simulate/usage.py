@@ -1,6 +1,9 @@
 """Utilization of simulated jobs: each job replays one measured profile, indexed by its progress.
 
-A job is given a profile and a starting offset by a seeded choice. Its utilization after `p`
+A job whose name is a profile's (an `export-history` trace: the pod measured) replays that profile
+from its first sample: its own measured utilization. Every other job is given a profile and a
+starting offset by a seeded choice (the same choice with or without own profiles, so a trace
+without any replays as before). Its utilization after `p`
 seconds of progress (work done, which a preemption rolls back) is the profile sample at
 `offset + floor(p / step)`, cycling through the profile. Because utilization follows progress, a
 job that re-runs lost work replays the same usage, and "would the victim have been busy again?"
@@ -19,6 +22,7 @@ maximum over the forecast horizon (wrongful-preemption check).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +57,7 @@ class Usage:
     length: IntArray  # per job: its profile's length
     prefix_start: IntArray  # per job: its profile's first entry in `prefix`
     offset: IntArray  # per job: sample its progress 0 maps to
+    own: int = 0  # jobs replaying their own measured profile
 
     def position(self, job: IntArray, progress: FloatArray) -> IntArray:
         """Flat index into `values` of each job's sample at `progress` seconds of work."""
@@ -116,15 +121,15 @@ def assign_usage(
     horizon_seconds: float,
     *,
     threshold: float,
+    job_names: Sequence[str] = (),
 ) -> Usage:
-    """Give each job a profile and an offset by a seeded choice (same seed, same assignment).
+    """Give each job its own profile (by name) or one and an offset by a seeded choice (same
+    seed, same assignment).
 
     `threshold` is the idle threshold: samples at or above it are work.
     """
-    rng = np.random.default_rng(seed)
-    which = rng.integers(0, len(profiles.lengths), size=n_jobs)
+    which, offsets, own = _assign(profiles, n_jobs, seed, job_names)
     lengths = profiles.lengths[which]
-    offsets = (rng.random(n_jobs) * lengths).astype(np.int64)
     idle_k = max(1, math.ceil(idle_window_seconds / profiles.step))
     horizon_k = max(1, math.ceil(horizon_seconds / profiles.step) + 1)
     working = (profiles.values >= threshold).astype(np.float64)
@@ -151,4 +156,24 @@ def assign_usage(
         length=lengths,
         prefix_start=prefix_starts[which],
         offset=offsets,
+        own=own,
     )
+
+
+def _assign(
+    profiles: Profiles, n_jobs: int, seed: int, job_names: Sequence[str]
+) -> tuple[IntArray, IntArray, int]:
+    """Per job, its profile and its offset (its own from the start, else drawn), and how many
+    jobs have their own."""
+    rng = np.random.default_rng(seed)
+    pool = profiles.drawable()
+    which: IntArray = pool[rng.integers(0, len(pool), size=n_jobs)]
+    offsets: IntArray = (rng.random(n_jobs) * profiles.lengths[which]).astype(np.int64)
+    index = {name: i for i, name in enumerate(profiles.names)}
+    own = 0
+    for job, name in enumerate(job_names):
+        mine = index.get(name)
+        if mine is not None:
+            which[job], offsets[job] = mine, 0
+            own += 1
+    return which, offsets, own

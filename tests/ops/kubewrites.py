@@ -149,7 +149,8 @@ class FakeApiServer:
             for system in ("uid", "creationTimestamp", "generation", "managedFields"):
                 new["metadata"].setdefault(system, old["metadata"].get(system))
         new = _stored_update(old, new, str(next(self._rv)))
-        request = self._request("UPDATE", gvr, old["kind"], ns, name, dry)
+        options = "PatchOptions" if patch else "UpdateOptions"
+        request = self._request("UPDATE", gvr, old["kind"], ns, name, dry, options=options)
         self.sent.append(Write(request, new, old))
         if not dry:
             self.store[(group, plural, ns, name)] = copy.deepcopy(new)
@@ -187,8 +188,18 @@ class FakeApiServer:
 
     @staticmethod
     def _request(
-        op: str, gvr: tuple[str, str, str], kind: str, ns: str, name: str, dry: bool, sub: str = ""
+        op: str,
+        gvr: tuple[str, str, str],
+        kind: str,
+        ns: str,
+        name: str,
+        dry: bool,
+        sub: str = "",
+        options: str = "CreateOptions",
     ) -> Obj:
+        """As kube-apiserver builds it: a patch is an UPDATE whose options are PatchOptions, a
+        PUT one with UpdateOptions, a create (an eviction too) one with CreateOptions
+        (k8s.io/apiserver/pkg/endpoints/handlers: patch.go, update.go, create.go)."""
         group, version, plural = gvr
         return admission_request(
             op,
@@ -201,6 +212,7 @@ class FakeApiServer:
             sub_resource=sub,
             username=RECLAIMER,
             dry_run=dry,
+            options={"kind": options, "apiVersion": "meta.k8s.io/v1"},
         )
 
 

@@ -1,21 +1,20 @@
 """Rendered manifests for the deploy tests: `kubectl kustomize`, schema checks, tree walks.
 
-`render(dir)` runs the real `kubectl kustomize` and returns the objects; `schema_errors(obj)`
-validates built-in kinds against the Kubernetes OpenAPI schemas of `kubernetes-validate`
-(strict: unknown fields are errors) and returns None for kinds it has no schema for (CRDs, which
-the tests check structurally). The walkers find values anywhere in an object tree.
+`render(dir)` runs the real `kubectl kustomize` (through tests/kustomize.py) and returns the
+objects; `schema_errors(obj)` validates built-in kinds against the Kubernetes OpenAPI schemas of
+`kubernetes-validate` (strict: unknown fields are errors) and returns None for kinds it has no
+schema for (CRDs, which the tests check structurally). The walkers find values anywhere in an
+object tree.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
-import pytest
+import kustomize
 import yaml
 from repo_paths import REPO
 
@@ -27,14 +26,7 @@ Obj = dict[str, Any]
 
 
 def render(path: Path) -> list[Obj]:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl not installed")
-    result = subprocess.run(
-        [kubectl, "kustomize", str(path)], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    return [d for d in yaml.safe_load_all(result.stdout) if d]
+    return [d for d in yaml.safe_load_all(kustomize.build(path)) if d]
 
 
 def load_yaml(path: Path) -> list[Obj]:

@@ -89,7 +89,7 @@ def test_every_overlay_has_both_policies(overlay: str) -> None:
 @pytest.mark.parametrize(
     ("kind", "name", "types"),
     [
-        ("DaemonSet", "gpu-exporter", ["Ingress"]),
+        ("DaemonSet", "gpu-exporter", ["Ingress", "Egress"]),
         ("Deployment", "gpu-reclaimer", ["Ingress", "Egress"]),
     ],
 )
@@ -152,6 +152,17 @@ def test_reclaimer_egress(who: Any, port: int, protocol: str, allowed: bool) -> 
     assert allows(policies()["gpu-reclaimer"], "egress", who, port, protocol) is allowed
 
 
+# The exporter: DNS and the API server, and nothing else (not even Prometheus).
+EXPORTER_EGRESS = [p for p in EGRESS if p.id != "prometheus-api"] + [
+    pytest.param(PROMETHEUS, 9090, "TCP", False, id="prometheus-api"),
+]
+
+
+@pytest.mark.parametrize(("who", "port", "protocol", "allowed"), EXPORTER_EGRESS)
+def test_exporter_egress(who: Any, port: int, protocol: str, allowed: bool) -> None:
+    assert allows(policies()["gpu-exporter"], "egress", who, port, protocol) is allowed
+
+
 def test_egress_reaches_the_prometheus_of_the_reclaimers_url() -> None:
     (container,) = workload("Deployment", "gpu-reclaimer")["spec"]["template"]["spec"]["containers"]
     (url,) = [a.split("=", 1)[1] for a in container["args"] if a.startswith("--prometheus-url=")]
@@ -164,7 +175,7 @@ def test_egress_reaches_the_prometheus_of_the_reclaimers_url() -> None:
 def prometheus_peers(policy: Obj) -> list[Obj]:
     spec = policy["spec"]
     peers = [spec["ingress"][0]["from"][0]]
-    if "egress" in spec:
+    if "to" in spec.get("egress", [{}])[0]:
         peers.append(spec["egress"][0]["to"][0])
     return peers
 

@@ -119,7 +119,7 @@ def test_no_private_key_or_password_hash_in_deploy() -> None:
 @pytest.fixture(scope="module")
 def secrets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Obj]:
     if not (shutil.which("openssl") and shutil.which("kubectl")):
-        pytest.skip("needs openssl and kubectl")
+        pytest.fail("make-secrets.sh needs openssl and kubectl: run `make deps`", pytrace=False)
     out = tmp_path_factory.mktemp("secrets")
     env = {**os.environ, "PYTHON": str(REPO / ".venv" / "bin" / "python"), "BCRYPT_COST": "4"}
     if not Path(env["PYTHON"]).exists():

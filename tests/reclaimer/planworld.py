@@ -77,9 +77,11 @@ class World:
         age: float = 2 * HOUR,
         pod_annotations: dict[str, str] | None = None,
         pod_labels: dict[str, str] | None = None,
+        profile: str | None = None,
         **kw: Any,
     ) -> World:
-        """A running gang with one pod per (node, gpus) entry; `idle=p` adds an idle forecast."""
+        """A running gang with one pod per (node, gpus) entry; `idle=p` adds an idle forecast;
+        `profile` (a `nvidia.com/mig-*` resource) makes every slot a MIG instance of it."""
         ns, name = key.split("/")
         placed = list(pods.items()) if isinstance(pods, dict) else pods
         pod_keys = tuple(f"{key}-{i}" for i in range(len(placed)))
@@ -97,6 +99,7 @@ class World:
                 start_time=start,
                 pods=pod_keys,
                 annotations=annotations,
+                mig=_mig(profile, sum(g for _, g in placed)),
                 **kw,
             )
         )
@@ -113,6 +116,7 @@ class World:
                     start_time=start,
                     annotations=MappingProxyType(pod_annotations or {}),
                     labels=MappingProxyType(pod_labels or {}),
+                    mig=_mig(profile, gpus),
                 )
             )
         if idle is not None:
@@ -201,6 +205,10 @@ class World:
         return plan(self.snapshot(), self.forecasts, policy or Policy(), self.now)
 
 
+def _mig(profile: str | None, n: int) -> MappingProxyType[str, int]:
+    return MappingProxyType({profile: n} if profile else {})
+
+
 def _with_stats(node: Node, usage: tuple[tuple[float, float], ...]) -> Node:
     return replace(node, gpu_stats=tuple(GpuStats(u, m) for u, m in usage))
 
@@ -213,4 +221,15 @@ def starved_world() -> World:
         .node("n2")
         .queue("be", deserved_gpus=8.0)
         .queue("ls", deserved_gpus=8.0, reclaimable=False)
+    )
+
+
+def contested_world(idle: float = 0.99) -> World:
+    """`starved_world` taken up: `be/idle` (forecast idle with `idle`) on n1 and `be/busy` on n2
+    hold all 16 GPUs while `ls/x` (8 GPUs) waits: one preemption, one skip."""
+    return (
+        starved_world()
+        .job("be/idle", "be", {"n1": 8}, idle=idle)
+        .job("be/busy", "be", {"n2": 8}, busy=True)
+        .pend("ls/x", "ls", 8)
     )

@@ -2,8 +2,9 @@
 
 Input is a `ClusterObjects` (what `read.py` lists from the API, or what `clusterfile` finds in a
 `kubectl get -o yaml` dump). One bad object becomes one `problems` entry and is left out; it
-never fails the whole view. GPU amounts come from `nvidia.com/gpu` quantities; a node's time-slice
-replicas from the device-plugin ConfigMap key its `nvidia.com/device-plugin.config` label names.
+never fails the whole view. GPU amounts come from `nvidia.com/gpu` and `nvidia.com/mig-*`
+quantities (`reclaimer.devices`); a node's time-slice replicas from the device-plugin ConfigMap key
+its `nvidia.com/device-plugin.config` label names.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from reclaimer.devices import slots_by_resource
 from reclaimer.kube.objects import disruption, gangs, kinds, workloads
 from reclaimer.kube.objects import fields as f
 from reclaimer.kube.objects import resources as r
+from reclaimer.kube.objects.nodes import device_plugin_data, node
 from reclaimer.kube.objects.owners import OwnerIndex
-from reclaimer.kube.objects.timeslicing import TimeSlicingError, replicas_of
+from reclaimer.kube.objects.timeslicing import TimeSlicingError
 from reclaimer.model import ClusterView, Job, Node, PendingDemand, Pod, Queue, QueueState
 
 Obj = f.Obj
@@ -82,47 +85,6 @@ def queue(obj: Obj) -> Queue:
     )
 
 
-def device_plugin_data(
-    configmaps: Sequence[Obj], ref: r.ConfigMapRef | None, wanted: set[str]
-) -> Mapping[str, str] | None:
-    """The device-plugin ConfigMap's data: the one `ref` names, else the one holding the keys
-    nodes point to (when exactly one does)."""
-    if ref is not None:
-        for cm in configmaps:
-            if f.name(cm) == ref.name and f.namespace(cm) == ref.namespace:
-                return dict(cm.get("data") or {})
-    holders = [cm for cm in configmaps if wanted & set(cm.get("data") or {})]
-    return dict(holders[0].get("data") or {}) if len(holders) == 1 else None
-
-
-def node(
-    obj: Obj, plugin_data: Mapping[str, str] | None, classes: Iterable[str], problems: list[str]
-) -> Node | None:
-    labels = f.labels_of(obj)
-    config_key = labels.get(r.DEVICE_PLUGIN_CONFIG_LABEL) or None
-    capacity = f.gpu_amount(f.dig(obj, "status", "capacity"))
-    if capacity is None and config_key is None:
-        return None  # not a GPU node
-    replicas = f.int_field(labels.get(r.GPU_REPLICAS_LABEL), 1)
-    if config_key is not None:
-        if plugin_data is None or config_key not in plugin_data:
-            problems.append(
-                f"node {f.name(obj)}: device-plugin config key {config_key!r} not found"
-            )
-        else:
-            replicas = replicas_of(plugin_data[config_key])
-    physical = f.int_field(labels.get(r.GPU_COUNT_LABEL), int(capacity or 0) // replicas)
-    return Node(
-        name=f.name(obj),
-        gpus=physical,
-        replicas=replicas,
-        config_key=config_key,
-        workload_classes=tuple(sorted(set(classes))),
-        last_reshape=f.timestamp(f.annotations_of(obj).get(r.LAST_RESHAPE)),
-        reshape_key_at=f.timestamp(f.annotations_of(obj).get(r.RESHAPE_KEY_AT)),
-    )
-
-
 def _jobs(
     objs: ClusterObjects, owners: OwnerIndex, prio: Mapping[str, int], problems: list[str]
 ) -> dict[str, Job]:
@@ -167,7 +129,8 @@ def _place_pod(
             ctx.jobs[pod.key] = gangs.bare_pod_job(obj, pod, queue, ctx.priorities)
             pod = dataclasses.replace(pod, job=pod.key)
         elif pg is None:
-            ctx.pending.append(PendingDemand(queue, pod.key, pod.gpus, since=pod.start_time))
+            demand = PendingDemand(queue, pod.key, pod.gpus, since=pod.start_time, mig=pod.mig)
+            ctx.pending.append(demand)
     elif pod.job is None and pod.node and pod.gpus > 0:
         ctx.unmanaged[pod.key] = (
             f"run by {owner.other}: not a kind the reclaimer can stop (its controller would "
@@ -193,19 +156,19 @@ class _Context:
 
 
 def _pending_podgroups(ctx: _Context) -> None:
-    member_gpus: dict[str, int] = {}
+    members: dict[str, f.Slots] = {}
     for p in ctx.pods:
         pg_name = p.annotations.get(r.GROUP_NAME_KEY) or p.labels.get(r.GROUP_NAME_KEY)
         if pg_name:
             k = f"{p.namespace}/{pg_name}"
-            member_gpus[k] = member_gpus.get(k, 0) + p.gpus
+            members[k] = members.get(k, f.Slots()) + f.Slots(slots_by_resource(p.gpus, p.mig))
     for pg_key, pg in sorted(ctx.podgroups.items()):
         owner_key = ctx.owners.resolve(pg).key
         job = ctx.jobs.get(owner_key) if owner_key else None
         if job is not None and job.suspended:
             continue
         make = partial(
-            gangs.pending_from_podgroup, pg, job, member_gpus.get(pg_key, 0), ctx.priorities
+            gangs.pending_from_podgroup, pg, job, members.get(pg_key, f.Slots()), ctx.priorities
         )
         demand = _safe(ctx.problems, f"PodGroup {pg_key}", make)
         if demand is not None:

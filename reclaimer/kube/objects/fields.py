@@ -10,11 +10,13 @@ Every accessor tolerates missing fields (the API server omits empty ones) and ra
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
+from reclaimer.devices import NO_MIG, WHOLE_GPU, is_mig
 from reclaimer.kube.objects.quantity import QuantityError, parse_quantity
-from reclaimer.kube.objects.resources import GPU_RESOURCE
 
 Obj = Mapping[str, Any]
 
@@ -102,37 +104,79 @@ def created_at(obj: Obj) -> float:
     return timestamp(meta(obj).get("creationTimestamp")) or 0.0
 
 
-def gpu_amount(resources: object) -> float | None:
-    """`nvidia.com/gpu` from a resource list ({"nvidia.com/gpu": "2", ...}); None if absent."""
-    if not isinstance(resources, dict) or GPU_RESOURCE not in resources:
+def gpu_amount(resources: object, resource: str = WHOLE_GPU) -> float | None:
+    """`resource` from a resource list ({"nvidia.com/gpu": "2", ...}); None if absent."""
+    if not isinstance(resources, dict) or resource not in resources:
         return None
     try:
-        return parse_quantity(resources[GPU_RESOURCE])
+        return parse_quantity(resources[resource])
     except QuantityError as exc:
         raise FieldError(str(exc)) from exc
 
 
-def _container_gpus(container: object) -> float:
+def device_amounts(resources: object) -> dict[str, float]:
+    """Device resources (`nvidia.com/gpu`, `nvidia.com/mig-*`) in a resource list."""
+    if not isinstance(resources, dict):
+        return {}
+    names = [str(r) for r in resources if r == WHOLE_GPU or is_mig(str(r))]
+    return {r: gpu_amount(resources, r) or 0.0 for r in names}
+
+
+@dataclass(frozen=True)
+class Slots:
+    """Device slots per resource (`reclaimer.devices`); adds up and scales by replica counts."""
+
+    by: Mapping[str, int] = field(default_factory=lambda: NO_MIG)
+
+    def __add__(self, other: Slots) -> Slots:
+        out = dict(self.by)
+        for r, n in other.by.items():
+            out[r] = out.get(r, 0) + n
+        return Slots(MappingProxyType(out))
+
+    def __rmul__(self, times: int) -> Slots:
+        return Slots(MappingProxyType({r: times * n for r, n in self.by.items()}))
+
+    @property
+    def total(self) -> int:
+        return sum(self.by.values())
+
+    @property
+    def mig(self) -> Mapping[str, int]:
+        return MappingProxyType({r: n for r, n in self.by.items() if is_mig(r) and n})
+
+
+def _container_devices(container: object) -> dict[str, float]:
     if not isinstance(container, dict):
         raise FieldError("container is not a mapping")
     res = container.get("resources") or {}
     # extended resources: requests default to limits and must equal them
-    found = gpu_amount(dig(res, "limits"))
-    return found if found is not None else gpu_amount(dig(res, "requests")) or 0.0
+    return {**device_amounts(dig(res, "requests")), **device_amounts(dig(res, "limits"))}
+
+
+def pod_spec_slots(spec: object) -> Slots:
+    """Device slots a pod spec holds, per resource: sum over containers, or the largest init
+    container if more."""
+    if spec is None:
+        return Slots()
+    if not isinstance(spec, dict):
+        raise FieldError("pod spec is not a mapping")
+    main: dict[str, float] = {}
+    for c in spec.get("containers") or []:
+        for r, n in _container_devices(c).items():
+            main[r] = main.get(r, 0.0) + n
+    for c in spec.get("initContainers") or []:
+        for r, n in _container_devices(c).items():
+            main[r] = max(main.get(r, 0.0), n)
+    for r, n in main.items():
+        if n != int(n) or n < 0:
+            raise FieldError(f"{r} must be a whole number, got {n}")
+    return Slots(MappingProxyType({r: int(n) for r, n in sorted(main.items()) if n}))
 
 
 def pod_spec_gpus(spec: object) -> int:
-    """GPUs a pod spec holds: sum over containers, or the largest init container if more."""
-    if spec is None:
-        return 0
-    if not isinstance(spec, dict):
-        raise FieldError("pod spec is not a mapping")
-    main = sum(_container_gpus(c) for c in spec.get("containers") or [])
-    init = max((_container_gpus(c) for c in spec.get("initContainers") or []), default=0.0)
-    total = max(main, init)
-    if total != int(total):
-        raise FieldError(f"{GPU_RESOURCE} must be a whole number, got {total}")
-    return int(total)
+    """Device slots a pod spec holds, all resources together."""
+    return pod_spec_slots(spec).total
 
 
 def int_field(value: object, default: int) -> int:

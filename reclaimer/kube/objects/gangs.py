@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from reclaimer.devices import slots_by_resource
 from reclaimer.kube.objects import fields as f
 from reclaimer.kube.objects import volcano
 from reclaimer.kube.objects.resources import (
@@ -95,9 +96,12 @@ def volcano_job(obj: Obj, priorities: Mapping[str, int]) -> Job | None:
         return None
     tasks = f.dig(obj, "spec", "tasks") or []
     replicas = [f.int_field(t.get("replicas"), 1) for t in tasks]
-    gpus = sum(
-        r * f.pod_spec_gpus(f.dig(t, "template", "spec"))
-        for r, t in zip(replicas, tasks, strict=True)
+    slots = sum(
+        (
+            r * f.pod_spec_slots(f.dig(t, "template", "spec"))
+            for r, t in zip(replicas, tasks, strict=True)
+        ),
+        f.Slots(),
     )
     spec = obj.get("spec") or {}
     used, max_retry = volcano.retries(obj)
@@ -106,7 +110,8 @@ def volcano_job(obj: Obj, priorities: Mapping[str, int]) -> Job | None:
         JobKind.VOLCANO_JOB,
         retries_left=max_retry - used,
         queue=str(spec.get("queue") or DEFAULT_QUEUE),
-        gpus=gpus,
+        gpus=slots.total,
+        mig=slots.mig,
         min_member=f.int_field(spec.get("minAvailable"), sum(replicas) or 1),
         priority=priority_of(spec.get("priorityClassName"), priorities),
         start_time=f.created_at(obj),
@@ -137,12 +142,14 @@ def podgroup_name(obj: Obj) -> str | None:
 
 
 def pod(obj: Obj, job: str | None) -> Pod:
+    slots = f.pod_spec_slots(obj.get("spec"))
     return Pod(
         key=f.key(obj),
         namespace=f.namespace(obj),
         name=f.name(obj),
         node=f.dig(obj, "spec", "nodeName") or None,
-        gpus=f.pod_spec_gpus(obj.get("spec")),
+        gpus=slots.total,
+        mig=slots.mig,
         phase=_pod_phase(obj),
         job=job,
         labels=f.labels_of(obj),
@@ -173,6 +180,7 @@ def bare_pod_job(obj: Obj, p: Pod, queue: str, priorities: Mapping[str, int]) ->
         JobKind.POD,
         queue=queue,
         gpus=p.gpus,
+        mig=p.mig,
         priority=int(priority)
         if isinstance(priority, int)
         else priority_of(spec.get("priorityClassName"), priorities),
@@ -211,20 +219,26 @@ def is_live(p: Pod) -> bool:
 
 
 def pending_from_podgroup(
-    pg: Obj, job: Job | None, member_gpus: int, priorities: Mapping[str, int]
+    pg: Obj, job: Job | None, members: f.Slots, priorities: Mapping[str, int]
 ) -> PendingDemand | None:
-    """Demand of a Pending/Inqueue PodGroup: its job's key, or its owner pod's, or its own."""
+    """Demand of a Pending/Inqueue PodGroup: its job's key, or its owner pod's, or its own.
+
+    What it needs: the device resources of its `minResources`, else its job's, else the sum of
+    its member pods' (`members`)."""
     if (f.dig(pg, "status", "phase") or "Pending") not in _PENDING_PG:
         return None
     spec = pg.get("spec") or {}
-    gpus = f.gpu_amount(spec.get("minResources"))
-    need = int(gpus) if gpus is not None else (job.gpus if job else member_gpus)
-    if need <= 0:
+    listed = f.device_amounts(spec.get("minResources"))
+    need = f.Slots({r: int(n) for r, n in listed.items()}) if listed else members
+    if not listed and job is not None:
+        need = f.Slots(slots_by_resource(job.gpus, job.mig))
+    if need.total <= 0:
         return None
     return PendingDemand(
         queue=str(spec.get("queue") or (job.queue if job else DEFAULT_QUEUE)),
         job=job.key if job else _podgroup_demand_key(pg),
-        gpus=need,
+        gpus=need.total,
+        mig=need.mig,
         min_member=f.int_field(spec.get("minMember"), 1),
         since=pending_since(pg),
         priority=priority_of(spec.get("priorityClassName"), priorities),

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-GPU_RESOURCE: Final = "nvidia.com/gpu"
+from reclaimer.devices import WHOLE_GPU
+
+GPU_RESOURCE: Final = WHOLE_GPU
 
 # Volcano / Kubernetes links between pods, podgroups, queues
 GROUP_NAME_KEY: Final = "scheduling.k8s.io/group-name"
@@ -27,6 +29,7 @@ TRAINING_OPERATOR: Final = "kubeflow.org/training-operator"
 DEVICE_PLUGIN_CONFIG_LABEL: Final = "nvidia.com/device-plugin.config"
 GPU_COUNT_LABEL: Final = "nvidia.com/gpu.count"
 GPU_REPLICAS_LABEL: Final = "nvidia.com/gpu.replicas"
+MIG_STRATEGY_LABEL: Final = "nvidia.com/mig.strategy"  # single: MIG instances are nvidia.com/gpu
 
 # What the reclaimer records on the objects it acts on
 PREFIX: Final = "gpu-reclaim.io/"

@@ -56,15 +56,17 @@ def training_job(obj: Obj, wk: kinds.WorkloadKind, priorities: Mapping[str, int]
         return None
     specs = f.dig(obj, "spec", wk.replica_specs) or {}
     replicas = {n: f.int_field(s.get("replicas"), 1) for n, s in specs.items()}
-    gpus = sum(
-        replicas[n] * f.pod_spec_gpus(f.dig(s, "template", "spec")) for n, s in specs.items()
+    slots = sum(
+        (replicas[n] * f.pod_spec_slots(f.dig(s, "template", "spec")) for n, s in specs.items()),
+        f.Slots(),
     )
     sched = f.dig(obj, "spec", "runPolicy", "schedulingPolicy") or {}
     return job_from_meta(
         obj,
         wk.job_kind,
         queue=str(sched.get("queue") or DEFAULT_QUEUE),
-        gpus=gpus,
+        gpus=slots.total,
+        mig=slots.mig,
         min_member=f.int_field(sched.get("minAvailable"), sum(replicas.values()) or 1),
         priority=priority_of(sched.get("priorityClass"), priorities),
         start_time=_start(obj),
@@ -84,24 +86,25 @@ def _template_queue(template: object) -> str:
 
 
 def _pods_job(
-    obj: Obj, wk: kinds.WorkloadKind, gpus: int, pods: int, template: object = None
+    obj: Obj, wk: kinds.WorkloadKind, slots: f.Slots, pods: int, template: object = None
 ) -> Job:
     """A workload whose queue is its pod template's, else its pods' (set when attached)."""
     return job_from_meta(
         obj,
         wk.job_kind,
         queue=_template_queue(template),
-        gpus=gpus,
+        gpus=slots.total,
+        mig=slots.mig,
         min_member=max(1, pods),
         start_time=_start(obj),
         suspended=_suspended(obj, wk),
     )
 
 
-def _job_template(spec: object) -> tuple[int, int]:
-    """(pods, GPUs) of a batch Job spec: `parallelism` pods (default 1) of its template."""
+def _job_template(spec: object) -> tuple[int, f.Slots]:
+    """(pods, device slots) of a batch Job spec: `parallelism` pods (default 1) of its template."""
     pods = f.int_field(f.dig(spec, "parallelism") if isinstance(spec, dict) else None, 1)
-    per_pod = f.pod_spec_gpus(f.dig(spec, "template", "spec") if isinstance(spec, dict) else None)
+    per_pod = f.pod_spec_slots(f.dig(spec, "template", "spec") if isinstance(spec, dict) else None)
     return pods, pods * per_pod
 
 
@@ -115,7 +118,7 @@ def batch_job(obj: Obj, wk: kinds.WorkloadKind, priorities: Mapping[str, int]) -
 def jobset(obj: Obj, wk: kinds.WorkloadKind, priorities: Mapping[str, int]) -> Job | None:
     if _condition(obj, "Completed", "Failed"):
         return None
-    pods = gpus = 0
+    pods, gpus = 0, f.Slots()
     first = None
     for rj in f.dig(obj, "spec", "replicatedJobs") or []:
         copies = f.int_field(rj.get("replicas"), 1)
@@ -135,16 +138,16 @@ def ray_job(obj: Obj, wk: kinds.WorkloadKind, priorities: Mapping[str, int]) -> 
         return None
     cluster = f.dig(obj, "spec", "rayClusterSpec") or {}
     head = f.dig(cluster, "headGroupSpec", "template")
-    pods, gpus = 1, f.pod_spec_gpus(f.dig(head, "spec") if head else None)
+    pods, gpus = 1, f.pod_spec_slots(f.dig(head, "spec") if head else None)
     for group in cluster.get("workerGroupSpecs") or []:
         copies = f.int_field(group.get("replicas"), 1)
         pods += copies
-        gpus += copies * f.pod_spec_gpus(f.dig(group, "template", "spec"))
+        gpus += copies * f.pod_spec_slots(f.dig(group, "template", "spec"))
     return _pods_job(obj, wk, gpus, pods, head)
 
 
 def notebook(obj: Obj, wk: kinds.WorkloadKind, priorities: Mapping[str, int]) -> Job | None:
-    gpus = f.pod_spec_gpus(f.dig(obj, "spec", "template", "spec"))
+    gpus = f.pod_spec_slots(f.dig(obj, "spec", "template", "spec"))
     return _pods_job(obj, wk, gpus, 1, f.dig(obj, "spec", "template"))
 
 

@@ -97,7 +97,7 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path
     """A self-signed certificate for 127.0.0.1 (its own CA), made by the openssl binary."""
     openssl = shutil.which("openssl")
     if openssl is None:
-        pytest.skip("no openssl binary to make a test certificate")
+        pytest.fail("no openssl binary to make a test certificate: run `make deps`", pytrace=False)
     out = tmp_path_factory.mktemp("tls")
     cert, key = out / "cert.pem", out / "key.pem"
     san = "subjectAltName=IP:127.0.0.1"

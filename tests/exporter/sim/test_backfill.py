@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import io
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
+from promserver import PROMTOOL, require_prometheus
 
 from exporter.model import NodeSnapshot, PodRef, PodUsage
 from exporter.nvml.source import NvmlSource
@@ -76,8 +76,8 @@ def test_history_has_the_live_series_and_parses() -> None:
 
 
 @pytest.mark.prometheus
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
 def test_promtool_creates_blocks(tmp_path: Path) -> None:
+    require_prometheus()
     out = tmp_path / "history.om"
     argv = [
         "--sim.gpus",
@@ -93,7 +93,7 @@ def test_promtool_creates_blocks(tmp_path: Path) -> None:
     ]
     assert main([*argv, "--end", str(END), "--node-name", "node-a", "--out", str(out)]) == 0
     result = subprocess.run(
-        ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(out), str(tmp_path / "tsdb")],
+        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(out), str(tmp_path / "tsdb")],
         capture_output=True,
         text=True,
         timeout=120,

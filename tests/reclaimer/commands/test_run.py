@@ -66,7 +66,8 @@ def test_offline_plan_from_a_dump_prints_fleet_and_plan(
 ) -> None:
     assert main(["run", "--once", "--prometheus-url", prom.url, "--cluster-file", str(dump)]) == 0
     out = capsys.readouterr().out
-    assert "Fleet: 4 GPUs allocated" in out and "idle in research: 2 GPU(s)" in out
+    assert "Fleet: 4 GPU slots allocated (4 GPUs)" in out
+    assert "idle in research: 2 GPU slots = 2 GPUs" in out
     assert IDLE_JOB in out and "preempt" in out
     assert (
         main(["run", "--once", "--json", "--prometheus-url", prom.url, "--cluster-file", str(dump)])

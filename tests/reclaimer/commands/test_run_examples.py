@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 import subprocess
 import time
 import urllib.parse
@@ -24,6 +23,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import kustomize
 import pytest
 import yaml
 from fakeapi import FakeCluster, served_kubeconfig
@@ -44,13 +44,7 @@ LEVEL = {"bert-finetune": 0.0, "resnet-train": 0.9}  # notebooks: bursts, see _l
 
 
 def example_objects() -> list[dict[str, Any]]:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl not installed")
-    rendered = subprocess.run(
-        [kubectl, "kustomize", str(EXAMPLES)], check=True, capture_output=True, timeout=60
-    ).stdout.decode()
-    docs = list(yaml.safe_load_all(rendered)) + list(
+    docs = list(yaml.safe_load_all(kustomize.build(EXAMPLES))) + list(
         yaml.safe_load_all((SIM / "cluster-state.yaml").read_text(encoding="utf-8"))
     )
     return [d for d in docs if d]

@@ -4,7 +4,6 @@ workload is stopped whole, by its own kind's stop, for the guaranteed job that w
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,11 +32,6 @@ def _ns(kind: str) -> str:
 
 def _gpu_pods(kind: str) -> list[dict[str, Any]]:
     return [o for o in world(kind, _ns(kind)) if o["kind"] == "Pod"]
-
-
-@pytest.fixture(scope="module")
-def now() -> float:
-    return time.time()
 
 
 @pytest.fixture(scope="module")

@@ -46,11 +46,6 @@ pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def now() -> float:
-    return time.time()
-
-
-@pytest.fixture(scope="module")
 def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
     with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as server:
         yield server

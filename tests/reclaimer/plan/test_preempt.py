@@ -496,3 +496,15 @@ def test_disabled_preemption_still_reserves_room_and_says_so() -> None:
 )
 def test_confidence_band(confidence: float, width: float, band: float) -> None:
     assert confidence_band(confidence, width) == band
+
+
+def test_evidence_reads_work_lost_in_whole_units() -> None:
+    """A day and a bit of work lost reads '1d59m32s', never raw seconds like '89971.6s'."""
+    world = (
+        starved_world()
+        .job("be/idle", "be", {"n1": 8}, idle=0.99, age=89971.6)
+        .job("be/busy", "be", {"n2": 8}, busy=True)
+        .pend("ls/x", "ls", 8)
+    )
+    (action,) = world.plan().actions
+    assert "loses 1d59m32s of work" in action.evidence.detail

@@ -223,6 +223,13 @@ def test_format_duration_round_trips(seconds: float, text: str) -> None:
     assert parse_duration(text) == seconds
 
 
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(89971.6, "1d59m32s"), (90000.4, "1d1h"), (59.5, "59.5s"), (60.4, "1m")]
+)
+def test_format_duration_rounds_long_spans_to_whole_seconds(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
+
+
 def test_duplicate_key_is_an_error_not_the_last_value() -> None:
     """A loader keeps the last of two keys: 100% would make every busy job "idle"."""
     with pytest.raises(PolicyError) as caught:

@@ -52,7 +52,7 @@ def test_render_plan_table() -> None:
     assert lines[0].endswith("2 action(s)")
     assert lines[1].split() == ["ACTION", "TARGET", "REASON", "EVIDENCE"]
     assert lines[2].split()[:3] == ["preempt", "be/idle", "IdleJobForStarvedQueue"]
-    assert "frees 8 GPUs" in lines[2]
+    assert "frees 8 GPU slots" in lines[2]
     assert "for ls/x" in lines[2]
     assert any(line.startswith("CoolingDown") and "be/old" in line for line in lines)
 

@@ -32,7 +32,8 @@ from reclaimer.model import (
 from reclaimer.policy.settings import Policy
 from reclaimer.prometheus.client import PromClient, RetryPolicy
 from reclaimer.prometheus.history import HistoryParams
-from reclaimer.runtime.controller import Controller, ControllerConfig, CycleResult, gate
+from reclaimer.report.cycle import CycleResult
+from reclaimer.runtime.controller import Controller, ControllerConfig, gate
 from reclaimer.runtime.telemetry import ReclaimerMetrics
 
 NOW = 1_800_000_000.0

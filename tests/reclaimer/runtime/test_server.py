@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
-import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from fakeprom import fake_prometheus
 from prometheus_client.parser import text_string_to_metric_families
+from promserver import PROMTOOL, require_prometheus
 
 import gpu_contract as gc
 from reclaimer.runtime.server import make_app
@@ -70,9 +69,8 @@ async def test_plan_lists_withheld_actions_as_skips() -> None:
 
 
 def test_exposition_passes_promtool_check_metrics() -> None:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.skip("promtool not installed")
+    require_prometheus()
+    promtool = PROMTOOL
     m = ReclaimerMetrics()
     m.planned.labels(kind="preempt", reason="IdleJobForStarvedQueue").inc()
     out = subprocess.run(
@@ -83,3 +81,24 @@ def test_exposition_passes_promtool_check_metrics() -> None:
         check=False,
     )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+async def test_status_page_before_and_after_the_first_cycle() -> None:
+    async with fake_prometheus(route=prom_route()) as fake:
+        c, metrics, prom = make(fake.url, RecordingActuator())
+        client = TestClient(TestServer(make_app(c, metrics, dry_run=True), host="127.0.0.1"))
+        async with prom, client:
+            before = await client.get("/")
+            before_text = await before.text()
+            await c.cycle()
+            after = await client.get("/")
+            after_text = await after.text()
+            again = await (await client.get("/")).text()
+    assert before.status == after.status == 200
+    assert before.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert "No plan yet" in before_text
+    csp = after.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in csp and "script-src 'none'" in csp
+    assert after.headers["X-Frame-Options"] == "DENY"
+    assert "No plan yet" not in after_text and "team-b/idle-b" in after_text
+    assert again == after_text  # rendered once per cycle report

@@ -41,7 +41,7 @@ async def test_tls_and_basic_auth_guard_plan_and_metrics(served: str, pki: Pki) 
     tls = pki.client_context()
     ok = await fetch(f"https://{served}/metrics", context=tls, auth=("prometheus", "s3cret"))
     assert ok.status == 200 and "gpu_reclaimer_dry_run" in ok.body
-    for path in ("/metrics", "/plan"):
+    for path in ("/", "/metrics", "/plan"):
         wrong = await fetch(f"https://{served}{path}", context=tls, auth=("prometheus", "nope"))
         assert wrong.status == 401 and wrong.headers["WWW-Authenticate"].startswith("Basic")
         assert (await fetch(f"https://{served}{path}", context=tls)).status == 401

@@ -75,9 +75,16 @@ def test_profiles_are_ratios_on_a_regular_step_with_gaps_filled():
     assert profiles.values[7] == 0.5
 
 
-def test_profiles_too_short_to_replay_are_refused():
-    with pytest.raises(TraceError, match="no pod has 64 samples"):
-        parse_profiles(profile_frame([1.0] * 10))
+def test_short_profiles_are_kept_for_their_own_pod_but_drawn_only_when_none_is_long():
+    short = profile_frame([1.0] * 10).assign(container_ip="short")
+    long = profile_frame([2.0] * 70).assign(container_ip="long")
+
+    both = parse_profiles(pd.concat([short, long], ignore_index=True))
+    only_short = parse_profiles(short)
+
+    assert both.names == ("long", "short") and both.lengths.tolist() == [70, 10]
+    assert both.drawable().tolist() == [0]
+    assert only_short.drawable().tolist() == [0]
 
 
 PLACEMENTS = [

@@ -1,0 +1,254 @@
+"""`simulate --capacity-sweep` and `simulate --report`: compare strategies, at many capacities.
+
+`--capacity-sweep` replays the trace under each of `--strategies` (with `none` always among them,
+the baseline) at each capacity of the range (`reclaimer.simulate.sweep` says how the default
+range is chosen; `--capacities` overrides it) and each of `--seeds`, over `--jobs` processes with
+a progress line on stderr, and reports per strategy the fewest GPUs at which the guaranteed
+queues' pooled wait p95 stays within `--slo`, and the GPUs it saves against `none`.
+`--report FILE.html` writes the page of `reclaimer.report.html_report`: the strategies replayed
+once more at `--capacity-scale` and `--seed` with their timelines, and the sweep when there is
+one. Both compare strategies, so `--strategy` (one run) goes with neither. Bad flags exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from reclaimer.commands import replay_pool
+from reclaimer.commands.replay_pool import Inputs, Task
+from reclaimer.policy.settings import Policy
+from reclaimer.report import figures, html_report
+from reclaimer.report.replay_data import RunRecord, SweepSummary
+from reclaimer.simulate import sweep
+from reclaimer.simulate.strategies import Strategy
+from reclaimer.simulate.trace import Jobs, Nodes, Profiles, TraceError, read_nodes
+from reclaimer.units import parse_duration
+
+DEFAULT_SLO = "10m"
+
+
+def _slo(text: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"the SLO must be longer than 0, got {text!r}")
+    return seconds
+
+
+def _strategies(text: str) -> tuple[Strategy, ...]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    known = ", ".join(s.value for s in Strategy)
+    if not names or any(n not in {s.value for s in Strategy} for n in names):
+        raise argparse.ArgumentTypeError(f"expected strategies among {known}, got {text!r}")
+    return tuple(s for s in Strategy if s.value in names)
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(sorted({int(part) for part in text.split(",")}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seeds like 0,1,2, got {text!r}") from None
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return int(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("comparing strategies (--capacity-sweep, --report)")
+    group.add_argument(
+        "--capacity-sweep",
+        action="store_true",
+        help="replay at a range of capacities: the fewest GPUs keeping --slo, per strategy",
+    )
+    group.add_argument(
+        "--capacities",
+        help="GPU counts (38,40,48) or a range (30-72) instead of the default range "
+        "(half the trace's peak concurrent demand up to the peak)",
+    )
+    group.add_argument(
+        "--slo", type=_slo, help=f"guaranteed pooled wait p95 goal (default {DEFAULT_SLO})"
+    )
+    group.add_argument(
+        "--strategies",
+        type=_strategies,
+        default=tuple(Strategy),
+        help="strategies to compare (default all; the sweep always adds none)",
+    )
+    group.add_argument("--seeds", type=_seeds, help="sweep seeds, e.g. 0,1,2 (default --seed)")
+    group.add_argument(
+        "--jobs", type=_positive, help="replays at once (default: the CPUs this process may use)"
+    )
+    group.add_argument("--report", type=Path, help="write a self-contained HTML report here")
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    return bool(args.capacity_sweep) or args.report is not None
+
+
+def check_flags(args: argparse.Namespace) -> str | None:
+    """What is wrong with the flags, before anything is read or replayed; None when nothing."""
+    if not wanted(args):
+        if args.strategy is None:
+            return "--strategy is required (or --capacity-sweep / --report to compare several)"
+        if args.capacities is not None or args.slo is not None or args.seeds is not None:
+            return "--capacities, --slo and --seeds go with --capacity-sweep"
+        return None
+    if args.strategy is not None:
+        return "--strategy picks one run; --capacity-sweep and --report compare --strategies"
+    if not args.capacity_sweep and (args.capacities or args.slo or args.seeds):
+        return "--capacities, --slo and --seeds go with --capacity-sweep"
+    if args.report is not None:
+        try:
+            figures.require_matplotlib()
+        except figures.ReportUnavailable as exc:
+            return str(exc)
+        if not args.report.parent.is_dir():
+            return f"--report: no such directory {args.report.parent}"
+    return None
+
+
+def _sweep_tasks(args: argparse.Namespace, points: tuple[sweep.CapacityPoint, ...]) -> list[Task]:
+    names = (Strategy.NONE, *(s for s in args.strategies if s is not Strategy.NONE))
+    seeds = args.seeds or (args.seed,)
+    # fewest GPUs first: those replays take longest, so the pool ends evenly
+    return [Task(s, p.gpus, p.scale, seed) for p in points for s in names for seed in seeds]
+
+
+def _points(
+    args: argparse.Namespace, jobs: Jobs, every_node: Nodes
+) -> tuple[tuple[sweep.CapacityPoint, ...], str]:
+    if args.capacities is not None:
+        try:
+            chosen = sweep.chosen_points(sweep.capacity_points(every_node), args.capacities)
+        except ValueError as exc:
+            raise ValueError(f"--capacities: {exc}") from exc
+        return chosen, sweep.describe_range(chosen, None)
+    peak = sweep.peak_demand(jobs)
+    chosen = sweep.default_points(sweep.capacity_points(every_node, math.ceil(peak)), peak)
+    return chosen, sweep.describe_range(chosen, peak)
+
+
+def _p95(run: dict[str, object]) -> float:
+    value = run["guaranteed_wait_p95_s"]
+    if not isinstance(value, int | float):
+        raise TypeError(f"a replay's result has no pooled p95: {value!r}")
+    return float(value)
+
+
+def _summary(
+    args: argparse.Namespace, tasks: list[Task], runs: list[dict[str, object]], note: str
+) -> SweepSummary:
+    slo = args.slo or parse_duration(DEFAULT_SLO)
+    per_strategy = {}
+    for name in dict.fromkeys(t.strategy.value for t in tasks):
+        mine = [
+            (t.gpus, t.scale, t.seed, _p95(r))
+            for t, r in zip(tasks, runs, strict=True)
+            if t.strategy.value == name
+        ]
+        per_strategy[name] = sweep.capacity_results(mine, slo)
+    seeds = tuple(sorted({t.seed for t in tasks}))
+    return SweepSummary(slo, seeds, note, sweep.verdicts(per_strategy))
+
+
+def _tasks(args: argparse.Namespace, jobs: Jobs, every_node: Nodes) -> tuple[list[Task], str]:
+    """The sweep's replays (if any), then the report's (if any); raises ValueError on a bad
+    `--capacities`."""
+    tasks: list[Task] = []
+    note = ""
+    if args.capacity_sweep:
+        points, note = _points(args, jobs, every_node)
+        tasks = _sweep_tasks(args, points)
+    if args.report is not None:
+        gpus = int(sweep.nodes_at(every_node, args.capacity_scale).gpus.sum())
+        tasks += [
+            Task(s, gpus, args.capacity_scale, args.seed, timeline=True) for s in args.strategies
+        ]
+    return tasks, note
+
+
+def run(args: argparse.Namespace, policy: Policy, jobs: Jobs, profiles: Profiles) -> int:
+    """The sweep and/or the report (the flags passed `check_flags`)."""
+    try:
+        every_node = read_nodes(args.nodes)
+        tasks, note = _tasks(args, jobs, every_node)
+    except (TraceError, ValueError) as exc:
+        print(f"gpu-reclaimer simulate: {exc}", file=sys.stderr)
+        return 2
+    inputs = Inputs(jobs, every_node, profiles, policy, args.interval, args.idle_window)
+    progress = replay_pool.Progress(sys.stderr, len(tasks))
+    outcomes = replay_pool.run_tasks(
+        tasks, inputs, args.jobs or replay_pool.default_jobs(), progress
+    )
+    swept = [(t, o) for t, o in zip(tasks, outcomes, strict=True) if isinstance(o, dict)]
+    runs = [o for _, o in swept]
+    records = [o for o in outcomes if isinstance(o, RunRecord)]
+    summary = _summary(args, [t for t, _ in swept], runs, note) if swept else None
+    out: dict[str, object] = sweep_json(summary, runs) if summary else {}
+    if args.report is not None:
+        _write_report(args, records, summary)
+        out["report"] = str(args.report)
+    if summary is None:
+        out["runs"] = [dict(r.result) | {"gpus": r.gpus, "seed": r.seed} for r in records]
+    print(json.dumps(out) if args.json else text(summary, records, args.report))
+    return 0
+
+
+def _write_report(
+    args: argparse.Namespace, records: list[RunRecord], summary: SweepSummary | None
+) -> None:
+    inputs = [
+        ("pods", str(args.pods)),
+        ("nodes", str(args.nodes)),
+        ("utilization", str(args.utilization)),
+        ("policy file", str(args.policy_file or "default policy")),
+    ]
+    title = "gpu-reclaimer simulate: backtest report"
+    html_report.write_report(args.report, html_report.render(title, inputs, records, summary))
+
+
+def sweep_json(summary: SweepSummary, runs: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "slo_seconds": summary.slo_seconds,
+        "seeds": list(summary.seeds),
+        "capacity_range": summary.range_note,
+        "policies": {v.strategy: v.as_dict() for v in summary.verdicts},
+        "runs": runs,
+    }
+
+
+def _or_dash(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def text(summary: SweepSummary | None, records: list[RunRecord], report: Path | None) -> str:
+    lines = []
+    if summary is not None:
+        lines.append(
+            f"SLO: guaranteed pooled wait p95 <= {summary.slo_seconds:,.0f} s on seeds "
+            f"{', '.join(map(str, summary.seeds))}; capacities: {summary.range_note}"
+        )
+        for v in summary.verdicts:
+            p95 = "  ".join(f"{c.gpus}: {c.worst_p95:,.0f}" for c in v.per_capacity)
+            lines.append(
+                f"{v.strategy:<11} min_gpus {_or_dash(v.min_gpus)}  saved vs none "
+                f"{_or_dash(v.gpus_saved_vs_none)}  worst p95 s by GPUs  {p95}"
+            )
+            lines += [f"{'':<11} {x}" for x in (v.reason, *v.caveats) if x]
+    else:
+        lines += [
+            f"{r.strategy:<11} guaranteed p95 {_p95(dict(r.result)):,.0f} s at {r.gpus} GPUs"
+            for r in records
+        ]
+    if report is not None:
+        lines.append(f"report: {report}")
+    return "\n".join(lines)

@@ -1,0 +1,70 @@
+"""One Node object decoded: its physical GPUs, time-slice replicas (from the device plugin's
+ConfigMap key the node points to), MIG offer, workload classes and the reclaimer's annotations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+
+from reclaimer.devices import WHOLE_GPU
+from reclaimer.kube.objects import fields as f
+from reclaimer.kube.objects import resources as r
+from reclaimer.kube.objects.timeslicing import replicas_of
+from reclaimer.model import Node
+
+Obj = f.Obj
+
+
+def device_plugin_data(
+    configmaps: Sequence[Obj], ref: r.ConfigMapRef | None, wanted: set[str]
+) -> Mapping[str, str] | None:
+    """The device-plugin ConfigMap's data: the one `ref` names, else the one holding the keys
+    nodes point to (when exactly one does)."""
+    if ref is not None:
+        for cm in configmaps:
+            if f.name(cm) == ref.name and f.namespace(cm) == ref.namespace:
+                return dict(cm.get("data") or {})
+    holders = [cm for cm in configmaps if wanted & set(cm.get("data") or {})]
+    return dict(holders[0].get("data") or {}) if len(holders) == 1 else None
+
+
+def node(
+    obj: Obj, plugin_data: Mapping[str, str] | None, classes: Iterable[str], problems: list[str]
+) -> Node | None:
+    labels = f.labels_of(obj)
+    config_key = labels.get(r.DEVICE_PLUGIN_CONFIG_LABEL) or None
+    devices = f.device_amounts(f.dig(obj, "status", "capacity"))
+    capacity = devices.get(WHOLE_GPU)
+    if not devices and config_key is None:
+        return None  # not a GPU node
+    replicas = f.int_field(labels.get(r.GPU_REPLICAS_LABEL), 1)
+    if config_key is not None:
+        if plugin_data is None or config_key not in plugin_data:
+            problems.append(
+                f"node {f.name(obj)}: device-plugin config key {config_key!r} not found"
+            )
+        else:
+            replicas = replicas_of(plugin_data[config_key])
+    physical = f.int_field(labels.get(r.GPU_COUNT_LABEL), int(capacity or 0) // replicas)
+    return Node(
+        name=f.name(obj),
+        gpus=physical,
+        replicas=replicas,
+        config_key=config_key,
+        workload_classes=tuple(sorted(set(classes))),
+        last_reshape=f.timestamp(f.annotations_of(obj).get(r.LAST_RESHAPE)),
+        reshape_key_at=f.timestamp(f.annotations_of(obj).get(r.RESHAPE_KEY_AT)),
+        mig=_mig_offer(labels, devices),
+    )
+
+
+def _mig_offer(labels: Mapping[str, str], devices: Mapping[str, float]) -> Mapping[str, int]:
+    """A MIG-enabled node's slots per resource (`Node.mig`); empty for a node without MIG.
+
+    MIG-enabled: it advertises `nvidia.com/mig-*` (the `mixed` strategy), or GPU feature discovery
+    labels it with the `single` strategy, where its MIG instances are its `nvidia.com/gpu`.
+    """
+    single = labels.get(r.MIG_STRATEGY_LABEL) == "single"
+    if not single and not any(name != WHOLE_GPU for name, n in devices.items() if n > 0):
+        return MappingProxyType({})
+    return MappingProxyType({name: int(n) for name, n in sorted(devices.items())})

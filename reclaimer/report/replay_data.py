@@ -1,0 +1,81 @@
+"""What the backtest report draws: one replay's timeline and a capacity sweep's verdicts.
+
+Plain frozen data, filled by the replay (`reclaimer.simulate.timeline`, `reclaimer.simulate.sweep`)
+and read by the report (`reclaimer.report.html_report`), so that the report never imports the
+simulator. Times are seconds; a timeline's series hold one value per bin of `bin_seconds`
+starting at `begin`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One replay (a strategy at a capacity and seed), with what it did over time."""
+
+    strategy: str
+    gpus: int  # the cluster's capacity
+    seed: int
+    result: Mapping[str, object]  # `SimResult.to_json()`, with the run's wall time
+    waits: Mapping[str, tuple[float, ...]]  # every job's total wait, per queue
+    begin: float
+    bin_seconds: float
+    allocated_gpus: tuple[float, ...]  # mean GPUs held by running jobs in each bin
+    busy_gpus: tuple[float, ...]  # mean GPUs' worth of utilization in each bin
+    preemptions: tuple[int, ...]  # preemptions in each bin
+    wrongful: tuple[int, ...]  # of which wrongful (busy again within the horizon)
+
+
+@dataclass(frozen=True)
+class CapacityResult:
+    """One strategy at one capacity: the pooled guaranteed wait p95 on each seed."""
+
+    gpus: int
+    capacity_scale: float
+    p95_by_seed: Mapping[int, float]
+    meets_slo: bool  # on every seed
+
+    @property
+    def worst_p95(self) -> float:
+        return max(self.p95_by_seed.values())
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "gpus": self.gpus,
+            "capacity_scale": self.capacity_scale,
+            "guaranteed_wait_p95_s": {str(s): v for s, v in sorted(self.p95_by_seed.items())},
+            "worst_p95_s": self.worst_p95,
+            "meets_slo": self.meets_slo,
+        }
+
+
+@dataclass(frozen=True)
+class PolicyVerdict:
+    """The fewest GPUs at which a strategy keeps the SLO, or why there is no such number."""
+
+    strategy: str
+    min_gpus: int | None
+    gpus_saved_vs_none: int | None
+    reason: str | None  # why `min_gpus` or `gpus_saved_vs_none` is null
+    caveats: tuple[str, ...]
+    per_capacity: tuple[CapacityResult, ...]  # fewest GPUs first
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "min_gpus": self.min_gpus,
+            "gpus_saved_vs_none": self.gpus_saved_vs_none,
+            "reason": self.reason,
+            "caveats": list(self.caveats),
+            "per_capacity": [c.as_dict() for c in self.per_capacity],
+        }
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    slo_seconds: float
+    seeds: tuple[int, ...]
+    range_note: str  # how the capacities were chosen
+    verdicts: tuple[PolicyVerdict, ...]

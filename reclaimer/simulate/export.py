@@ -1,0 +1,140 @@
+"""A past window of the user's own cluster as a trace `simulate` replays: the pod list, the node
+list and each pod's measured utilization, in the formats `simulate.trace` reads. Pure.
+
+Each pod with GPU history in the window becomes one trace pod named `namespace/pod`: it runs
+from its first sample to its last (plus one step), on as many GPUs as it held (the cluster's
+request when the cluster still has the pod, else the distinct GPUs Prometheus saw), arriving when
+it started running (the history does not say how long it waited before; a pod already running
+when the window opens arrives at its start). On a time-sliced node a one-GPU pod holds one
+replica's share (`gpu_milli` = 1000 / replicas). Its utilization rows (percent, under its name,
+readable samples only) make the replay give it its own profile (`simulate.usage`).
+
+Queue (`qos`): the pod's job's queue in the cluster (PodGroup, Volcano Job or queue
+annotation), else its Volcano queue recorded in Prometheus (`RECORDED_POD_QUEUE`), else
+`unknown`. `reclaimable`: the Volcano Queue's flag where the cluster has that Queue, else false
+(a pod whose queue is not known is never taken as reclaimable, as the controller would not).
+Nodes: the cluster's GPU nodes, plus any node Prometheus saw GPUs on that the cluster no longer
+has. Gangs are not modelled: each pod is replayed as its own job, as `simulate` does for openb.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reclaimer.model import ClusterView, Pod
+from reclaimer.prometheus.window import Placement, WindowRead
+from reclaimer.simulate.trace import MILLI
+
+UNKNOWN_QUEUE = "unknown"
+PODS_FILE, NODES_FILE, UTILIZATION_FILE = "pods.csv", "nodes.csv", "utilization.csv"
+EXPORT_POD_COLUMNS = (
+    "name",
+    "num_gpu",
+    "gpu_milli",
+    "qos",
+    "reclaimable",
+    "creation_time",
+    "scheduled_time",
+    "deletion_time",
+)
+
+
+@dataclass(frozen=True)
+class Export:
+    pods: pd.DataFrame  # EXPORT_POD_COLUMNS
+    nodes: pd.DataFrame  # sn, gpu
+    utilization: pd.DataFrame  # value (percent), timestamp_anon, container_ip (= pod name)
+    queue_sources: dict[str, int]  # pods whose queue came from: cluster, prometheus, unknown
+
+
+def build_export(read: WindowRead, view: ClusterView, step: float) -> Export:
+    """The trace of the window `read` covers, joined with what the cluster `view` says."""
+    spans = read.pods.groupby(["namespace", "pod"], sort=True)["timestamp"].agg(["min", "max"])
+    cluster_pods = {p.key: p for p in view.pods}
+    jobs = {j.key: j for j in view.jobs}
+    job_queue = {p.key: jobs[p.job].queue for p in view.pods if p.job in jobs}
+    reclaimable = {q.name: q.reclaimable for q in view.queues}
+    replicas = {n.name: n.replicas for n in view.nodes}
+    rows, sources = [], Counter[str]()
+    for (namespace, name), first, last in zip(spans.index, spans["min"], spans["max"], strict=True):
+        ident = (str(namespace), str(name))
+        key = "/".join(ident)
+        queue, source = _queue(job_queue.get(key), read.queues.get(ident))
+        sources[source] += 1
+        gpus, node = _gpus(cluster_pods.get(key), read.placements.get(ident))
+        rows.append(
+            {
+                "name": key,
+                "num_gpu": gpus,
+                "gpu_milli": MILLI // replicas.get(node, 1) if gpus == 1 else MILLI,
+                "qos": queue,
+                "reclaimable": "true" if reclaimable.get(queue, False) else "false",
+                "creation_time": float(first),
+                "scheduled_time": float(first),
+                "deletion_time": float(last) + step,
+            }
+        )
+    return Export(
+        pods=pd.DataFrame(rows, columns=list(EXPORT_POD_COLUMNS)),
+        nodes=_nodes(view, read),
+        utilization=_utilization(read.pods),
+        queue_sources=dict(sorted(sources.items())),
+    )
+
+
+def _queue(in_cluster: str | None, recorded: str | None) -> tuple[str, str]:
+    """The pod's queue and where it came from."""
+    if in_cluster:
+        return in_cluster, "cluster"
+    if recorded:
+        return recorded, "prometheus"
+    return UNKNOWN_QUEUE, UNKNOWN_QUEUE
+
+
+def _gpus(pod: Pod | None, placed: Placement | None) -> tuple[int, str]:
+    """GPUs and node: the cluster's request where it still has the pod, else what was seen."""
+    gpus = pod.gpus if pod is not None and pod.gpus > 0 else (placed.gpus if placed else 1)
+    node = (pod.node if pod is not None else None) or (placed.node if placed else "")
+    return max(1, gpus), node
+
+
+def _nodes(view: ClusterView, read: WindowRead) -> pd.DataFrame:
+    gpus = {n.name: n.gpus for n in view.nodes if n.gpus > 0}
+    for host, count in sorted(read.node_gpus.items()):
+        if host and host not in gpus and count > 0:
+            gpus[host] = count
+    return pd.DataFrame({"sn": list(gpus), "gpu": list(gpus.values())}, columns=["sn", "gpu"])
+
+
+def _utilization(pods: pd.DataFrame) -> pd.DataFrame:
+    readable = pods[pods["value"].notna()]
+    # one name string per pod, referenced by each of its rows (not one string per sample)
+    groups = readable.groupby(["namespace", "pod"], sort=True)
+    keys = groups.size().index  # in group number order
+    names = np.array([f"{ns}/{pod}" for ns, pod in keys.tolist()], dtype=object)
+    return pd.DataFrame(
+        {
+            "value": np.round(readable["value"].to_numpy(dtype=np.float64) * 100.0, 3),
+            "timestamp_anon": readable["timestamp"].to_numpy(dtype=np.float64),
+            "container_ip": names[groups.ngroup().to_numpy()],
+        }
+    )
+
+
+def write_export(export: Export, out: Path) -> dict[str, Path]:
+    """Write the three files into `out` (created if missing); raises OSError."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "pods": out / PODS_FILE,
+        "nodes": out / NODES_FILE,
+        "utilization": out / UTILIZATION_FILE,
+    }
+    export.pods.to_csv(paths["pods"], index=False)
+    export.nodes.to_csv(paths["nodes"], index=False)
+    export.utilization.to_csv(paths["utilization"], index=False)
+    return paths

@@ -1,0 +1,143 @@
+"""The capacity sweep's core: capacity points, the range, and the min_gpus rule with its caveats."""
+
+from __future__ import annotations
+
+import pytest
+from simworld import HOUR, P, nodes_frame, pods_frame
+
+from reclaimer.report.replay_data import CapacityResult
+from reclaimer.simulate import sweep
+from reclaimer.simulate.trace import parse_nodes, parse_pods
+
+SLO = 600.0
+
+
+def _results(p95_by_gpus: dict[int, float | list[float]]) -> tuple[CapacityResult, ...]:
+    runs = []
+    for gpus, p95 in p95_by_gpus.items():
+        for seed, value in enumerate(p95 if isinstance(p95, list) else [p95]):
+            runs.append((gpus, gpus / 1000, seed, value))
+    return sweep.capacity_results(runs, SLO)
+
+
+@pytest.mark.parametrize(
+    ("p95", "least", "reason_has", "caveat_has"),
+    [
+        ({38: 4000.0, 40: 900.0, 48: 70.0, 58: 0.0}, 48, None, "misses it at 40 GPUs"),
+        ({38: 4000.0, 40: 900.0, 48: 700.0}, None, "at 48 GPUs, the largest tried", None),
+        ({38: 500.0, 40: 900.0, 48: 700.0}, None, "largest tried", "meets the SLO at 38 GPUs"),
+        ({38: 900.0, 40: 500.0, 48: 700.0, 58: 0.0}, 58, None, "also meets the SLO at 40 GPUs"),
+        ({38: 100.0, 40: 0.0}, 38, None, "the minimum is at most 38"),
+        ({38: [100.0, 700.0], 40: [0.0, 0.0]}, 40, None, "misses it at 38 GPUs"),
+        ({38: 600.0, 40: 0.0}, 38, None, "at most 38"),
+    ],
+    ids=[
+        "monotone",
+        "none-met",
+        "met-only-below-a-miss",
+        "non-monotone-takes-the-upper-run",
+        "met-at-the-floor-is-an-upper-bound",
+        "one-seed-missing-is-a-miss",
+        "at-the-slo-meets-it",
+    ],
+)
+def test_min_gpus_is_where_the_slo_keeps_holding(p95, least, reason_has, caveat_has):
+    found, reason, caveats = sweep.minimum(_results(p95))
+
+    assert found == least
+    if reason_has is None:
+        assert reason is None
+    else:
+        assert reason_has in reason
+    if caveat_has is not None:
+        assert any(caveat_has in c for c in caveats), caveats
+
+
+def test_savings_are_against_none_and_null_when_unknown():
+    per_strategy = {
+        "none": _results({30: 9000.0, 38: 4000.0, 40: 900.0, 48: 70.0}),
+        "allocation": _results({30: 9000.0, 38: 2000.0, 40: 350.0, 48: 0.0}),
+        "threshold": _results({30: 9e5, 38: 3e4, 40: 3e4, 48: 3000.0}),
+        "forecast": _results({30: 100.0, 38: 0.0, 40: 0.0, 48: 0.0}),
+    }
+
+    verdicts = {v.strategy: v for v in sweep.verdicts(per_strategy)}
+
+    assert [v.strategy for v in sweep.verdicts(per_strategy)] == list(per_strategy)
+    assert (verdicts["none"].min_gpus, verdicts["none"].gpus_saved_vs_none) == (48, 0)
+    assert (verdicts["allocation"].min_gpus, verdicts["allocation"].gpus_saved_vs_none) == (40, 8)
+    assert verdicts["threshold"].min_gpus is None
+    assert verdicts["threshold"].gpus_saved_vs_none is None
+    assert "largest tried" in verdicts["threshold"].reason
+    assert verdicts["forecast"].min_gpus == 30  # at the floor: only an upper bound
+    assert verdicts["forecast"].gpus_saved_vs_none is None
+    assert "upper bound" in verdicts["forecast"].reason
+
+
+def test_no_saving_when_none_never_meets_the_slo():
+    per_strategy = {
+        "none": _results({38: 4000.0, 40: 900.0}),
+        "forecast": _results({38: 4000.0, 40: 100.0}),
+    }
+
+    none, ours = sweep.verdicts(per_strategy)
+
+    assert none.min_gpus is None and none.gpus_saved_vs_none is None
+    assert ours.min_gpus == 40 and ours.gpus_saved_vs_none is None
+    assert "`none` keeps the SLO at no capacity tried" in ours.reason
+
+
+def test_capacity_points_are_exact_and_the_scale_gives_them():
+    frame = nodes_frame([8] * 10 + [2] * 20 + [1] * 4)
+    every = parse_nodes(frame)
+
+    points = sweep.capacity_points(every)
+
+    assert [p.gpus for p in points] == sorted({p.gpus for p in points})
+    assert points[-1].gpus == 8 * 10 + 2 * 20 + 4
+    for point in points:
+        assert (
+            int(parse_nodes(nodes_frame([8] * 10 + [2] * 20 + [1] * 4), point.scale).gpus.sum())
+            == point.gpus
+        )
+    assert points[0].gpus == 8  # the largest node is always kept
+
+
+def test_chosen_points_by_count_and_range():
+    points = sweep.capacity_points(parse_nodes(nodes_frame([1, 1, 1, 1, 1])))
+
+    assert [p.gpus for p in sweep.chosen_points(points, "2,4")] == [2, 4]
+    assert [p.gpus for p in sweep.chosen_points(points, "2-4")] == [2, 3, 4]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("7", "no capacity scale gives [7] GPUs"),
+        ("2,x", "expected a number of GPUs"),
+        ("4-2", "no capacity in 4-2 GPUs"),
+        ("0", "must be positive"),
+        ("8-9", "no capacity in 8-9"),
+    ],
+    ids=["unreachable", "not-a-number", "empty-range", "zero", "range-above"],
+)
+def test_bad_capacities_say_what_the_node_list_gives(spec, message):
+    points = sweep.capacity_points(parse_nodes(nodes_frame([1, 1, 1, 1, 1])))
+
+    with pytest.raises(ValueError) as error:
+        sweep.chosen_points(points, spec)
+
+    assert message in str(error.value)
+
+
+def test_the_default_range_runs_from_half_the_peak_to_the_peak():
+    jobs = parse_pods(
+        pods_frame([P(f"p{i}", "LS", i * 600.0, 4 * HOUR, num_gpu=2) for i in range(5)])
+    )
+    points = sweep.capacity_points(parse_nodes(nodes_frame([2] * 12)))
+
+    peak = sweep.peak_demand(jobs)
+    chosen = sweep.default_points(points, peak)
+
+    assert peak == 10.0  # five 2-GPU jobs overlap
+    assert [p.gpus for p in chosen] == [6, 8, 10]
