@@ -77,6 +77,7 @@ bench: deps
 	$(BIN)/python bench/exporter_bench.py --duration $(BENCH_SECONDS)
 	$(BIN)/python bench/forecast_bench.py
 	$(BIN)/python bench/forecast_cv.py --utilization $(GENTD26)
+	$(BIN)/python bench/forecast_calibration.py --utilization $(GENTD26)
 	$(BIN)/python bench/plan_bench.py
 	$(BIN)/python bench/kube_read_bench.py
 	$(BIN)/python bench/reclaimer_prom_read.py

@@ -202,3 +202,7 @@ class Forecast:
     method: str
     samples: int  # history samples the decision used
     last_sample_at: float | None = None
+    # The evidence in plain counts: the job's complete back-to-back past windows of one horizon
+    # on the history read, and how many of them stayed below the threshold.
+    past_windows: int = 0
+    past_idle_windows: int = 0

@@ -15,6 +15,8 @@ Theory of operation (the protocol of `gpu-reclaimer forecast-eval`):
   over true-positive windows of the window length (one GPU per series: the GPU-hours a reclaimer
   acting on those forecasts would have freed without harm); `ms_per_series` is the method's
   wall time divided by the number of series it forecast (the `clock` is injected).
+- Calibration (`reclaimer.forecast.calibration`): the Brier score and the expected calibration
+  error of the method's `confidence` against the windows' outcomes, over ten equal-width bins.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reclaimer.forecast.calibration import Calibration, calibrate
 from reclaimer.forecast.features import BoolArray, Grid, busy_flags, samples_for, window_idle
 from reclaimer.forecast.params import Forecaster, ForecastParams
 
@@ -50,6 +53,7 @@ class MethodScore:
     idle_windows: int
     idle_gpu_hours_found: float
     ms_per_series: float
+    calibration: Calibration
 
     @property
     def precision(self) -> float:
@@ -142,6 +146,7 @@ def evaluate(
                 idle_windows=int(found.idle.sum()),
                 idle_gpu_hours_found=tp * params.horizon_seconds / 3600.0,
                 ms_per_series=1000.0 * got.seconds / max(got.series, 1),
+                calibration=calibrate(got.confidence, found.idle),
             )
         )
     return scores

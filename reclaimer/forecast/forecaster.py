@@ -10,6 +10,8 @@ The controller and the simulator consume these through `plan()`.
   threshold; `idle` is `confidence >= min_confidence` (the operating point).
 - A job with less than `min_history_seconds` of history, or silent for more than
   `max_silence_seconds`, is never idle; its `method` says why.
+- `past_windows` / `past_idle_windows` count the job's back-to-back past horizons and the idle
+  ones (`reclaimer.forecast.past_windows`): the evidence `reclaimer.forecast.wording` prints.
 - `predicted_idle_seconds` is the median idle time left if the job's hazard of turning busy is
   constant: horizon * ln(0.5) / ln(confidence), 0 for a busy job, capped at the lookback.
 """
@@ -29,7 +31,9 @@ from reclaimer.forecast.idle_model import (
     eligible,
     pooled_logistic,
 )
+from reclaimer.forecast.methods import INSUFFICIENT_HISTORY, SILENT
 from reclaimer.forecast.params import Forecaster, ForecastParams, Prediction
+from reclaimer.forecast.past_windows import past_windows
 from reclaimer.model import Forecast
 
 __all__ = [
@@ -40,8 +44,6 @@ __all__ = [
     "forecasts_from",
 ]
 
-INSUFFICIENT_HISTORY = "insufficient-history"
-SILENT = "no-recent-samples"
 DEFAULT_METHOD = POOLED_LOGISTIC
 FORECASTERS: dict[str, Forecaster] = {POOLED_LOGISTIC: pooled_logistic, BURST_RATE: burst_rate}
 
@@ -76,6 +78,7 @@ def forecasts_from(
 ) -> dict[str, Forecast]:
     """Wrap a forecaster's per-row answer into `Forecast`s keyed by job."""
     ok, samples = eligible(grid, params)
+    record = past_windows(grid, params.horizon_seconds, params.threshold)
     times = grid.times()
     out: dict[str, Forecast] = {}
     for row, job in enumerate(grid.jobs):
@@ -94,5 +97,7 @@ def forecasts_from(
             method=prediction.method if ok[row] else _why_not(grid, params, row),
             samples=int(samples[row]),
             last_sample_at=last_at,
+            past_windows=int(record.windows[row]),
+            past_idle_windows=int(record.idle[row]),
         )
     return out

@@ -39,6 +39,8 @@ class ForecastParams:
     max_training_rows: int = 200_000
     min_training_windows: int = 50
     ridge: float = 1.0
+    calibration_seconds: float = 2 * 3600.0  # newest settled windows that check the model
+    calibration_bins: int = 10  # 0: use the logistic model's probabilities as they are
 
 
 def for_policy(policy: Policy, base: ForecastParams | None = None) -> ForecastParams:

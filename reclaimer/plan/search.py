@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from reclaimer.decisions import Reason, Skip
 from reclaimer.devices import resource_key
+from reclaimer.forecast import wording
 from reclaimer.model import PendingDemand
 from reclaimer.plan.capacity import FreeSlots, pod_shape
 from reclaimer.plan.ledger import Ledger
@@ -205,5 +206,5 @@ def idle_note(v: Victim) -> str:
     f = v.forecast
     return (
         f"idle below {f.threshold:.0%} for {format_duration(f.horizon_seconds)} "
-        f"with p={f.confidence:.2f} ({f.method})"
+        f"with {wording.odds_text(f)}"
     )

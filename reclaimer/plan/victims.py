@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from reclaimer.decisions import Reason, Skip
+from reclaimer.forecast import wording
 from reclaimer.model import Forecast, Job, Queue, Snapshot, spares_a_retry
 from reclaimer.plan.capacity import Placement, is_opted_out
 from reclaimer.policy.settings import VOLCANO_COOLDOWN, Policy
@@ -158,9 +159,9 @@ def screen(
 def _busy_note(f: Forecast, policy: Policy) -> str:
     """Why a usable forecast does not call the job idle; empty when it does."""
     if not f.idle:
-        return f"forecast busy (p_idle={f.confidence:.2f}, {f.method})"
+        return f"forecast busy: {wording.odds_text(f)}"
     if f.confidence < policy.min_confidence:
-        return f"p_idle={f.confidence:.2f} below minConfidence {policy.min_confidence:.2f}"
+        return f"{wording.odds_text(f)} below minConfidence {policy.min_confidence:.2f}"
     return ""
 
 

@@ -28,6 +28,7 @@ from reclaimer.decisions import (
     Skip,
 )
 from reclaimer.devices import count
+from reclaimer.forecast import wording
 from reclaimer.kube import operations as ops
 from reclaimer.kube import reshaping
 from reclaimer.kube.client import KubeApi, KubeError
@@ -83,9 +84,9 @@ def describe(action: Action, dry_run: bool) -> str:
     if ev.forecast is not None:
         f = ev.forecast
         parts.append(
-            f"forecast idle={f.idle} confidence={f.confidence:.2f} "
+            f"forecast idle={f.idle} {wording.odds_text(f)} "
             f"idle_for~{f.predicted_idle_seconds:.0f}s threshold={f.threshold:g} "
-            f"method={f.method} samples={f.samples}"
+            f"samples={f.samples}"
         )
     if ev.for_pending:
         parts.append(f"for pending {ev.for_pending}")

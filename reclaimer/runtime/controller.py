@@ -28,7 +28,7 @@ import pandas as pd
 
 from reclaimer.decisions import ActionKind, ActionResult, Plan, Reason, Skip
 from reclaimer.forecast import checks as forecast_check
-from reclaimer.forecast.forecaster import INSUFFICIENT_HISTORY, SILENT
+from reclaimer.forecast.methods import UNDECIDED_METHODS
 from reclaimer.model import ClusterView, DataQuality, Forecast, Snapshot
 from reclaimer.plan.capacity import releasing
 from reclaimer.plan.planner import data_gate
@@ -53,10 +53,6 @@ class Applier(Protocol):
     def apply(self, plan: Plan, view: ClusterView) -> Sequence[ActionResult]: ...
 
     def warn(self, warnings: Sequence[Skip], view: ClusterView) -> int: ...
-
-
-# Forecast methods that mean "could not decide" (counted as outcome="unknown").
-UNDECIDED_METHODS = frozenset({INSUFFICIENT_HISTORY, SILENT})
 
 
 @dataclass(frozen=True)

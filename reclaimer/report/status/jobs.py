@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reclaimer.decisions import Plan
+from reclaimer.forecast import wording
 from reclaimer.model import Forecast
 from reclaimer.report.cycle import CycleReport
 from reclaimer.report.status.markup import count, element, esc, paragraph, section, table
@@ -76,20 +77,10 @@ def _forecast(f: Forecast | None, usage: JobUsage | None) -> str:
     horizon = format_duration(f.horizon_seconds)
     verdict = "idle" if f.idle else "busy"
     words = (
-        f"{verdict}: P(idle for {horizon}) {probability(f.confidence)}, "
-        f"idle window ~{format_duration(round(f.predicted_idle_seconds))} "
-        f"({f.method}, {count(f.samples, 'sample')})"
+        f"{verdict} for {horizon}: {wording.odds_text(f)}, "
+        f"idle window ~{format_duration(round(f.predicted_idle_seconds))}"
     )
     return element("span", esc(words), class_="ok" if f.idle else "muted")
-
-
-def probability(p: float) -> str:
-    """Two decimals, never rounded up to a certainty (or down to an impossibility) it is not."""
-    if 0.995 <= p < 1.0:
-        return "> 0.99"
-    if 0.0 < p < 0.005:
-        return "< 0.01"
-    return f"{p:.2f}"
 
 
 def _chart(usage: JobUsage | None, forecast: Forecast | None) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +21,18 @@ from reclaimer.forecast.forecaster import DEFAULT_METHOD, FORECASTERS, ForecastP
 from reclaimer.forecast.params import Prediction
 
 NAN = float("nan")
-JSON_KEYS = {"method", "default", "precision", "recall", "idle_gpu_hours_found", "ms_per_series"}
+JSON_KEYS = {
+    "method",
+    "default",
+    "precision",
+    "recall",
+    "idle_gpu_hours_found",
+    "ms_per_series",
+    "brier",
+    "ece",
+    "calibration_bins",
+}
+BIN_KEYS = {"low", "high", "count", "mean_predicted", "observed"}
 
 
 def ticking_clock() -> itertools.count[float]:
@@ -123,12 +136,47 @@ def test_cli_json_lists_every_method_once_with_one_default(
     assert all(0 <= r["precision"] <= 1 and 0 <= r["recall"] <= 1 for r in rows)
 
 
+def test_cli_json_reports_calibration_per_method_in_a_subprocess(tmp_path: Path) -> None:
+    path = trace_csv(tmp_path / "trace.csv", bursty_grid(pods=8))
+    done = subprocess.run(
+        [sys.executable, "-m", "reclaimer", "forecast-eval", "--utilization", str(path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    windows = origins(load_grid(path), ForecastParams()).rows.size
+    for row in rows:
+        assert set(row) == JSON_KEYS
+        bins = row["calibration_bins"]
+        assert [b["low"] for b in bins] == [k / 10 for k in range(10)]
+        assert all(set(b) == BIN_KEYS for b in bins)
+        assert sum(b["count"] for b in bins) == windows
+        assert 0.0 <= row["ece"] <= 1.0 and 0.0 <= row["brier"] <= 1.0
+        # the ECE is the count-weighted gap of the bins it lists (rounded to 4 places)
+        gap = sum(b["count"] * abs(b["mean_predicted"] - b["observed"]) for b in bins)
+        assert row["ece"] == pytest.approx(gap / windows, abs=2e-4)
+    rules = [r for r in rows if r["method"] in BASELINES]
+    # a rule's confidence is 0 or 1, so it fills only the two end bins
+    assert all(sum(b["count"] for b in r["calibration_bins"][1:9]) == 0 for r in rules)
+
+
+def load_grid(path: Path) -> Grid:
+    history = read_trace(path)
+    ts = history["timestamp"]
+    return build_grid(history, float(ts.max()), float(ts.max() - ts.min()) + 1.0)
+
+
 def test_cli_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = trace_csv(tmp_path / "trace.csv.gz", bursty_grid(pods=6))
     assert main(["forecast-eval", "--utilization", str(path), "--horizon", "30m"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in [*FORECASTERS, *BASELINES])
     assert f"{DEFAULT_METHOD} *" in out
+    assert f"calibration of {DEFAULT_METHOD}:" in out
+    assert "0.9-1.0" in out
 
 
 @pytest.mark.parametrize(

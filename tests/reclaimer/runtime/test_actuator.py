@@ -41,7 +41,7 @@ def test_preempt_pytorchjob_suspends_annotates_and_records(api, cluster: FakeClu
     assert (
         event["reason"] == "GpuReclaimPreempted" and event["involvedObject"]["kind"] == "PyTorchJob"
     )
-    assert "confidence=0.97" in event["message"] and "prod/llm-finetune" in event["message"]
+    assert "p_idle=0.97 (test; " in event["message"] and "prod/llm-finetune" in event["message"]
     [patch] = [q for q in cluster.requests if q.method == "PATCH"]
     assert patch.content_type == "application/merge-patch+json"
     assert "resourceVersion" in patch.body["metadata"]  # optimistic concurrency
