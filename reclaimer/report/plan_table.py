@@ -9,6 +9,7 @@ for the controller's `/plan` endpoint and the simulator's logs. Both are pure.
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -88,7 +89,7 @@ def render_plan(plan: Plan, *, examples: int = 3, width: int = 160) -> str:
     lines = [f"plan at {plan.created_at:.0f}: {len(plan.actions)} action(s)"]
     lines += [f"WARNING {w.reason.value} {w.target}: {w.detail}" for w in plan.warnings]
     if plan.actions:
-        lines += _table([_HEADERS, *action_rows(plan.actions)], width)
+        lines += _table([_HEADERS, *action_rows(plan.actions)], width, wrap=True)
     groups = skips_by_reason(plan.skipped)
     if groups:
         lines.append(f"skipped {len(plan.skipped)} candidate(s):")
@@ -113,12 +114,21 @@ def _skip_text(skip: Skip) -> str:
     return f"{skip.target}: {skip.detail}" if skip.detail else skip.target
 
 
-def _table(rows: Sequence[Sequence[str]], width: int) -> list[str]:
-    """Left-aligned columns; the last column is cut to keep lines within `width`."""
+def _table(rows: Sequence[Sequence[str]], width: int, *, wrap: bool = False) -> list[str]:
+    """Left-aligned columns; the last column is kept within `width`: wrapped onto indented
+    lines where every word counts (an action's evidence), else cut (the skip examples)."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     out = []
     for row in rows:
         head = "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False))
         line = f"{head}  {row[-1]}" if head else row[-1]
-        out.append(line if len(line) <= width else line[: width - 1] + "…")
+        if len(line) <= width:
+            out.append(line)
+        elif wrap:
+            indent = len(head) + 2
+            parts = textwrap.wrap(row[-1], max(width - indent, 20)) or [""]
+            out.append(f"{head}  {parts[0]}")
+            out += [" " * indent + part for part in parts[1:]]
+        else:
+            out.append(line[: width - 1] + "…")
     return out

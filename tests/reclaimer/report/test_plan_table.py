@@ -8,7 +8,7 @@ from planworld import HOUR, World, starved_world
 
 from reclaimer.decisions import Plan, Reason
 from reclaimer.policy.settings import Policy, TimeSlicing
-from reclaimer.report.plan_table import plan_to_dict, render_plan
+from reclaimer.report.plan_table import action_rows, plan_to_dict, render_plan
 
 
 def _world() -> World:
@@ -71,3 +71,21 @@ def test_render_groups_skips_and_cuts_long_lines() -> None:
 def test_empty_plan_renders() -> None:
     assert render_plan(Plan(created_at=5 * HOUR, actions=())) == "plan at 18000: 0 action(s)"
     assert plan_to_dict(Plan(created_at=1.0, actions=()))["summary"]["gpus_freed"] == 0
+
+
+def test_an_action_s_evidence_is_wrapped_whole_never_cut() -> None:
+    plan = _world().plan()
+    (preempt,) = [a for a in plan.actions if a.kind.value == "preempt"]
+    text = render_plan(plan, width=80)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("preempt"))
+    indent = lines[1].index("EVIDENCE")
+    block = [lines[start]]
+    for line in lines[start + 1 :]:
+        if not line.startswith(" " * indent):
+            break
+        block.append(line)
+    assert len(block) > 1 and all(len(line) <= 80 for line in block)
+    assert " ".join(line[indent:].strip() for line in block) == " ".join(
+        action_rows([preempt])[0][-1].split()
+    )
