@@ -112,13 +112,15 @@ def test_serves_until_ctrl_c_then_stops_every_child(tmp_path: Path) -> None:
     lines = _reader(proc)
     try:
         _read_until(lines, "What the reclaimer would do", 240)
-        out = _read_until(lines, "reclaimer /plan:", 120)
+        out = _read_until(lines, "status page:", 120)
         assert "research/bert-finetune" in out
         urls = dict(re.findall(r"^\s+(.+?):\s+(http://\S+)$", out, re.M))
         with _OPENER.open(urls["reclaimer /metrics"], timeout=10) as r:
             assert b"gpu_reclaimer_dry_run" in r.read()
         with _OPENER.open(urls["Prometheus"] + "/-/ready", timeout=10) as r:
             assert r.status == 200
+        with _OPENER.open(urls["status page"], timeout=10) as r:
+            assert b"gpu-reclaimer status" in r.read()
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0
     finally:
