@@ -11,8 +11,8 @@ Steps (each child process in the work directory's logs, all stopped on exit or C
    Prometheus restarts on the completed data;
 4. `gpu-reclaimer run --once` in dry-run against Prometheus and the example cluster (examples +
    runtime state): what it would do and why; then the fleet's utilization summary;
-5. unless `--once`: the reclaimer keeps running (`/metrics`, `/plan`, the status page `/`), scraped by Prometheus,
-   until Ctrl-C; the URLs are printed.
+5. unless `--once`: the reclaimer keeps running (`/metrics`, `/plan`, the status page `/`),
+   scraped by Prometheus, until Ctrl-C; the URLs are printed.
 Progress goes to stderr, reports to stdout (`--json` prints the reclaimer's plan as JSON).
 """
 
