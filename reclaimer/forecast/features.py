@@ -32,6 +32,7 @@ import pandas as pd
 from scipy.signal import lfilter
 
 FloatArray = npt.NDArray[np.float64]
+AnyFloatArray = npt.NDArray[np.float64] | npt.NDArray[np.float32]  # a Grid over a History: float32
 BoolArray = npt.NDArray[np.bool_]
 
 HISTORY_COLUMNS = ("job", "timestamp", "value")
@@ -48,7 +49,7 @@ class Grid:
     jobs: tuple[str, ...]
     start: float
     step: float
-    values: FloatArray
+    values: AnyFloatArray
 
     @property
     def columns(self) -> int:
@@ -127,10 +128,17 @@ def decayed_fraction(flags: FloatArray, valid: BoolArray, half_life: float) -> F
     return out
 
 
-def busy_flags(values: FloatArray, threshold: float) -> tuple[FloatArray, BoolArray]:
+def at_or_above(values: AnyFloatArray, threshold: float) -> BoolArray:
+    """values >= threshold, compared in the values' own precision (a float32 history is compared
+    with the threshold rounded to float32: a value equal to the threshold stays busy)."""
+    out: BoolArray = values >= np.asarray(threshold, dtype=values.dtype)
+    return out
+
+
+def busy_flags(values: AnyFloatArray, threshold: float) -> tuple[FloatArray, BoolArray]:
     """(1.0 where the sample is at or above the threshold else 0.0, sample present)."""
     valid = ~np.isnan(values)
-    busy = np.where(valid & (np.nan_to_num(values, nan=0.0) >= threshold), 1.0, 0.0)
+    busy = np.where(valid & at_or_above(np.nan_to_num(values, nan=0.0), threshold), 1.0, 0.0)
     return busy, valid
 
 

@@ -58,7 +58,8 @@ def forecast_times(history: pd.DataFrame) -> list[float]:
 
 
 def snapshot(jobs: list[str], now: float) -> Snapshot:
-    """`jobs` are job keys. One GPU per job, eight jobs per node; queues a/b reclaimable, c/d starved and waiting."""
+    """`jobs` are job keys. One GPU per job, eight jobs per node; queues a and b reclaimable,
+    c and d starved, with pending jobs waiting."""
     nodes = tuple(Node(f"node-{i:03d}", 8) for i in range((len(jobs) + 7) // 8))
     queues = (
         Queue("a", weight=1),
@@ -107,8 +108,9 @@ def outcome(jobs: list[str], times: list[float], forecasting: Forecasting) -> di
 
 def plan_data(p: Plan) -> dict[str, Any]:
     return {
-        "actions": [[str(a.kind), a.target, str(a.reason), a.evidence.gpus_freed] for a in p.actions],
+        "actions": [
+            [str(a.kind), a.target, str(a.reason), a.evidence.gpus_freed] for a in p.actions
+        ],
         "skipped": [[s.target, str(s.reason), s.detail] for s in p.skipped],
         "warnings": [[w.target, str(w.reason)] for w in p.warnings],
     }
-
