@@ -14,8 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+import numpy as np
 import pandas as pd
 
+from reclaimer.forecast.features import at_or_above
+from reclaimer.forecast.history import History
 from reclaimer.model import Forecast
 
 GRACE = 3600.0
@@ -48,9 +51,11 @@ def remember(
 
 
 def check(
-    pending: tuple[PendingCheck, ...], history: pd.DataFrame, now: float
+    pending: tuple[PendingCheck, ...], history: History | pd.DataFrame, now: float
 ) -> tuple[tuple[PendingCheck, ...], tuple[tuple[str, CheckResult], ...]]:
     """Judge the checks whose window the history covers; return (still pending, results)."""
+    if isinstance(history, History):
+        return _check_history(pending, history, now)
     keep: list[PendingCheck] = []
     results: list[tuple[str, CheckResult]] = []
     by_job = _rows_by_job(history, {p.job for p in pending})
@@ -71,3 +76,27 @@ def _rows_by_job(history: pd.DataFrame, jobs: set[str]) -> dict[object, pd.DataF
     """The history rows of each of `jobs`, split in one pass (not one scan of it per check)."""
     mine = history[history["job"].isin(jobs)]
     return dict(iter(mine.groupby("job", sort=False, observed=True)))
+
+
+def _check_history(
+    pending: tuple[PendingCheck, ...], history: History, now: float
+) -> tuple[tuple[PendingCheck, ...], tuple[tuple[str, CheckResult], ...]]:
+    """`check` on the job matrix: one row slice per pending check."""
+    keep: list[PendingCheck] = []
+    results: list[tuple[str, CheckResult]] = []
+    rows = {k: i for i, k in enumerate(history.keys)}
+    times = history.times()
+    last = history.last_columns()
+    for p in pending:
+        row = rows.get(p.job, -1)
+        lo = int(np.searchsorted(times, p.made_at, side="right"))
+        hi = int(np.searchsorted(times, p.until, side="right"))
+        window = history.values[row, lo:hi] if row >= 0 else history.values[:0, 0]
+        window = window[~np.isnan(window)]
+        covered = row >= 0 and last[row] >= 0 and float(times[last[row]]) >= p.until
+        if covered and window.size:
+            busy = bool(at_or_above(window, p.threshold).any())
+            results.append((p.job, CheckResult.WRONG if busy else CheckResult.CORRECT))
+        elif now <= p.until + GRACE:
+            keep.append(p)
+    return tuple(keep), tuple(results)

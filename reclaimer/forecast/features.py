@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -32,7 +33,7 @@ import pandas as pd
 from scipy.signal import lfilter
 
 FloatArray = npt.NDArray[np.float64]
-AnyFloatArray = npt.NDArray[np.float64] | npt.NDArray[np.float32]  # a Grid over a History: float32
+AnyFloatArray = npt.NDArray[np.floating[Any]]  # a Grid over a History holds float32
 BoolArray = npt.NDArray[np.bool_]
 
 HISTORY_COLUMNS = ("job", "timestamp", "value")

@@ -57,6 +57,15 @@ class History:
         filled = _filled_columns(self.values)
         return float(self.times()[filled[-1]]) if filled.size else None
 
+    def last_columns(self) -> npt.NDArray[np.int64]:
+        """Per row, the column of its newest sample, -1 for a row without any."""
+        out = np.full(len(self.keys), -1, dtype=np.int64)
+        for lo in range(0, len(self.keys), ROW_BLOCK):
+            filled = ~np.isnan(self.values[lo : lo + ROW_BLOCK])
+            last = self.columns - 1 - np.argmax(filled[:, ::-1], axis=1)
+            out[lo : lo + ROW_BLOCK] = np.where(filled.any(axis=1), last, -1)
+        return out
+
     def to_frame(self, key_column: str = "job") -> pd.DataFrame:
         """The long frame (key_column, timestamp, value) of the present samples, by key, time."""
         rows, cols = np.nonzero(~np.isnan(self.values))

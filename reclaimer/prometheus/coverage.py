@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from reclaimer.forecast.history import History
 from reclaimer.model import ClusterView, Pod, PodPhase
 from reclaimer.units import format_duration
 
@@ -80,15 +81,46 @@ def _seen(pods: pd.DataFrame, start: float, lows: Mapping[str, float]) -> _Seen:
     )
 
 
-def unknown_usage(pods: pd.DataFrame, view: ClusterView, recent: Recent) -> dict[str, str]:
-    """Job key -> why its recent usage cannot be known; jobs not listed are fully measured."""
+def _seen_history(pods: History, start: float, lows: Mapping[str, float]) -> _Seen:
+    """`_seen` of the pods' float32 matrix (`prometheus.fold`: NaN no point, < 0 unreadable),
+    for the pods in `lows`: only the recent columns are scanned, plus each row's newest point."""
+    newest = pods.newest()
+    if newest is None:
+        return _Seen({}, {}, {}, None)
+    times = pods.times()
+    first = int(np.searchsorted(times, start, side="right"))
+    where = {k: i for i, k in enumerate(pods.keys)}
+    keys = [k for k in lows if k in where]
+    rows = np.array([where[k] for k in keys], dtype=np.intp)
+    recent = pods.values[rows, first:]
+    last = pods.last_columns()[rows]
+    low = np.array([lows[k] for k in keys], dtype=np.float64)
+    counted = ((recent >= 0) & (times[first:][None, :] > low[:, None])).sum(axis=1)
+    unread = (recent < 0).sum(axis=1)
+    return _Seen(
+        {k: int(n) for k, n in zip(keys, counted, strict=True)},
+        {k: int(n) for k, n in zip(keys, unread, strict=True) if n},
+        {k: float(times[c]) for k, c in zip(keys, last, strict=True) if c >= 0},
+        newest,
+    )
+
+
+def unknown_usage(
+    pods: History | pd.DataFrame, view: ClusterView, recent: Recent
+) -> dict[str, str]:
+    """Job key -> why its recent usage cannot be known; jobs not listed are fully measured.
+    `pods` is the per-pod history: the reader's `History`, or a long frame (namespace, pod,
+    timestamp, value with NaN for unreadable)."""
     running = running_gpu_pods(view)
     lows = {
         p.key: max(recent.start, p.start_time + STARTUP_STEPS * recent.step)
         for members in running.values()
         for p in members
     }
-    seen = _seen(pods, recent.start, lows)
+    if isinstance(pods, History):
+        seen = _seen_history(pods, recent.start, lows)
+    else:
+        seen = _seen(pods, recent.start, lows)
     out: dict[str, str] = {}
     for job, members in sorted(running.items()):
         gaps = (_pod_gap(p, seen, lows[p.key], recent) for p in sorted(members, key=_key))

@@ -41,6 +41,7 @@ import numpy.typing as npt
 import pandas as pd
 
 import gpu_contract as gc
+from reclaimer.forecast.history import History
 from reclaimer.forecast.params import ForecastParams
 from reclaimer.model import ClusterView, GpuStats
 from reclaimer.policy.settings import Policy
@@ -66,6 +67,8 @@ class HistoryParams:
     max_age: float = _POLICY.max_data_age_seconds  # newest sample older: the data is stale
     horizon: float = _POLICY.horizon_seconds  # every sample of this recent span must be there
     refetch_steps: int = 5  # later cycles re-read this many recent steps (late scrapes)
+    points_per_request: int = 100_000  # pods x steps per history answer: bounds the JSON held
+    requests_in_flight: int = 2  # history answers fetched (and held) at once
     # Recorded series replace the raw ones only once they are this old (None: the whole window),
     # so a fresh rules install never shortens the forecaster's history.
     recorded_min_age: float | None = None
@@ -106,20 +109,28 @@ def recorded_probe_query(min_age: float) -> str:
     return f"count({util}) and count({alloc}) and count({util} {off}) and count({alloc} {off})"
 
 
-def pod_utilization_query(source: MetricsSource, recorded: bool, step: float) -> str:
-    """One PromQL expression giving one series per (namespace, pod), value ratio 0..1."""
+def pod_utilization_query(
+    source: MetricsSource, recorded: bool, step: float, pods: str = ""
+) -> str:
+    """One PromQL expression giving one series per (namespace, pod), value ratio 0..1; `pods`
+    is an extra label matcher (`fold.pod_selector`) naming the pods of one request."""
     rng = f"[{int(step)}s]"
     by = "max by (namespace, pod)"
+    sel = f"{{{pods}}}" if pods else ""
     if source is MetricsSource.DCGM:
         util = gc.DCGM_GPU_UTIL
-        return f'{by} (avg_over_time({util}{{pod!=""}}{rng})) / 100'
+        extra = f",{pods}" if pods else ""
+        return f'{by} (avg_over_time({util}{{pod!=""{extra}}}{rng})) / 100'
     if recorded:
         util_rec, alloc_rec = gc.RECORDED_POD_UTILIZATION_5M, gc.RECORDED_POD_ALLOCATED
-        return f"{by} ({util_rec}) or on (namespace, pod) ({UNREADABLE:g} * {by} ({alloc_rec}))"
+        return (
+            f"{by} ({util_rec}{sel})"
+            f" or on (namespace, pod) ({UNREADABLE:g} * {by} ({alloc_rec}{sel}))"
+        )
     util, alloc = gc.POD_UTILIZATION, gc.POD_ALLOCATED
     return (
-        f"{by} (avg_over_time({util}{rng}))"
-        f" or on (namespace, pod) ({UNREADABLE:g} * {by} (max_over_time({alloc}{rng})))"
+        f"{by} (avg_over_time({util}{sel}{rng}))"
+        f" or on (namespace, pod) ({UNREADABLE:g} * {by} (max_over_time({alloc}{sel}{rng})))"
     )
 
 
@@ -173,12 +184,19 @@ def pod_frame(results: Iterable[QueryResult]) -> pd.DataFrame:
     )
 
 
-def fetch_start(previous: pd.DataFrame | None, now: float, params: HistoryParams) -> float:
+def fetch_start(
+    previous: History | pd.DataFrame | None, now: float, params: HistoryParams
+) -> float:
     """First grid time to fetch: the whole window, or only the tail the previous read lacks."""
     window_start = align(now - params.window, params.step)
-    if previous is None or previous.empty:
+    if isinstance(previous, History):
+        newest = previous.newest() if previous.step == params.step else None
+    elif previous is not None and not previous.empty:
+        newest = float(previous["timestamp"].max())
+    else:
+        newest = None
+    if newest is None:
         return window_start
-    newest = float(previous["timestamp"].max())
     return max(window_start, align(newest - params.refetch_steps * params.step, params.step))
 
 
@@ -222,10 +240,12 @@ def job_frame(pods: pd.DataFrame, view: ClusterView, recent: Recent) -> JobHisto
         },
         columns=JOB_COLUMNS,
     )
-    problems = (
-        (f"{len(unknown)} job(s) with unknown usage, never taken as idle",) if unknown else ()
-    )
-    return JobHistory(frame.reset_index(drop=True), problems, unknown)
+    return JobHistory(frame.reset_index(drop=True), unknown_problems(unknown), unknown)
+
+
+def unknown_problems(unknown: Mapping[str, str]) -> tuple[str, ...]:
+    """The read's problem line for jobs whose usage is unknown (none when all are known)."""
+    return (f"{len(unknown)} job(s) with unknown usage, never taken as idle",) if unknown else ()
 
 
 def node_stats(results: Mapping[str, QueryResult]) -> dict[str, tuple[GpuStats, ...]]:

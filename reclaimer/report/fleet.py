@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
+from reclaimer.forecast.history import History
 from reclaimer.model import ClusterView, PodPhase
 
 
@@ -40,14 +42,44 @@ class FleetSummary:
         }
 
 
+def _pod_stats(
+    pods: History | pd.DataFrame, now: float, window: float
+) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float], set[tuple[str, str]]]:
+    """(mean, max, pods with an unreadable step) over the window, by (namespace, pod)."""
+    if isinstance(pods, History):
+        first = int(np.searchsorted(pods.times(), now - window, side="right"))
+        recent = pods.values[:, first:]
+        unread_rows = np.asarray((recent < 0).any(axis=1), dtype=bool)
+        seen_rows = np.asarray((~np.isnan(recent)).any(axis=1), dtype=bool) & ~unread_rows
+        with np.errstate(invalid="ignore"):
+            mean = [float(v) for v in np.nanmean(recent[seen_rows], axis=1)]
+            peak = [float(v) for v in np.nanmax(recent[seen_rows], axis=1)]
+        keys = [_ns_pod(k) for k in pods.keys]
+        known = [k for k, s in zip(keys, seen_rows.tolist(), strict=True) if s]
+        return (
+            dict(zip(known, mean, strict=True)),
+            dict(zip(known, peak, strict=True)),
+            {k for k, u in zip(keys, unread_rows.tolist(), strict=True) if u},
+        )
+    recent_rows = pods[pods["timestamp"] > now - window]
+    unread_frame = recent_rows[recent_rows["value"].isna()]
+    unknown = set(zip(unread_frame["namespace"], unread_frame["pod"], strict=True))
+    stats = recent_rows.groupby(["namespace", "pod"])["value"].agg(["mean", "max"])
+    means: dict[tuple[str, str], float] = stats["mean"].to_dict()  # type: ignore[assignment]
+    peaks: dict[tuple[str, str], float] = stats["max"].to_dict()  # type: ignore[assignment]
+    return means, peaks, unknown
+
+
+def _ns_pod(key: str) -> tuple[str, str]:
+    namespace, _, name = key.partition("/")
+    return namespace, name
+
+
 def summarize(
-    view: ClusterView, pods: pd.DataFrame, now: float, window: float, threshold: float
+    view: ClusterView, pods: History | pd.DataFrame, now: float, window: float, threshold: float
 ) -> FleetSummary:
-    recent = pods[pods["timestamp"] > now - window]
-    unread = recent[recent["value"].isna()]
-    unknown = set(zip(unread["namespace"], unread["pod"], strict=True))
-    stats = recent.groupby(["namespace", "pod"])["value"].agg(["mean", "max"])
-    means, peaks = stats["mean"].to_dict(), stats["max"].to_dict()
+    """`pods`: the reader's per-pod `History` (< 0 unreadable), or a long frame (NaN)."""
+    means, peaks, unknown = _pod_stats(pods, now, window)
     allocated = measured = 0
     busy = 0.0
     idle: dict[str, int] = {}

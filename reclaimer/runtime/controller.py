@@ -25,10 +25,9 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Protocol
 
-import pandas as pd
-
 from reclaimer.forecast import checks as forecast_check
 from reclaimer.forecast.forecaster import INSUFFICIENT_HISTORY, SILENT
+from reclaimer.forecast.history import History
 from reclaimer.model import (
     ActionKind,
     ActionResult,
@@ -51,7 +50,7 @@ from reclaimer.runtime.telemetry import ReclaimerMetrics
 
 log = logging.getLogger("gpu_reclaimer.controller")
 
-Forecaster = Callable[[pd.DataFrame, Policy, float], Mapping[str, Forecast]]
+Forecaster = Callable[[History, Policy, float], Mapping[str, Forecast]]
 Planner = Callable[[Snapshot, Mapping[str, Forecast], Policy, float], Plan]
 
 
@@ -149,7 +148,7 @@ class Controller:
         self._recorded: bool | None = None  # recording rules cover the window (probed)
         self._probed_at = float("-inf")
         self._checks: tuple[forecast_check.PendingCheck, ...] = ()
-        self._pods: pd.DataFrame | None = None  # per-pod history kept between cycles
+        self._pods: History | None = None  # per-pod history kept between cycles
         self.last: CycleReport | None = None
         self.ready = False  # set after the first cycle that completes (any result but error)
         metrics.dry_run.set(1 if config.dry_run else 0)
@@ -207,10 +206,10 @@ class Controller:
             log.warning("cycle skipped, no actions: %s", err)
             requests = self._prom.requests - before
             return CycleReport(CycleResult.SKIPPED, now, 0.0, str(err), requests=requests)
-        self._recorded, self._pods = read.recorded, read.pods
+        self._recorded, self._pods = read.recorded, read.pod_history
         snapshot = build_snapshot(view, read)
-        forecasts = self._forecaster(read.history, self._policy, now)
-        self._track_forecasts(forecasts, read.history, view, now)
+        forecasts = self._forecaster(read.jobs, self._policy, now)
+        self._track_forecasts(forecasts, read.jobs, view, now)
         plan, withheld = gate(
             self._planner(snapshot, forecasts, self._policy, now),
             snapshot.quality,
@@ -227,7 +226,7 @@ class Controller:
         self._count_safety(snapshot, plan)
         self._count_reclaimed(view, now)
         stats_window = self._config.history.stats_window
-        summary = summarize(view, read.pods, now, stats_window, self._policy.threshold)
+        summary = summarize(view, read.pod_history, now, stats_window, self._policy.threshold)
         return CycleReport(
             result, now, 0.0, message, plan, snapshot.quality, summary, forecasts, outcomes,
             acted, read.requests,
@@ -253,7 +252,7 @@ class Controller:
     def _track_forecasts(
         self,
         forecasts: Mapping[str, Forecast],
-        history: pd.DataFrame,
+        history: History,
         view: ClusterView,
         now: float,
     ) -> None:

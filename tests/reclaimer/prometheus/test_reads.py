@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
+import numpy as np
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -31,6 +32,11 @@ pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 MIN = 60.0
 SPAN = 120  # minutes of history
 OFFSETS = (-55.0, -40.0, -25.0, -10.0)
+
+
+def f32(x: float) -> float:
+    """A value as the float32 history holds it."""
+    return float(np.float32(x))
 
 
 def busy_c(t: float) -> float:
@@ -150,7 +156,7 @@ async def test_history_matches_the_pattern_on_the_step_grid(prom: PromServer, ba
     h = read.history
     assert set(h["timestamp"] % MIN) == {0.0}  # on the step grid
     a = h[h["job"] == "team-a/train-a"]
-    assert len(a) == 61 and set(a["value"]) == {0.8}  # busiest GPU of the pod
+    assert len(a) == 61 and set(a["value"]) == {f32(0.8)}  # busiest GPU of the pod
     # allocated but never a utilization sample: the exporter could not read the GPU (it reports
     # 0 for a holder that runs nothing), so the job is unknown, never idle
     assert h[h["job"] == "team-b/idle-b"].empty
@@ -160,7 +166,7 @@ async def test_history_matches_the_pattern_on_the_step_grid(prom: PromServer, ba
     )
     assert set(read.unknown) == {"team-b/idle-b"}
     c = h[h["job"] == "team-c/wave-c"]
-    assert [round(v, 9) for v in c["value"]] == [busy_c(t) for t in c["timestamp"]]
+    assert [round(v, 6) for v in c["value"]] == [busy_c(t) for t in c["timestamp"]]
     stats = read.node_stats["n1"]
     assert [g.utilization for g in stats] == [0.4, 0.6]
     assert [g.memory_used_ratio for g in stats] == [0.75, 0.75]
@@ -206,7 +212,7 @@ async def test_recording_rules_are_preferred_when_present(tmp_path: Path, base: 
             )
     assert read.recorded
     c = read.history[read.history["job"] == "team-c/wave-c"]
-    assert set(c["value"]) == {0.25}
+    assert set(c["value"]) == {f32(0.25)}
     assert read.unknown["team-a/train-a"] == "team-a/a-0: no utilization series"  # left out
 
 
@@ -236,7 +242,7 @@ async def test_dcgm_source_divides_percent_and_ignores_virtual_gpu_copies(
         async with PromClient(server.url) as client:
             read = await read_metrics(client, only_c, base + SPAN * MIN, params, MetricsSource.DCGM)
     assert read.complete, read.problems
-    assert set(read.history["value"]) == {0.7}
+    assert set(read.history["value"]) == {f32(0.7)}
     assert read.node_stats["n1"][0].utilization == 0.7
 
 
@@ -268,7 +274,7 @@ async def test_later_reads_fetch_only_the_new_tail(
             params,
             MetricsSource.GPU_RECLAIM,
             recorded=False,
-            previous=first.pods,
+            previous=first.pod_history,
         )
         full = await read_metrics(
             client, cluster(), now, params, MetricsSource.GPU_RECLAIM, recorded=False
@@ -301,4 +307,4 @@ async def test_young_recording_rules_are_not_used(tmp_path: Path, base: float) -
                 client, only_c, base + SPAN * MIN, params, MetricsSource.GPU_RECLAIM
             )
     assert not read.recorded  # only 30 minutes old: raw series used
-    assert set(read.history["value"]) == {0.9}
+    assert set(read.history["value"]) == {f32(0.9)}

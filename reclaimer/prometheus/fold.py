@@ -1,0 +1,107 @@
+"""Prometheus answers folded into the per-pod History one at a time, and the per-job History. Pure.
+
+Theory of operation. A read's rows are known before it starts: the view's running pods that hold
+GPUs (`pod_rows`). `pod_matrix` allocates the window (NaN), copies what the previous read already
+holds for the steps it will not fetch again, and each `query_range` answer is `fold`ed into it
+as soon as it arrives (its points written to their grid cells, then the answer dropped), so a
+read never holds more than the answers in flight. Cell values: a ratio 0..1 clipped, `UNREADABLE`
+(-1) for a step where the pod held its GPU and the exporter could not read it (the query's
+negative marker, or a NaN point), NaN for no point at all. `pod_shards` cuts the rows into groups
+whose answers stay under a point budget; `pod_selector` names a group in PromQL.
+`job_history` takes, at each step, the busiest known value of each job's pods (unreadable and
+missing steps count as no value), for the jobs whose usage is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from reclaimer.forecast.history import ROW_BLOCK, History
+from reclaimer.model import ClusterView, PodPhase
+from reclaimer.prometheus.series import QueryResult
+
+UNREADABLE = -1.0  # a cell: allocated, utilization not readable
+_REGEX_SPECIAL = frozenset("\\.^$|?*+()[]{}")
+
+
+def pod_rows(view: ClusterView) -> tuple[str, ...]:
+    """Sorted keys ("namespace/pod") of the running pods that hold GPUs: a read's rows."""
+    return tuple(sorted({p.key for p in view.pods if p.gpus > 0 and p.phase is PodPhase.RUNNING}))
+
+
+def pod_matrix(
+    keys: Sequence[str],
+    window_start: float,
+    end: float,
+    step: float,
+    *,
+    previous: History | None,
+    fetched_from: float,
+) -> History:
+    """The window [window_start, end] for `keys`, NaN but for the previous read's values at
+    the steps before `fetched_from` (those are not fetched again)."""
+    columns = round((end - window_start) / step) + 1
+    values = np.full((len(keys), max(columns, 0)), np.nan, dtype=np.float32)
+    out = History(tuple(keys), window_start, step, values)
+    if previous is None or previous.step != step or not previous.columns:
+        return out
+    shift = round((previous.start - window_start) / step)  # previous column 0 here
+    keep = round((fetched_from - window_start) / step)  # columns [0, keep) are kept
+    lo, hi = max(0, shift), min(keep, shift + previous.columns, columns)
+    if hi <= lo:
+        return out
+    where = {k: i for i, k in enumerate(previous.keys)}
+    rows = [(i, where[k]) for i, k in enumerate(keys) if k in where]
+    if rows:
+        new, old = (np.array(r, dtype=np.intp) for r in zip(*rows, strict=True))
+        values[new, lo:hi] = previous.values[old, lo - shift : hi - shift]
+    return out
+
+
+def fold(history: History, rows: Mapping[str, int], result: QueryResult) -> None:
+    """Write one matrix answer's points into `history` (in place); series of other pods, and
+    points off the window, are ignored."""
+    for s in result.series:
+        row = rows.get(f"{s.labels.get('namespace', '')}/{s.labels.get('pod', '')}")
+        if row is None or not s.points:
+            continue
+        points = np.asarray(s.points, dtype=np.float64)
+        cols = np.rint((points[:, 0] - history.start) / history.step).astype(np.int64)
+        raw = points[:, 1]
+        value = np.where(np.isnan(raw) | (raw < 0), UNREADABLE, np.clip(raw, 0.0, 1.0))
+        inside = (cols >= 0) & (cols < history.columns)
+        history.values[row, cols[inside]] = value[inside]
+
+
+def pod_shards(keys: Sequence[str], steps: int, points_per_request: int) -> list[Sequence[str]]:
+    """Groups of pods whose answers over `steps` steps hold at most `points_per_request` points."""
+    size = max(1, points_per_request // max(1, steps))
+    return [keys[i : i + size] for i in range(0, len(keys), size)] if keys else []
+
+
+def pod_selector(keys: Iterable[str]) -> str:
+    """A PromQL matcher for the pods named in `keys` (a raw-string regex of their names)."""
+    names = sorted({k.split("/", 1)[-1] for k in keys})
+    escaped = ("".join("\\" + c if c in _REGEX_SPECIAL else c for c in n) for n in names)
+    return f"pod=~`{'|'.join(escaped)}`"
+
+
+def job_history(pods: History, members: Mapping[str, Sequence[str]]) -> History:
+    """Per job (sorted), the max over its pods' known values at each step; NaN where none."""
+    jobs = sorted(members)
+    where = {k: i for i, k in enumerate(pods.keys)}
+    values = np.full((len(jobs), pods.columns), np.nan, dtype=np.float32)
+    for lo in range(0, len(jobs), ROW_BLOCK):
+        block = jobs[lo : lo + ROW_BLOCK]
+        rows = [[where[k] for k in members[j] if k in where] for j in block]
+        flat = np.array([r for rs in rows for r in rs], dtype=np.intp)
+        if not flat.size:
+            continue
+        picked = pods.values[flat]
+        picked[picked < 0] = np.nan
+        owner = np.repeat(np.arange(len(block)), [len(rs) for rs in rows])
+        out = values[lo : lo + len(block)]
+        np.fmax.at(out, owner, picked)
+    return History(tuple(jobs), pods.start, pods.step, values)
