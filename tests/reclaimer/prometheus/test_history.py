@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import gpu_contract as gc
 from reclaimer.prometheus.coverage import Recent
+from reclaimer.prometheus.fold import pod_selector, pod_shards
 from reclaimer.prometheus.history import (
     PROMETHEUS_MAX_POINTS,
     UNREADABLE,
@@ -132,3 +133,11 @@ def test_node_stats_percent_to_ratio_and_memory_ratio() -> None:
     )
     assert stats["n1"][0].utilization == 0.5
     assert stats["n1"][0].memory_used_ratio == 0.75
+
+
+def test_pod_selector_escapes_names_and_shards_respect_the_budget() -> None:
+    assert pod_selector(["ns/a.b-0", "other/c", "ns/c"]) == r"pod=~`a\.b-0|c`"
+    keys = [f"ns/p-{i}" for i in range(25)]
+    shards = pod_shards(keys, steps=61, points_per_request=10 * 61)
+    assert [len(s) for s in shards] == [10, 10, 5] and [k for s in shards for k in s] == keys
+    assert pod_shards(keys, steps=10_000, points_per_request=100) == [[k] for k in keys]

@@ -308,3 +308,22 @@ async def test_young_recording_rules_are_not_used(tmp_path: Path, base: float) -
             )
     assert not read.recorded  # only 30 minutes old: raw series used
     assert set(read.history["value"]) == {f32(0.9)}
+
+
+async def test_pod_shards_bound_each_answer_and_give_the_same_history(
+    prom: PromServer, recorder: tuple[Recorder, str], base: float
+) -> None:
+    rec, url = recorder
+    now = base + SPAN * MIN
+    whole = HistoryParams(window=60 * MIN, step=MIN)
+    sharded = HistoryParams(window=60 * MIN, step=MIN, points_per_request=10 * 61)
+    async with PromClient(url) as client:
+        one = await read_metrics(client, cluster(40), now, whole, MetricsSource.GPU_RECLAIM)
+        rec.forms.clear()
+        many = await read_metrics(client, cluster(40), now, sharded, MetricsSource.GPU_RECLAIM)
+    ranges = [f for f in rec.forms if "start" in f]
+    assert len(ranges) == 5  # 44 GPU pods, 10 per answer
+    assert all(f["query"].count("pod=~`") == 2 for f in ranges)
+    np.testing.assert_array_equal(many.pod_history.values, one.pod_history.values)
+    assert many.jobs.keys == one.jobs.keys and many.unknown == one.unknown
+    np.testing.assert_array_equal(many.jobs.values, one.jobs.values)
