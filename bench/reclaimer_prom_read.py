@@ -32,9 +32,17 @@ from promserver import openmetrics, start_prometheus  # noqa: E402
 import gpu_contract as gc  # noqa: E402
 from reclaimer.forecast.forecaster import forecast  # noqa: E402
 from reclaimer.forecast.params import for_policy  # noqa: E402
-from reclaimer.model import (  # noqa: E402
-    ClusterView, DataQuality, Job, JobKind, Node, Pod, PodPhase, Queue, Snapshot,
-)  # fmt: skip
+from reclaimer.model import (  # noqa: E402  # noqa: E402
+    ClusterView,
+    DataQuality,
+    Job,
+    JobKind,
+    Node,
+    Pod,
+    PodPhase,
+    Queue,
+    Snapshot,
+)
 from reclaimer.plan.planner import plan  # noqa: E402
 from reclaimer.policy.settings import Policy  # noqa: E402
 from reclaimer.prometheus.client import PromClient, RetryPolicy  # noqa: E402
@@ -51,6 +59,16 @@ def view(n: int, now: float) -> ClusterView:
         jobs.append(Job(key, JobKind.POD, ns, name, "q", 1, pods=(key,), start_time=now - 2e5))
     nodes = tuple(Node(f"n-{i}", 8) for i in range((n + 7) // 8))
     return ClusterView(now, (Queue("q"),), tuple(jobs), tuple(pods), nodes, ())
+
+
+def _peak_mib() -> int:
+    """This process' peak resident set so far: VmHWM, the high-water mark of its own memory map
+    (ru_maxrss would not do: Linux carries it over from the parent through fork and exec, and
+    the parent holds the backfill text)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024)
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def history_text(n: int, end: float, hours: float, step: float) -> str:
@@ -72,6 +90,7 @@ async def cycle(client: PromClient, v: ClusterView, now: float, previous: Metric
         previous=previous.pod_history if previous else None,
     )  # fmt: skip
     t1 = time.perf_counter()
+    rss_read = _peak_mib()
     policy = Policy()
     forecasts = forecast(read.jobs, for_policy(policy), now)
     t2 = time.perf_counter()
@@ -82,23 +101,27 @@ async def cycle(client: PromClient, v: ClusterView, now: float, previous: Metric
     return read, {
         "requests": read.requests, "read_seconds": round(t1 - t0, 2),
         "forecast_seconds": round(t2 - t1, 2), "plan_seconds": round(t3 - t2, 2),
-        "cycle_seconds": round(t3 - t0, 2), "idle_forecasts": sum(f.idle for f in forecasts.values()),
+        "cycle_seconds": round(t3 - t0, 2),
+        "idle_forecasts": sum(f.idle for f in forecasts.values()),
+        "peak_rss_mib_after_read": rss_read, "peak_rss_mib_after_plan": _peak_mib(),
     }  # fmt: skip
 
 
 async def measure(url: str, pods: int, now: float, hours: float, step: float) -> dict[str, object]:
     params = HistoryParams(window=hours * 3600, step=step)
     v = view(pods, now)
+    started = _peak_mib()
     async with PromClient(url, RetryPolicy(timeout=120.0)) as client:
         first, first_cost = await cycle(client, v, now, None, params)
         _, later_cost = await cycle(client, v, now + step, first, params)
     return {
+        "peak_rss_mib_at_start": started,
         "first": first_cost,
         "later": later_cost,
         "history_mib": round(
             (first.jobs.values.nbytes + first.pod_history.values.nbytes) / 2**20, 1
         ),
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_rss_mib": _peak_mib(),
     }
 
 

@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from reclaimer.forecast.history import History
 from reclaimer.model import ClusterView, Pod, PodPhase
@@ -60,30 +59,9 @@ class _Seen:
     newest: float | None
 
 
-def _seen(pods: pd.DataFrame, start: float, lows: Mapping[str, float]) -> _Seen:
-    """Counted column-wise: a fleet's day of history is millions of points."""
-    keys = pods["namespace"].astype(str) + "/" + pods["pod"].astype(str)
-    ts = pods["timestamp"].to_numpy(dtype=np.float64)
-    if not ts.size:
-        return _Seen({}, {}, {}, None)
-    known = pods["value"].notna().to_numpy()
-    freshest = pd.Series(ts).groupby(keys.to_numpy()).max()
-    win = ts > start
-    wkeys = keys.to_numpy()[win]
-    low = pd.Series(wkeys).map(lows).to_numpy(dtype=np.float64)
-    counted = pd.Series(known[win] & (ts[win] > low)).groupby(wkeys).sum()
-    unread = pd.Series(~known[win]).groupby(wkeys).sum()
-    return _Seen(
-        {str(k): int(v) for k, v in counted.items()},
-        {str(k): int(v) for k, v in unread.items() if v},
-        {str(k): float(v) for k, v in freshest.items()},
-        float(ts.max()),
-    )
-
-
-def _seen_history(pods: History, start: float, lows: Mapping[str, float]) -> _Seen:
-    """`_seen` of the pods' float32 matrix (`prometheus.fold`: NaN no point, < 0 unreadable),
-    for the pods in `lows`: only the recent columns are scanned, plus each row's newest point."""
+def _seen(pods: History, start: float, lows: Mapping[str, float]) -> _Seen:
+    """What the per-pod matrix (`prometheus.fold` cells: NaN no point, < 0 unreadable) holds for
+    the pods in `lows`: only the recent columns are scanned, plus each row's newest point."""
     newest = pods.newest()
     if newest is None:
         return _Seen({}, {}, {}, None)
@@ -105,22 +83,16 @@ def _seen_history(pods: History, start: float, lows: Mapping[str, float]) -> _Se
     )
 
 
-def unknown_usage(
-    pods: History | pd.DataFrame, view: ClusterView, recent: Recent
-) -> dict[str, str]:
+def unknown_usage(pods: History, view: ClusterView, recent: Recent) -> dict[str, str]:
     """Job key -> why its recent usage cannot be known; jobs not listed are fully measured.
-    `pods` is the per-pod history: the reader's `History`, or a long frame (namespace, pod,
-    timestamp, value with NaN for unreadable)."""
+    `pods` is the reader's per-pod history (`prometheus.fold`)."""
     running = running_gpu_pods(view)
     lows = {
         p.key: max(recent.start, p.start_time + STARTUP_STEPS * recent.step)
         for members in running.values()
         for p in members
     }
-    if isinstance(pods, History):
-        seen = _seen_history(pods, recent.start, lows)
-    else:
-        seen = _seen(pods, recent.start, lows)
+    seen = _seen(pods, recent.start, lows)
     out: dict[str, str] = {}
     for job, members in sorted(running.items()):
         gaps = (_pod_gap(p, seen, lows[p.key], recent) for p in sorted(members, key=_key))

@@ -9,7 +9,8 @@ read never holds more than the answers in flight. Cell values: a ratio 0..1 clip
 negative marker, or a NaN point), NaN for no point at all. `pod_shards` cuts the rows into groups
 whose answers stay under a point budget; `pod_selector` names a group in PromQL.
 `job_history` takes, at each step, the busiest known value of each job's pods (unreadable and
-missing steps count as no value), for the jobs whose usage is known.
+missing steps count as no value); `jobs_of` does so for the jobs whose usage is known
+(`prometheus.coverage`). `pod_history_of` / `pod_frame_of` convert to and from the long pod frame.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from reclaimer.forecast.history import ROW_BLOCK, History
 from reclaimer.model import ClusterView, PodPhase
+from reclaimer.prometheus.coverage import Recent, running_gpu_pods, unknown_usage
 from reclaimer.prometheus.series import QueryResult
 
-UNREADABLE = -1.0  # a cell: allocated, utilization not readable
+UNREADABLE = -1.0  # allocated, utilization not readable: the query's marker and the cell value
 _REGEX_SPECIAL = frozenset("\\.^$|?*+()[]{}")
 
 
@@ -86,6 +89,41 @@ def pod_selector(keys: Iterable[str]) -> str:
     names = sorted({k.split("/", 1)[-1] for k in keys})
     escaped = ("".join("\\" + c if c in _REGEX_SPECIAL else c for c in n) for n in names)
     return f"pod=~`{'|'.join(escaped)}`"
+
+
+def jobs_of(pods: History, view: ClusterView, recent: Recent) -> tuple[History, dict[str, str]]:
+    """(per-job history of the jobs whose usage is known, job -> why the others' is not)."""
+    unknown = unknown_usage(pods, view, recent)
+    members = {
+        job: [p.key for p in ps] for job, ps in running_gpu_pods(view).items() if job not in unknown
+    }
+    return job_history(pods, members), unknown
+
+
+def pod_history_of(frame: pd.DataFrame) -> History:
+    """A long pod frame (namespace, pod, timestamp, value; NaN: unreadable) as fold cells."""
+    keyed = pd.DataFrame(
+        {
+            "key": frame["namespace"].astype(str) + "/" + frame["pod"].astype(str),
+            "timestamp": frame["timestamp"],
+            "value": frame["value"].fillna(UNREADABLE),
+        }
+    )
+    return History.from_frame(keyed, "key")
+
+
+def pod_frame_of(pods: History) -> pd.DataFrame:
+    """The fold cells as a long pod frame (namespace, pod, timestamp, value; NaN: unreadable)."""
+    frame = pods.to_frame("key")
+    ns_pod = frame["key"].str.split("/", n=1, expand=True)
+    return pd.DataFrame(
+        {
+            "namespace": ns_pod[0] if len(frame) else frame["key"],
+            "pod": ns_pod[1] if len(frame) else frame["key"],
+            "timestamp": frame["timestamp"],
+            "value": frame["value"].where(frame["value"] >= 0),
+        }
+    )
 
 
 def job_history(pods: History, members: Mapping[str, Sequence[str]]) -> History:

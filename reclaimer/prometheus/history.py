@@ -45,12 +45,12 @@ from reclaimer.forecast.history import History
 from reclaimer.forecast.params import ForecastParams
 from reclaimer.model import ClusterView, GpuStats
 from reclaimer.policy.settings import Policy
-from reclaimer.prometheus.coverage import Recent, running_gpu_pods, unknown_usage
+from reclaimer.prometheus.coverage import Recent
+from reclaimer.prometheus.fold import UNREADABLE, jobs_of, pod_history_of
 from reclaimer.prometheus.series import QueryResult
 
 _POLICY = Policy()
 PROMETHEUS_MAX_POINTS = 11_000
-UNREADABLE = -1.0  # the query's value for "allocated, utilization not readable"
 
 
 class MetricsSource(StrEnum):
@@ -219,28 +219,10 @@ class JobHistory:
 
 
 def job_frame(pods: pd.DataFrame, view: ClusterView, recent: Recent) -> JobHistory:
-    """Per-pod history -> per-job history (max over the job's pods at each timestamp), for the
-    jobs whose recent usage is known (`reclaimer.prometheus.coverage`)."""
-    unknown = unknown_usage(pods, view, recent)
-    pod_to_job = {
-        p.key: job
-        for job, members in running_gpu_pods(view).items()
-        if job not in unknown
-        for p in members
-    }
-    pod_keys = pods["namespace"].astype(str) + "/" + pods["pod"].astype(str)
-    jobs = pod_keys.map(pod_to_job)
-    sel = pods.assign(job=jobs)[jobs.notna() & pods["value"].notna()]
-    agg = sel.groupby(["job", "timestamp"])["value"].max().reset_index()
-    frame = pd.DataFrame(
-        {
-            "job": agg["job"].astype(str),
-            "timestamp": agg["timestamp"].astype(float),
-            "value": agg["value"].astype(float),
-        },
-        columns=JOB_COLUMNS,
-    )
-    return JobHistory(frame.reset_index(drop=True), unknown_problems(unknown), unknown)
+    """Per-pod history frame -> per-job history frame (max over the job's pods at each step),
+    for the jobs whose recent usage is known: `fold.jobs_of` on the long frames."""
+    jobs, unknown = jobs_of(pod_history_of(pods), view, recent)
+    return JobHistory(jobs.to_frame(), unknown_problems(unknown), unknown)
 
 
 def unknown_problems(unknown: Mapping[str, str]) -> tuple[str, ...]:

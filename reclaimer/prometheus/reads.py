@@ -28,17 +28,17 @@ import pandas as pd
 from reclaimer.forecast.history import History
 from reclaimer.model import ClusterView, GpuStats
 from reclaimer.prometheus.client import PromClient, PromError
-from reclaimer.prometheus.coverage import Recent, running_gpu_pods, unknown_usage
+from reclaimer.prometheus.coverage import Recent
 from reclaimer.prometheus.fold import (
     fold,
-    job_history,
+    jobs_of,
+    pod_frame_of,
     pod_matrix,
     pod_rows,
     pod_selector,
     pod_shards,
 )
 from reclaimer.prometheus.history import (
-    POD_COLUMNS,
     HistoryParams,
     MetricsSource,
     align,
@@ -78,14 +78,7 @@ class MetricsRead:
     @property
     def pods(self) -> pd.DataFrame:
         """`pod_history` as a long frame (namespace, pod, timestamp, value; NaN: unreadable)."""
-        frame = self.pod_history.to_frame("key")
-        ns_pod = frame.pop("key").str.split("/", n=1, expand=True)
-        values = frame["value"].where(frame["value"] >= 0)
-        return pd.DataFrame(
-            {"namespace": ns_pod[0], "pod": ns_pod[1], "timestamp": frame["timestamp"],
-             "value": values},
-            columns=POD_COLUMNS,
-        )  # fmt: skip
+        return pod_frame_of(self.pod_history)
 
 
 async def probe_recorded(client: PromClient, now: float, params: HistoryParams) -> bool:
@@ -135,12 +128,9 @@ async def read_metrics(
     complete = not problems  # failed or partial queries; what follows is reported, not fatal
     metrics_at = _newest(fresh)  # stale or missing: `plan.data_gate` decides and says so
     recent = Recent(start=now - params.horizon, step=params.step, fresh_since=now - params.max_age)
-    unknown = unknown_usage(pods, view, recent)
-    members = {
-        job: [p.key for p in ps] for job, ps in running_gpu_pods(view).items() if job not in unknown
-    }
+    jobs, unknown = jobs_of(pods, view, recent)
     return MetricsRead(
-        jobs=job_history(pods, members),
+        jobs=jobs,
         pod_history=pods,
         node_stats=stats,
         metrics_at=metrics_at,

@@ -1,6 +1,6 @@
 """A short fleet utilization summary printed with the plan: what the operator sees first.
 
-Pure: it reads the ClusterView (who holds GPUs) and the per-pod utilization frame (how busy they
+Pure: it reads the ClusterView (who holds GPUs) and the per-pod utilization history (how busy they
 were over the last `window` seconds). Busy ratio is GPU-weighted over pods with data; a pod is
 idle when its utilization stayed below `threshold` for the whole window. Pods without data, or
 with a step the exporter could not read in the window, are counted as unmeasured, never as idle.
@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from reclaimer.forecast.history import History
 from reclaimer.model import ClusterView, PodPhase
@@ -43,31 +42,23 @@ class FleetSummary:
 
 
 def _pod_stats(
-    pods: History | pd.DataFrame, now: float, window: float
+    pods: History, now: float, window: float
 ) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float], set[tuple[str, str]]]:
     """(mean, max, pods with an unreadable step) over the window, by (namespace, pod)."""
-    if isinstance(pods, History):
-        first = int(np.searchsorted(pods.times(), now - window, side="right"))
-        recent = pods.values[:, first:]
-        unread_rows = np.asarray((recent < 0).any(axis=1), dtype=bool)
-        seen_rows = np.asarray((~np.isnan(recent)).any(axis=1), dtype=bool) & ~unread_rows
-        with np.errstate(invalid="ignore"):
-            mean = [float(v) for v in np.nanmean(recent[seen_rows], axis=1)]
-            peak = [float(v) for v in np.nanmax(recent[seen_rows], axis=1)]
-        keys = [_ns_pod(k) for k in pods.keys]
-        known = [k for k, s in zip(keys, seen_rows.tolist(), strict=True) if s]
-        return (
-            dict(zip(known, mean, strict=True)),
-            dict(zip(known, peak, strict=True)),
-            {k for k, u in zip(keys, unread_rows.tolist(), strict=True) if u},
-        )
-    recent_rows = pods[pods["timestamp"] > now - window]
-    unread_frame = recent_rows[recent_rows["value"].isna()]
-    unknown = set(zip(unread_frame["namespace"], unread_frame["pod"], strict=True))
-    stats = recent_rows.groupby(["namespace", "pod"])["value"].agg(["mean", "max"])
-    means: dict[tuple[str, str], float] = stats["mean"].to_dict()  # type: ignore[assignment]
-    peaks: dict[tuple[str, str], float] = stats["max"].to_dict()  # type: ignore[assignment]
-    return means, peaks, unknown
+    first = int(np.searchsorted(pods.times(), now - window, side="right"))
+    recent = pods.values[:, first:]
+    unread_rows = np.asarray((recent < 0).any(axis=1), dtype=bool)
+    seen_rows = np.asarray((~np.isnan(recent)).any(axis=1), dtype=bool) & ~unread_rows
+    with np.errstate(invalid="ignore"):
+        mean = [float(v) for v in np.nanmean(recent[seen_rows], axis=1)]
+        peak = [float(v) for v in np.nanmax(recent[seen_rows], axis=1)]
+    keys = [_ns_pod(k) for k in pods.keys]
+    known = [k for k, s in zip(keys, seen_rows.tolist(), strict=True) if s]
+    return (
+        dict(zip(known, mean, strict=True)),
+        dict(zip(known, peak, strict=True)),
+        {k for k, u in zip(keys, unread_rows.tolist(), strict=True) if u},
+    )
 
 
 def _ns_pod(key: str) -> tuple[str, str]:
@@ -76,9 +67,9 @@ def _ns_pod(key: str) -> tuple[str, str]:
 
 
 def summarize(
-    view: ClusterView, pods: History | pd.DataFrame, now: float, window: float, threshold: float
+    view: ClusterView, pods: History, now: float, window: float, threshold: float
 ) -> FleetSummary:
-    """`pods`: the reader's per-pod `History` (< 0 unreadable), or a long frame (NaN)."""
+    """`pods`: the reader's per-pod history (`prometheus.fold` cells: < 0 unreadable)."""
     means, peaks, unknown = _pod_stats(pods, now, window)
     allocated = measured = 0
     busy = 0.0

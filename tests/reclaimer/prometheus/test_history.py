@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from types import MappingProxyType
 
+import numpy as np
 import pytest
 from clusterviews import job_with_pods, view
 from hypothesis import given, settings
@@ -105,7 +106,8 @@ def test_job_frame_takes_the_busiest_pod_and_leaves_unknown_jobs_out() -> None:
     )
     jobs = job_frame(pod_frame([res]), cv, Recent(start=0.0, step=60.0))
     got = sorted(zip(jobs.frame["job"], jobs.frame["timestamp"], jobs.frame["value"], strict=True))
-    assert got == [("a/train", 60.0, 0.7), ("a/train", 120.0, 0.2)]
+    f32 = [float(np.float32(v)) for v in (0.7, 0.2)]  # the history is float32
+    assert got == [("a/train", 60.0, f32[0]), ("a/train", 120.0, f32[1])]
     assert dict(jobs.unknown) == {"b/gappy": "b/g-1: no utilization series"}
     assert jobs.problems == ("1 job(s) with unknown usage, never taken as idle",)
 
