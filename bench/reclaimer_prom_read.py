@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO)]  # the package first: tests/reclaimer would shadow it
 sys.path.append(str(REPO / "tests"))
 
-from promserver import openmetrics, start_prometheus  # noqa: E402
+from promserver import PROMTOOL, start_prometheus  # noqa: E402
 
 import gpu_contract as gc  # noqa: E402
 from reclaimer.forecast.forecaster import forecast  # noqa: E402
@@ -71,15 +71,17 @@ def _peak_mib() -> int:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
-def history_text(n: int, end: float, hours: float, step: float) -> str:
+def write_history(path: Path, n: int, end: float, hours: float, step: float) -> None:
+    """OpenMetrics for promtool, written pod by pod (a 20k-pod day is gigabytes of text)."""
     times = [end - hours * 3600 + i * step for i in range(int(hours * 3600 / step) + 1)]
-    series = []
-    for i in range(n):
-        lab = {"namespace": f"ns-{i % 50}", "pod": f"p-{i}", "gpu": str(i % 8), "Hostname": "n"}
-        level = 0.0 if i % 3 == 0 else 0.7
-        series.append((gc.POD_UTILIZATION, lab, [(t, level) for t in times]))
-        series.append((gc.POD_ALLOCATED, lab, [(t, 1.0) for t in times]))
-    return openmetrics(series)
+    with path.open("w", encoding="utf-8") as out:
+        for name in (gc.POD_UTILIZATION, gc.POD_ALLOCATED):
+            out.write(f"# TYPE {name} gauge\n")
+            for i in range(n):
+                lab = f'Hostname="n",gpu="{i % 8}",namespace="ns-{i % 50}",pod="p-{i}"'
+                level = 1.0 if name == gc.POD_ALLOCATED else (0.0 if i % 3 == 0 else 0.7)
+                out.writelines(f"{name}{{{lab}}} {level!r} {t:.3f}\n" for t in times)
+        out.write("# EOF\n")
 
 
 async def cycle(client: PromClient, v: ClusterView, now: float, previous: MetricsRead | None,
@@ -139,15 +141,23 @@ def main() -> None:
         return
     end = time.time() - 30
     t0 = time.perf_counter()
-    text = history_text(args.pods, end, args.hours, args.step)
-    with tempfile.TemporaryDirectory() as tmp, start_prometheus(Path(tmp), history=text) as server:
-        del text
-        setup = round(time.perf_counter() - t0, 1)
-        child = subprocess.run(
-            [sys.executable, __file__, "--measure", server.url, "--pods", str(args.pods),
-             "--hours", str(args.hours), "--step", str(args.step), "--now", str(end + 10)],
-            capture_output=True, text=True, check=True,
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        write_history(work / "history.om", args.pods, end, args.hours, args.step)
+        (work / "tsdb").mkdir()
+        subprocess.run(
+            [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(work / "history.om"),
+             str(work / "tsdb")],
+            check=True, capture_output=True,
         )  # fmt: skip
+        (work / "history.om").unlink()
+        with start_prometheus(work) as server:
+            setup = round(time.perf_counter() - t0, 1)
+            child = subprocess.run(
+                [sys.executable, __file__, "--measure", server.url, "--pods", str(args.pods),
+                 "--hours", str(args.hours), "--step", str(args.step), "--now", str(end + 10)],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
     report = {"pods": args.pods, "hours": args.hours, "step_seconds": args.step}
     report |= {"backfill_seconds": setup, **json.loads(child.stdout)}
     print(json.dumps(report, indent=2))
