@@ -6,8 +6,8 @@ holds for the steps it will not fetch again, and each `query_range` answer is `f
 as soon as it arrives (its points written to their grid cells, then the answer dropped), so a
 read never holds more than the answers in flight. Cell values: a ratio 0..1 clipped, `UNREADABLE`
 (-1) for a step where the pod held its GPU and the exporter could not read it (the query's
-negative marker, or a NaN point), NaN for no point at all. `pod_shards` cuts the rows into groups
-whose answers stay under a point budget; `pod_selector` names a group in PromQL.
+negative marker, or a NaN point), NaN for no point at all. `pod_shards` cuts the rows into the
+groups of one request; `pod_selector` names a group in PromQL.
 `job_history` takes, at each step, the busiest known value of each job's pods (unreadable and
 missing steps count as no value); `jobs_of` does so for the jobs whose usage is known
 (`prometheus.coverage`). `pod_history_of` / `pod_frame_of` convert to and from the long pod frame.
@@ -78,10 +78,10 @@ def fold(history: History, rows: Mapping[str, int], result: QueryResult) -> None
         history.values[row, cols[inside]] = value[inside]
 
 
-def pod_shards(keys: Sequence[str], steps: int, points_per_request: int) -> list[Sequence[str]]:
-    """Groups of pods whose answers over `steps` steps hold at most `points_per_request` points."""
-    size = max(1, points_per_request // max(1, steps))
-    return [keys[i : i + size] for i in range(0, len(keys), size)] if keys else []
+def pod_shards(keys: Sequence[str], size: int) -> list[Sequence[str]]:
+    """`keys` in consecutive groups of at most `size`."""
+    size = max(1, size)
+    return [keys[i : i + size] for i in range(0, len(keys), size)]
 
 
 def pod_selector(keys: Iterable[str]) -> str:

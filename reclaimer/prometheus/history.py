@@ -68,6 +68,9 @@ class HistoryParams:
     horizon: float = _POLICY.horizon_seconds  # every sample of this recent span must be there
     refetch_steps: int = 5  # later cycles re-read this many recent steps (late scrapes)
     points_per_request: int = 100_000  # pods x steps per history answer: bounds the JSON held
+    # Pods named per history request: Prometheus looks a regex of at most 256 alternatives up as
+    # a set, a longer one is matched against every pod name (model/labels/regexp.go).
+    pods_per_request: int = 256
     requests_in_flight: int = 2  # history answers fetched (and held) at once
     # Recorded series replace the raw ones only once they are this old (None: the whole window),
     # so a fresh rules install never shortens the forecaster's history.

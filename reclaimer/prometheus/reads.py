@@ -1,14 +1,16 @@
-"""One cycle's read of Prometheus: a bounded number of requests, each answer bounded in size.
+"""One cycle's read of Prometheus: answers of bounded size, each folded in before the next.
 
 Requests per read: the recording-rule probe (only when the caller has no answer yet; the
 controller probes at start, then hourly until the rules cover the window), one freshness query
 (`max(timestamp(...))`, the newest raw sample), the history's `query_range`s, and three instant
-queries for node GPU stats. The history is fetched per (pod shard x time chunk): time chunks of
-up to 10,000 steps (the first read's whole window, then only the new tail), pod shards of the
-view's GPU pods (`fold.pod_shards`, named by a pod-name regex) small enough that one answer holds
-at most `points_per_request` points; at most `requests_in_flight` answers are fetched at once, and
-each is folded into the per-pod float32 `History` and dropped before the next starts, so a read
-never holds a whole fleet's JSON (a steady-state read is one shard-set of a few steps). A failed
+queries for node GPU stats. The history is fetched per (pod shard x time chunk): shards of at most
+`pods_per_request` of the view's GPU pods (`fold.pod_shards`, named by a pod-name regex), time
+chunks of the window to fetch (the first read's whole window, then only the new tail) short
+enough that one answer holds at most `points_per_request` points (and at most 10,000 steps). At
+most `requests_in_flight` answers are in flight; each is folded into the per-pod float32
+`History` and dropped as it lands, so a read never holds a whole fleet's JSON: memory stays flat
+in the fleet size, the request count grows with it (a steady-state read: one request per 256
+pods, for the few new steps). A failed
 utilization or freshness query raises `MetricsUnavailable` (nothing to plan on); a failed stats
 query or Prometheus warnings clear `complete`; jobs missing series (left out of the history, so
 never forecast idle, listed in `unknown` with why) are reported in `problems`; whether the data
@@ -151,9 +153,10 @@ async def _fetch_history(
 ) -> list[str]:
     """Fetch [start, end] for every row of `pods` in (pod shard x time chunk) requests, at most
     `requests_in_flight` at once, folding each answer in as it lands; returns the warnings."""
-    chunks = time_chunks(*span, params.step, params.max_points)
-    steps = max((round((e - s) / params.step) + 1 for s, e in chunks), default=1)
-    shards = pod_shards(pods.keys, steps, params.points_per_request)
+    size = max(1, min(params.pods_per_request, len(pods.keys)))
+    steps = max(1, min(params.max_points, params.points_per_request // size))
+    chunks = time_chunks(*span, params.step, steps)
+    shards = pod_shards(pods.keys, size)
     rows = {k: i for i, k in enumerate(pods.keys)}
     gate = asyncio.Semaphore(max(1, params.requests_in_flight))
     warnings: list[str] = []

@@ -316,13 +316,13 @@ async def test_pod_shards_bound_each_answer_and_give_the_same_history(
     rec, url = recorder
     now = base + SPAN * MIN
     whole = HistoryParams(window=60 * MIN, step=MIN)
-    sharded = HistoryParams(window=60 * MIN, step=MIN, points_per_request=10 * 61)
+    sharded = HistoryParams(window=60 * MIN, step=MIN, pods_per_request=10, points_per_request=300)
     async with PromClient(url) as client:
         one = await read_metrics(client, cluster(40), now, whole, MetricsSource.GPU_RECLAIM)
         rec.forms.clear()
         many = await read_metrics(client, cluster(40), now, sharded, MetricsSource.GPU_RECLAIM)
     ranges = [f for f in rec.forms if "start" in f]
-    assert len(ranges) == 5  # 44 GPU pods, 10 per answer
+    assert len(ranges) == 5 * 3  # 44 GPU pods, 10 per answer; 61 steps, 30 per answer
     assert all(f["query"].count("pod=~`") == 2 for f in ranges)
     np.testing.assert_array_equal(many.pod_history.values, one.pod_history.values)
     assert many.jobs.keys == one.jobs.keys and many.unknown == one.unknown
