@@ -186,7 +186,7 @@ def model_forecasts(
     arrays = synthetic_history(jobs, days, 300.0, seed)
     now = arrays.end
     history: History | pd.DataFrame = arrays.to_frame() if frame else arrays
-    size = int(history.memory_usage(deep=True).sum()) if frame else arrays.values.nbytes
+    size = int(history.memory_usage(deep=False).sum()) if frame else arrays.values.nbytes
     del arrays
     wall, cpu = time.perf_counter(), time.process_time()
     result = forecast(history, ForecastParams(), now)

@@ -43,11 +43,9 @@ class HistoryError(ValueError):
     """The history frame lacks a column the forecaster needs."""
 
 
-@dataclass(frozen=True)
-class Grid:
-    """Utilization of `jobs` (rows) at times `start + k * step` (columns), NaN = missing."""
+class StepColumns:
+    """Columns at times `start + k * step` of a `values` matrix (Grid, History)."""
 
-    jobs: tuple[str, ...]
     start: float
     step: float
     values: AnyFloatArray
@@ -63,6 +61,16 @@ class Grid:
 
     def times(self) -> FloatArray:
         return self.start + self.step * np.arange(self.columns, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Grid(StepColumns):
+    """Utilization of `jobs` (rows) at times `start + k * step` (columns), NaN = missing."""
+
+    jobs: tuple[str, ...]
+    start: float
+    step: float
+    values: AnyFloatArray
 
     def window(self, stop: int, length: int) -> Grid:
         """Columns [stop - length, stop): the view a forecaster gets at column stop - 1."""

@@ -21,14 +21,14 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from reclaimer.forecast.features import Grid, build_grid, estimate_step
+from reclaimer.forecast.features import Grid, StepColumns, build_grid, estimate_step
 
 Float32Array = npt.NDArray[np.float32]
 ROW_BLOCK = 1024  # rows per pass when a whole-matrix temporary would cost memory
 
 
 @dataclass(frozen=True)
-class History:
+class History(StepColumns):
     """Values of `keys` (rows) at `start + k * step` (columns); float32, NaN = no sample."""
 
     keys: tuple[str, ...]
@@ -39,18 +39,6 @@ class History:
     @staticmethod
     def empty(start: float, step: float, columns: int = 0) -> History:
         return History((), start, step, np.full((0, columns), np.nan, dtype=np.float32))
-
-    @property
-    def columns(self) -> int:
-        return int(self.values.shape[1])
-
-    @property
-    def end(self) -> float:
-        """Time of the last column."""
-        return self.start + (self.columns - 1) * self.step
-
-    def times(self) -> npt.NDArray[np.float64]:
-        return self.start + self.step * np.arange(self.columns, dtype=np.float64)
 
     def newest(self) -> float | None:
         """Time of the newest column holding any sample, or None."""
