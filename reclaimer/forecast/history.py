@@ -123,13 +123,11 @@ def _filled_columns(values: Float32Array) -> npt.NDArray[np.int64]:
 
 def _one_step_gaps(values: Float32Array, rows: npt.NDArray[np.intp], first: int, last: int) -> bool:
     """Is the median gap between a row's consecutive samples one column, as `estimate_step`
-    would find it on these rows (which then picks this History's own step)?"""
+    would find it on these rows (which then picks this History's own step)? A row with n
+    samples has n - 1 gaps; its gaps of one column are its pairs of adjacent samples."""
     ones = total = 0
     for lo in range(0, rows.size, ROW_BLOCK):
         valid = ~np.isnan(values[rows[lo : lo + ROW_BLOCK], first : last + 1])
-        r, c = np.nonzero(valid)
-        same = r[1:] == r[:-1]
-        gaps = np.diff(c)[same]
-        ones += int((gaps == 1).sum())
-        total += int(gaps.size)
+        ones += int((valid[:, 1:] & valid[:, :-1]).sum())
+        total += int(np.maximum(valid.sum(axis=1) - 1, 0).sum())
     return total > 0 and 2 * ones > total

@@ -39,7 +39,7 @@ from reclaimer.forecast.params import ForecastParams, Prediction
 
 POOLED_LOGISTIC = "pooled-logistic"
 BURST_RATE = "burst-rate"
-ROW_BLOCK = 512  # jobs per block: bounds the memory of the per-job feature matrices
+ROW_BLOCK = 256  # jobs per block: bounds the memory of the per-job feature matrices
 
 
 def eligible(grid: Grid, params: ForecastParams) -> tuple[BoolArray, FloatArray]:

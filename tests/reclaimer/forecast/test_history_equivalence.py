@@ -13,6 +13,8 @@ import pytest
 from repo_paths import FIXTURES
 from tracefleet import forecast_times, outcome, trace_history
 
+from reclaimer.forecast import history as history_module
+from reclaimer.forecast import idle_model
 from reclaimer.forecast.features import build_grid
 from reclaimer.forecast.forecaster import ForecastParams, forecast
 from reclaimer.forecast.history import History
@@ -92,3 +94,16 @@ def test_frame_round_trip_keeps_every_sample() -> None:
             value=frame.sort_values(key)["value"].to_numpy(dtype=np.float32).astype(np.float64)
         ),
     )
+
+
+@pytest.mark.parametrize("block", [1, 7, 100_000], ids=["one-row", "seven-rows", "one-block"])
+def test_row_blocks_do_not_change_forecasts(
+    trace: pd.DataFrame, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """Features are computed in blocks of rows to bound memory; any block size, same answer."""
+    history = History.from_frame(trace)
+    now = forecast_times(trace)[-1]
+    want = forecast(history, ForecastParams(), now)
+    monkeypatch.setattr(idle_model, "ROW_BLOCK", block)
+    monkeypatch.setattr(history_module, "ROW_BLOCK", block)
+    assert forecast(history, ForecastParams(), now) == want
