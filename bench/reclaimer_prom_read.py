@@ -31,6 +31,7 @@ from promserver import PROMTOOL, start_prometheus  # noqa: E402
 
 import gpu_contract as gc  # noqa: E402
 from reclaimer.forecast.forecaster import forecast  # noqa: E402
+from reclaimer.forecast.history import History  # noqa: E402
 from reclaimer.forecast.params import for_policy  # noqa: E402
 from reclaimer.model import (  # noqa: E402  # noqa: E402
     ClusterView,
@@ -84,12 +85,12 @@ def write_history(path: Path, n: int, end: float, hours: float, step: float) -> 
         out.write("# EOF\n")
 
 
-async def cycle(client: PromClient, v: ClusterView, now: float, previous: MetricsRead | None,
+async def cycle(client: PromClient, v: ClusterView, now: float, previous: History | None,
                 params: HistoryParams) -> tuple[MetricsRead, dict[str, float]]:  # fmt: skip
     t0 = time.perf_counter()
     read = await read_metrics(
         client, v, now, params, MetricsSource.GPU_RECLAIM, recorded=False,
-        previous=previous.pod_history if previous else None,
+        previous=previous,
     )  # fmt: skip
     t1 = time.perf_counter()
     rss_read = _peak_mib()
@@ -115,14 +116,15 @@ async def measure(url: str, pods: int, now: float, hours: float, step: float) ->
     started = _peak_mib()
     async with PromClient(url, RetryPolicy(timeout=120.0)) as client:
         first, first_cost = await cycle(client, v, now, None, params)
-        _, later_cost = await cycle(client, v, now + step, first, params)
+        history_mib = (first.jobs.values.nbytes + first.pod_history.values.nbytes) / 2**20
+        kept = first.pod_history  # all the controller keeps between cycles
+        del first
+        _, later_cost = await cycle(client, v, now + step, kept, params)
     return {
         "peak_rss_mib_at_start": started,
         "first": first_cost,
         "later": later_cost,
-        "history_mib": round(
-            (first.jobs.values.nbytes + first.pod_history.values.nbytes) / 2**20, 1
-        ),
+        "history_mib": round(history_mib, 1),
         "peak_rss_mib": _peak_mib(),
     }
 
