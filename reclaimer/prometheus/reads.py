@@ -120,7 +120,8 @@ async def read_metrics(
     )
     try:
         query_for = partial(pod_utilization_query, source, recorded, params.step)
-        ranges = await _fetch_history(client, pods, query_for, (start, end), params)
+        spans = _spans(pods.keys, previous, (window_start, start, end))
+        ranges = await _fetch_history(client, pods, query_for, spans, params)
     finally:
         answers = await side_task
     fresh = _required(answers[:1])[0]
@@ -144,19 +145,37 @@ async def read_metrics(
     )
 
 
+Span = tuple[Sequence[str], float, float]  # rows, first and last grid time to fetch
+
+
+def _spans(
+    keys: Sequence[str], previous: History | None, times: tuple[float, float, float]
+) -> list[Span]:
+    """What to fetch, from `times` = (window start, tail start, end): the rows the previous
+    read held need only the tail; rows new to this read (a pod just started) the whole window."""
+    window_start, start, end = times
+    held = set(previous.keys) if previous is not None and start > window_start else set()
+    tail = [k for k in keys if k in held]
+    whole = [k for k in keys if k not in held]
+    return [(rows, first, end) for rows, first in ((whole, window_start), (tail, start)) if rows]
+
+
 async def _fetch_history(
     client: PromClient,
     pods: History,
     query_for: Callable[[str], str],
-    span: tuple[float, float],
+    spans: Sequence[Span],
     params: HistoryParams,
 ) -> list[str]:
-    """Fetch [start, end] for every row of `pods` in (pod shard x time chunk) requests, at most
-    `requests_in_flight` at once, folding each answer in as it lands; returns the warnings."""
-    size = max(1, min(params.pods_per_request, len(pods.keys)))
-    steps = max(1, min(params.max_points, params.points_per_request // size))
-    chunks = time_chunks(*span, params.step, steps)
-    shards = pod_shards(pods.keys, size)
+    """Fetch each span's rows over its times in (pod shard x time chunk)
+    requests, at most `requests_in_flight` at once, folding each answer in as it lands;
+    returns the warnings."""
+    requests = []
+    for keys, first, end in spans:
+        size = max(1, min(params.pods_per_request, len(keys)))
+        steps = max(1, min(params.max_points, params.points_per_request // size))
+        chunks = time_chunks(first, end, params.step, steps)
+        requests += [(shard, s, e) for shard in pod_shards(keys, size) for s, e in chunks]
     rows = {k: i for i, k in enumerate(pods.keys)}
     gate = asyncio.Semaphore(max(1, params.requests_in_flight))
     warnings: list[str] = []
@@ -171,7 +190,7 @@ async def _fetch_history(
             fold(pods, rows, result)
             warnings.extend(_warnings([result]))
 
-    await asyncio.gather(*(one(shard, s, e) for shard in shards for s, e in chunks))
+    await asyncio.gather(*(one(shard, s, e) for shard, s, e in requests))
     return warnings
 
 

@@ -327,3 +327,28 @@ async def test_pod_shards_bound_each_answer_and_give_the_same_history(
     np.testing.assert_array_equal(many.pod_history.values, one.pod_history.values)
     assert many.jobs.keys == one.jobs.keys and many.unknown == one.unknown
     np.testing.assert_array_equal(many.jobs.values, one.jobs.values)
+
+
+async def test_a_pod_new_to_a_later_read_gets_its_whole_window(
+    prom: PromServer, recorder: tuple[Recorder, str], base: float
+) -> None:
+    """The previous read did not know team-c's pod (the cluster view lagged): its history is
+    fetched whole, not only the tail the other pods need."""
+    rec, url = recorder
+    params = HistoryParams(window=60 * MIN, step=MIN, refetch_steps=2)
+    first_at, now = base + 100 * MIN, base + SPAN * MIN
+    without_c = view([job_with_pods("team-a", "train-a", "qa", [("a-0", 2)])])
+    async with PromClient(url) as client:
+        first = await read_metrics(client, without_c, first_at, params, MetricsSource.GPU_RECLAIM)
+        rec.forms.clear()
+        later = await read_metrics(
+            client, cluster(), now, params, MetricsSource.GPU_RECLAIM, recorded=False,
+            previous=first.pod_history,
+        )  # fmt: skip
+        starts = sorted(float(f["start"]) for f in rec.forms if "start" in f)
+        full = await read_metrics(
+            client, cluster(), now, params, MetricsSource.GPU_RECLAIM, recorded=False
+        )
+    assert starts == [now - 60 * MIN, first_at - 2 * MIN]  # new pods whole, a-0 its tail
+    assert later.jobs.keys == full.jobs.keys and "team-c/wave-c" in later.jobs.keys
+    np.testing.assert_array_equal(later.jobs.values, full.jobs.values)
