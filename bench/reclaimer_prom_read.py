@@ -4,11 +4,12 @@
 
 Backfills N pods x `--hours` of per-pod history at one sample per `--step` seconds (promtool;
 a third of the pods idle, the rest busy, each pod its own job), starts /usr/bin/prometheus on
-loopback, then runs a cycle in a fresh child process (`--measure`, so the backfill text never
-counts): the first read (whole window), `forecast()` and `plan()` on it, then a later read (the
-tail only) with its forecast and plan. Prints JSON: requests, seconds per step, and the child's
-peak RSS (`ru_maxrss`, the whole process). The reads use the controller's defaults
-(`HistoryParams`), so the numbers are the Deployment's.
+loopback, then runs a cycle in a fresh child process (`--measure`, so the backfill never counts):
+the first read (whole window), `forecast()` and `plan()` on it, then, keeping only the per-pod
+history as the controller does, a later read (the tail only) with its forecast and plan. Prints
+JSON: requests, seconds per step, and the child's peak RSS (VmHWM, the whole process) at start,
+after each read and plan. The reads use the controller's defaults (`HistoryParams`), so the
+numbers are the Deployment's. Results: docs/reclaimer.md, "Memory and scale".
 """
 
 from __future__ import annotations
