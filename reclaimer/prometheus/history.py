@@ -1,19 +1,21 @@
-"""From Prometheus answers to the forecaster's history frame and the planner's node GPU stats.
+"""The PromQL of a history read, its time grid, and the planner's node GPU stats.
 
-Theory of operation. PromQL does the fleet-wide work, so the cost in requests does not grow with
-the number of pods: one query aggregates every pod's GPU series to one series per
-(namespace, pod), and `query_range` fetches all of them at once over step-aligned time chunks,
-each under Prometheus' 11,000-points-per-series limit. Three instant queries give per-GPU node
-stats. The first read fetches the whole window (24 h by default); later reads pass the previous
-per-pod frame and fetch only the steps since its newest point (plus `refetch_steps` re-read, as
-the newest steps may have been computed before the last scrape landed), so a steady-state cycle
-moves a few points per pod, not a day of them. Per source:
+Theory of operation. PromQL does the per-pod work: one query aggregates each pod's GPU series to
+one series per (namespace, pod), fetched by `query_range` on a step-aligned grid, in time chunks
+under Prometheus' 11,000-points-per-series limit, for the pods a request names
+(`reclaimer.prometheus.reads` sizes the requests, `reclaimer.prometheus.fold` writes the answers
+into the per-pod float32 history). Three instant queries give per-GPU node stats. The first read
+fetches the whole window (24 h by default); later reads pass the previous per-pod history and
+fetch only the steps since its newest point (plus `refetch_steps` re-read, as the newest steps
+may have been computed before the last scrape landed), so a steady-state cycle moves a few points
+per pod, not a day of them. `pod_frame` / `job_frame` give the same data as long pandas frames,
+for callers that want one. Per source:
 
 - gpu-reclaim (our exporter): `gpu_pod_utilization_ratio`, joined with `gpu_pod_allocated` by `or
   on (namespace, pod) -1 * ...`. The exporter reports 0 for a pod holding a GPU and running
   nothing, and leaves the utilization sample out when it cannot read the GPU (while the allocation
-  stays): the -1 marks that "allocated, unreadable" step, which `pod_frame` turns into NaN, so it
-  can never pass for idle (`reclaimer.prometheus.coverage`). The recording rules
+  stays): the -1 marks that "allocated, unreadable" step (`fold.UNREADABLE`), so it can never
+  pass for idle (`reclaimer.prometheus.coverage`). The recording rules
   `RECORDED_POD_UTILIZATION_5M` / `RECORDED_POD_ALLOCATED` are used instead when Prometheus has
   them and has had them for the whole window (the controller probes at start, then hourly until
   they do): rules deployed a minute ago have a minute of history, which no forecaster can use.
@@ -24,8 +26,8 @@ moves a few points per pod, not a day of them. Per source:
 A pod on several GPUs counts as busy as its busiest GPU, and a job as busy as its busiest pod
 (`max`, not `mean`): the reclaimer only acts on jobs that are idle everywhere, so one working
 rank keeps its whole gang. A job whose recent usage is unknown (`prometheus.coverage`: a sample
-missing or unreadable over the last horizon, or none within `max_age`) is left out of the frame
-(no forecast) and listed with its reason, so a node whose exporter went quiet or a GPU NVML
+missing or unreadable over the last horizon, or none within `max_age`) is left out of the job
+history (no forecast) and listed with its reason, so a node whose exporter went quiet or a GPU NVML
 cannot read never makes its jobs look idle.
 """
 
@@ -201,17 +203,6 @@ def fetch_start(
     if newest is None:
         return window_start
     return max(window_start, align(newest - params.refetch_steps * params.step, params.step))
-
-
-def merge_pods(
-    previous: pd.DataFrame | None, fresh: pd.DataFrame, fetched_from: float, window_start: float
-) -> pd.DataFrame:
-    """Previous rows in [window_start, fetched_from) followed by the freshly fetched rows."""
-    if previous is None or previous.empty:
-        return fresh
-    ts = previous["timestamp"]
-    kept = previous[(ts >= window_start) & (ts < fetched_from)]
-    return pd.concat([kept, fresh], ignore_index=True)
 
 
 @dataclass(frozen=True)

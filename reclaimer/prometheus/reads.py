@@ -35,6 +35,7 @@ from reclaimer.prometheus.fold import (
     fold,
     jobs_of,
     pod_frame_of,
+    pod_history_of,
     pod_matrix,
     pod_rows,
     pod_selector,
@@ -100,12 +101,15 @@ async def read_metrics(
     source: MetricsSource,
     *,
     recorded: bool | None = None,
-    previous: History | None = None,
+    previous: History | pd.DataFrame | None = None,
 ) -> MetricsRead:
     """Read history and node stats for `view` as of `now`; see the module docstring.
 
-    `previous` is the last read's `pod_history`: only the steps it lacks are fetched.
+    `previous` is the last read's `pod_history` (or its `pods` frame): only the steps it lacks
+    are fetched.
     """
+    if isinstance(previous, pd.DataFrame):
+        previous = pod_history_of(previous)
     before = client.requests
     if recorded is None:
         recorded = source is MetricsSource.GPU_RECLAIM and await probe_recorded(client, now, params)

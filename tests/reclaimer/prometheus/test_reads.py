@@ -258,8 +258,9 @@ async def test_data_gone_quiet_is_reported(prom: PromServer, base: float) -> Non
     assert set(read.unknown) == {"team-a/train-a", "team-b/idle-b", "team-c/wave-c"}
 
 
+@pytest.mark.parametrize("kept", ["pod_history", "pods"], ids=["history", "frame"])
 async def test_later_reads_fetch_only_the_new_tail(
-    prom: PromServer, recorder: tuple[Recorder, str], base: float
+    prom: PromServer, recorder: tuple[Recorder, str], base: float, kept: str
 ) -> None:
     rec, url = recorder
     params = HistoryParams(window=60 * MIN, step=MIN, refetch_steps=2)
@@ -274,7 +275,7 @@ async def test_later_reads_fetch_only_the_new_tail(
             params,
             MetricsSource.GPU_RECLAIM,
             recorded=False,
-            previous=first.pod_history,
+            previous=getattr(first, kept),
         )
         full = await read_metrics(
             client, cluster(), now, params, MetricsSource.GPU_RECLAIM, recorded=False
