@@ -8,10 +8,12 @@ time-sliced 4 ways), filled with 10,000 GPU jobs (whole-node and multi-node gang
 shared-GPU pods), 40 queues (half reclaimable, deserved shares by weight, some starved), 2,000
 pending jobs of mixed gang shapes, jobs the reclaimer suspended, per-GPU stats on every node. By
 default it first runs `reclaimer.forecast.forecaster.forecast` on 7 days of 5-minute history per
-job (2,016 samples x 10,000 jobs, from `forecast_bench.synthetic_history`) and plans on its
-answers; `--synthetic-forecasts` skips that and draws forecasts at random (plan alone). Reports
-wall and CPU seconds for each step, the plan's size, and the process' peak RSS (`ru_maxrss`, which
-includes the history frame). Budget (issue 3): forecast + plan < 30 s and < 1 GiB on 2 cores.
+job (2,016 samples x 10,000 jobs, from `forecast_bench.synthetic_history`: the float32 `History`
+the controller keeps, 77 MiB; `--frame` passes the same points as the long frame the forecaster
+once took) and plans on its answers; `--synthetic-forecasts` skips that and draws forecasts at
+random (plan alone). Reports wall and CPU seconds for each step, the plan's size, the history's
+bytes, and the peak RSS of the whole process (`ru_maxrss`: run one scale per process).
+Budget (issue 16): forecast + plan < 30 s and peak RSS <= 400 MiB on 2 cores.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ import time
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from forecast_bench import synthetic_history  # bench/ is on sys.path when run as a script
+import pandas as pd
+from forecast_bench import job_names, synthetic_history  # bench/ is on sys.path as a script
 
 from reclaimer.forecast.forecaster import ForecastParams, forecast
+from reclaimer.forecast.history import History
 from reclaimer.model import (
     DataQuality,
     Forecast,
@@ -44,11 +48,6 @@ from reclaimer.plan.planner import plan
 from reclaimer.policy.settings import Limits, Policy, TimeSlicing, WorkloadClass
 
 NOW = 1.7e9 + 7 * 86400 - 300  # the last sample of forecast_bench's 7-day history
-
-
-def job_names(count: int) -> list[str]:
-    """The keys `forecast_bench.synthetic_history` gives its jobs, so forecasts join."""
-    return [f"team-{j % 50:02d}/job-{j:05d}" for j in range(count)]
 
 
 class ClusterBuilder:
@@ -182,14 +181,17 @@ def synthetic_forecasts(keys: list[str], seed: int) -> dict[str, Forecast]:
 
 
 def model_forecasts(
-    jobs: int, days: float, seed: int
-) -> tuple[Mapping[str, Forecast], float, float]:
-    history = synthetic_history(jobs, days, 300.0, seed)
-    now = float(history["timestamp"].max())
+    jobs: int, days: float, seed: int, frame: bool
+) -> tuple[Mapping[str, Forecast], float, float, int]:
+    arrays = synthetic_history(jobs, days, 300.0, seed)
+    now = arrays.end
+    history: History | pd.DataFrame = arrays.to_frame() if frame else arrays
+    size = int(history.memory_usage(deep=False).sum()) if frame else arrays.values.nbytes
+    del arrays
     wall, cpu = time.perf_counter(), time.process_time()
     result = forecast(history, ForecastParams(), now)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    return result, wall, cpu
+    return result, wall, cpu, size
 
 
 def policy() -> Policy:
@@ -215,14 +217,22 @@ def main() -> None:
     parser.add_argument("--days", type=float, default=7.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--synthetic-forecasts", action="store_true")
+    parser.add_argument("--frame", action="store_true", help="history as the old long frame")
     args = parser.parse_args()
     report: dict[str, object] = {"jobs": args.jobs, "nodes": args.nodes}
     if args.synthetic_forecasts:
         forecasts: Mapping[str, Forecast] = synthetic_forecasts(job_names(args.jobs), args.seed)
         report["forecast"] = "synthetic (not timed)"
     else:
-        forecasts, forecast_wall, cpu = model_forecasts(args.jobs, args.days, args.seed)
-        report.update(forecast_seconds=round(forecast_wall, 2), forecast_cpu_seconds=round(cpu, 2))
+        forecasts, forecast_wall, cpu, size = model_forecasts(
+            args.jobs, args.days, args.seed, args.frame
+        )
+        report.update(
+            history="long frame" if args.frame else "History (float32)",
+            history_mib=round(size / 2**20, 1),
+            forecast_seconds=round(forecast_wall, 2),
+            forecast_cpu_seconds=round(cpu, 2),
+        )
         report["forecast_idle_jobs"] = sum(f.idle for f in forecasts.values())
     snapshot = build_snapshot(args.jobs, args.nodes, args.pending, args.seed)
     report.update(snapshot_jobs=len(snapshot.jobs), snapshot_pods=len(snapshot.pods))

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from reclaimer.forecast.features import FloatArray, Grid, samples_for
+from reclaimer.forecast.features import AnyFloatArray, FloatArray, Grid, samples_for
 from reclaimer.forecast.params import Forecaster, ForecastParams, Prediction
 
 DECAY_HALF_LIFE_SECONDS = 3600.0
@@ -33,7 +33,7 @@ def _rule(name: str, idle: np.ndarray) -> Prediction:
     return Prediction(name, flags.astype(np.float64), flags)
 
 
-def _all_below(values: FloatArray, threshold: float) -> np.ndarray:
+def _all_below(values: AnyFloatArray, threshold: float) -> np.ndarray:
     """Every sample present and below the threshold (False for an empty window)."""
     if values.shape[1] == 0:
         return np.zeros(values.shape[0], dtype=bool)
@@ -55,7 +55,7 @@ def max_of_last(grid: Grid, params: ForecastParams) -> Prediction:
     return _rule(f"max-of-last-{LAST_N}", present & (peak < params.threshold))
 
 
-def weighted_quantile(values: FloatArray, weights: FloatArray, q: float) -> FloatArray:
+def weighted_quantile(values: AnyFloatArray, weights: FloatArray, q: float) -> FloatArray:
     """Row-wise weighted quantile (the smallest value whose cumulative weight reaches q)."""
     missing = np.isnan(values)
     w = np.where(missing, 0.0, np.broadcast_to(weights, values.shape))

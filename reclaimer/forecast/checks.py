@@ -1,6 +1,7 @@
 """Keeping the forecaster honest: idle forecasts are remembered and checked once their horizon ends.
 
-Pure functions over immutable data; the controller keeps the pending tuple between cycles.
+Pure functions over immutable data; the controller keeps the pending tuple between cycles and
+hands `check` the cycle's per-job `History`.
 An idle forecast made at `t` for horizon `h` is *correct* when every history point of the job in
 (t, t + h] stays below the forecast's threshold, and *wrong* otherwise. It is checked only when
 the data reaches t + h; one with no data at all in its window (the job was preempted, finished or
@@ -14,8 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-import pandas as pd
+import numpy as np
 
+from reclaimer.forecast.features import at_or_above
+from reclaimer.forecast.history import History
 from reclaimer.model import Forecast
 
 GRACE = 3600.0
@@ -48,26 +51,25 @@ def remember(
 
 
 def check(
-    pending: tuple[PendingCheck, ...], history: pd.DataFrame, now: float
+    pending: tuple[PendingCheck, ...], history: History, now: float
 ) -> tuple[tuple[PendingCheck, ...], tuple[tuple[str, CheckResult], ...]]:
-    """Judge the checks whose window the history covers; return (still pending, results)."""
+    """Judge the checks whose window the job history covers; return (still pending, results).
+    One row slice per pending check."""
     keep: list[PendingCheck] = []
     results: list[tuple[str, CheckResult]] = []
-    by_job = _rows_by_job(history, {p.job for p in pending})
-    no_rows = history.iloc[:0]
+    rows = {k: i for i, k in enumerate(history.keys)}
+    times = history.times()
+    last = history.last_columns()
     for p in pending:
-        rows = by_job.get(p.job, no_rows)
-        window = rows[(rows["timestamp"] > p.made_at) & (rows["timestamp"] <= p.until)]
-        covered = len(rows) > 0 and float(rows["timestamp"].max()) >= p.until
-        if covered and len(window):
-            busy = bool((window["value"] >= p.threshold).any())
+        row = rows.get(p.job, -1)
+        lo = int(np.searchsorted(times, p.made_at, side="right"))
+        hi = int(np.searchsorted(times, p.until, side="right"))
+        window = history.values[row, lo:hi] if row >= 0 else np.zeros(0, dtype=np.float32)
+        window = window[~np.isnan(window)]
+        covered = row >= 0 and last[row] >= 0 and float(times[last[row]]) >= p.until
+        if covered and window.size:
+            busy = bool(at_or_above(window, p.threshold).any())
             results.append((p.job, CheckResult.WRONG if busy else CheckResult.CORRECT))
         elif now <= p.until + GRACE:
             keep.append(p)
     return tuple(keep), tuple(results)
-
-
-def _rows_by_job(history: pd.DataFrame, jobs: set[str]) -> dict[object, pd.DataFrame]:
-    """The history rows of each of `jobs`, split in one pass (not one scan of it per check)."""
-    mine = history[history["job"].isin(jobs)]
-    return dict(iter(mine.groupby("job", sort=False, observed=True)))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +33,7 @@ import pandas as pd
 from scipy.signal import lfilter
 
 FloatArray = npt.NDArray[np.float64]
+AnyFloatArray = npt.NDArray[np.floating[Any]]  # a Grid over a History holds float32
 BoolArray = npt.NDArray[np.bool_]
 
 HISTORY_COLUMNS = ("job", "timestamp", "value")
@@ -41,14 +43,12 @@ class HistoryError(ValueError):
     """The history frame lacks a column the forecaster needs."""
 
 
-@dataclass(frozen=True)
-class Grid:
-    """Utilization of `jobs` (rows) at times `start + k * step` (columns), NaN = missing."""
+class StepColumns:
+    """Columns at times `start + k * step` of a `values` matrix (Grid, History)."""
 
-    jobs: tuple[str, ...]
     start: float
     step: float
-    values: FloatArray
+    values: AnyFloatArray
 
     @property
     def columns(self) -> int:
@@ -61,6 +61,16 @@ class Grid:
 
     def times(self) -> FloatArray:
         return self.start + self.step * np.arange(self.columns, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Grid(StepColumns):
+    """Utilization of `jobs` (rows) at times `start + k * step` (columns), NaN = missing."""
+
+    jobs: tuple[str, ...]
+    start: float
+    step: float
+    values: AnyFloatArray
 
     def window(self, stop: int, length: int) -> Grid:
         """Columns [stop - length, stop): the view a forecaster gets at column stop - 1."""
@@ -127,10 +137,17 @@ def decayed_fraction(flags: FloatArray, valid: BoolArray, half_life: float) -> F
     return out
 
 
-def busy_flags(values: FloatArray, threshold: float) -> tuple[FloatArray, BoolArray]:
+def at_or_above(values: AnyFloatArray, threshold: float) -> BoolArray:
+    """values >= threshold, compared in the values' own precision (a float32 history is compared
+    with the threshold rounded to float32: a value equal to the threshold stays busy)."""
+    out: BoolArray = values >= np.asarray(threshold, dtype=values.dtype)
+    return out
+
+
+def busy_flags(values: AnyFloatArray, threshold: float) -> tuple[FloatArray, BoolArray]:
     """(1.0 where the sample is at or above the threshold else 0.0, sample present)."""
     valid = ~np.isnan(values)
-    busy = np.where(valid & (np.nan_to_num(values, nan=0.0) >= threshold), 1.0, 0.0)
+    busy = np.where(valid & at_or_above(np.nan_to_num(values, nan=0.0), threshold), 1.0, 0.0)
     return busy, valid
 
 

@@ -1,7 +1,8 @@
 """Idle-window forecasts for every job: will it stay below the threshold for the next horizon?
 
 Theory of operation. `forecast()` is pure and deterministic: it puts the last `lookback_seconds` of
-history at or before `now` on a grid (`reclaimer.forecast.features`), runs the default forecaster
+history (a `reclaimer.forecast.history.History`, or a long frame) at or before `now` on a grid
+(`reclaimer.forecast.features`), runs the default forecaster
 (`reclaimer.forecast.idle_model.pooled_logistic`, a logistic model refitted on the windows the
 history already settled, pooled over all jobs) and turns its answer into one `Forecast` per job.
 The controller and the simulator consume these through `plan()`.
@@ -23,7 +24,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from reclaimer.forecast.features import Grid, build_grid
+from reclaimer.forecast.features import Grid, at_or_above, build_grid
+from reclaimer.forecast.history import History
 from reclaimer.forecast.idle_model import (
     BURST_RATE,
     POOLED_LOGISTIC,
@@ -48,9 +50,15 @@ DEFAULT_METHOD = POOLED_LOGISTIC
 FORECASTERS: dict[str, Forecaster] = {POOLED_LOGISTIC: pooled_logistic, BURST_RATE: burst_rate}
 
 
-def forecast(history: pd.DataFrame, params: ForecastParams, now: float) -> dict[str, Forecast]:
-    """One `Forecast` per job in `history` (columns job, timestamp, value); pure."""
-    grid = build_grid(history, now, params.lookback_seconds)
+def forecast(
+    history: History | pd.DataFrame, params: ForecastParams, now: float
+) -> dict[str, Forecast]:
+    """One `Forecast` per job in `history` (a `History` of jobs, or a long frame with columns
+    job, timestamp, value: both give the same answer for the same points); pure."""
+    if isinstance(history, History):
+        grid = history.grid(now, params.lookback_seconds)
+    else:
+        grid = build_grid(history, now, params.lookback_seconds)
     return forecasts_from(grid, FORECASTERS[DEFAULT_METHOD](grid, params), params)
 
 
@@ -85,7 +93,7 @@ def forecasts_from(
         series = grid.values[row]
         present = np.flatnonzero(~np.isnan(series))
         last_at = float(times[present[-1]]) if present.size else None
-        busy_now = bool(present.size and series[present[-1]] >= params.threshold)
+        busy_now = bool(present.size and at_or_above(series[present[-1:]], params.threshold)[0])
         confidence = float(prediction.confidence[row]) if ok[row] else 0.0
         out[job] = Forecast(
             job=job,

@@ -21,6 +21,7 @@ idle-to-busy transitions, so P(idle horizon) = exp(-rate * horizon) for an idle 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -30,7 +31,6 @@ from reclaimer.forecast.features import (
     Grid,
     busy_flags,
     decayed_fraction,
-    fleet_fraction,
     idle_run,
     samples_for,
     seasonal_fleet,
@@ -42,7 +42,7 @@ from reclaimer.forecast.recalibration import forward_map
 
 POOLED_LOGISTIC = "pooled-logistic"
 BURST_RATE = "burst-rate"
-ROW_BLOCK = 2048  # jobs per block: bounds the memory of the per-job feature matrices
+ROW_BLOCK = 256  # jobs per block: bounds the memory of the per-job feature matrices
 
 
 def eligible(grid: Grid, params: ForecastParams) -> tuple[BoolArray, FloatArray]:
@@ -60,11 +60,28 @@ def eligible(grid: Grid, params: ForecastParams) -> tuple[BoolArray, FloatArray]
     return ok, samples
 
 
-def _fleet_features(
-    busy: FloatArray, valid: BoolArray, grid: Grid, p: ForecastParams
-) -> FloatArray:
+def _row_blocks(grid: Grid, threshold: float) -> Iterator[tuple[int, FloatArray, BoolArray]]:
+    """(first row, busy flags, presence) of each block of `ROW_BLOCK` rows: the per-job
+    matrices never exist for the whole fleet at once."""
+    for lo in range(0, len(grid.jobs), ROW_BLOCK):
+        busy, valid = busy_flags(grid.values[lo : lo + ROW_BLOCK], threshold)
+        yield lo, busy, valid
+
+
+def _fleet_share(grid: Grid, threshold: float) -> FloatArray:
+    """`fleet_fraction` of the whole grid, summed block by block (sums of 0/1: exact)."""
+    busy_n = np.zeros(grid.columns)
+    present_n = np.zeros(grid.columns, dtype=np.int64)
+    for _, busy, valid in _row_blocks(grid, threshold):
+        busy_n += busy.sum(axis=0)
+        present_n += valid.sum(axis=0)
+    out: FloatArray = busy_n / np.maximum(present_n, 1)
+    return out
+
+
+def _fleet_features(grid: Grid, p: ForecastParams) -> FloatArray:
     """Column-level features, shape (columns, k): log decayed fleet busy share and seasonal."""
-    fleet = fleet_fraction(busy, valid)
+    fleet = _fleet_share(grid, p.threshold)
     present = np.ones((1, fleet.shape[0]), dtype=bool)
     decayed = [
         decayed_fraction(fleet[None, :], present, hl / grid.step)[0]
@@ -103,14 +120,12 @@ def _training_columns(grid: Grid, p: ForecastParams) -> np.ndarray:
 
 def _assemble(grid: Grid, p: ForecastParams, cols: np.ndarray) -> tuple[FloatArray, FloatArray]:
     """(features at train columns + the last column, labels at train columns), by row blocks."""
-    busy_all, valid_all = busy_flags(grid.values, p.threshold)
-    fleet = _fleet_features(busy_all, valid_all, grid, p)
+    fleet = _fleet_features(grid, p)
     at = np.append(cols, grid.columns - 1)
     horizon = samples_for(p.horizon_seconds, grid.step)
     min_samples = samples_for(p.min_history_seconds, grid.step)
     blocks_x, blocks_y = [], []
-    for lo in range(0, len(grid.jobs), ROW_BLOCK):
-        busy, valid = busy_all[lo : lo + ROW_BLOCK], valid_all[lo : lo + ROW_BLOCK]
+    for _, busy, valid in _row_blocks(grid, p.threshold):
         job = _job_features(busy, valid, at, grid, p)
         col = np.broadcast_to(fleet[at][None, :, :], (job.shape[0], *fleet[at].shape))
         blocks_x.append(np.concatenate((job, col), axis=2))
@@ -154,12 +169,15 @@ def burst_rate(grid: Grid, params: ForecastParams) -> Prediction:
     ok, _ = eligible(grid, params)
     if grid.columns == 0:
         return Prediction(BURST_RATE, np.zeros(len(grid.jobs)), ok)
-    busy, valid = busy_flags(grid.values, params.threshold)
-    starts = np.zeros_like(busy)
-    starts[:, 1:] = busy[:, 1:] * (1.0 - busy[:, :-1])
     hl = params.half_lives_seconds[len(params.half_lives_seconds) // 2] / grid.step
-    rate = decayed_fraction(starts, valid, hl)[:, -1]
     horizon = samples_for(params.horizon_seconds, grid.step)
-    idle_now = valid[:, -1] & (busy[:, -1] == 0)
-    confidence = np.where(idle_now & ~np.isnan(rate), np.exp(-np.nan_to_num(rate) * horizon), 0.0)
+    confidence = np.zeros(len(grid.jobs))
+    for lo, busy, valid in _row_blocks(grid, params.threshold):
+        starts = np.zeros_like(busy)
+        starts[:, 1:] = busy[:, 1:] * (1.0 - busy[:, :-1])
+        rate = decayed_fraction(starts, valid, hl)[:, -1]
+        idle_now = valid[:, -1] & (busy[:, -1] == 0)
+        confidence[lo : lo + len(busy)] = np.where(
+            idle_now & ~np.isnan(rate), np.exp(-np.nan_to_num(rate) * horizon), 0.0
+        )
     return Prediction(BURST_RATE, confidence, ok & (confidence >= params.min_confidence))

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
+from reclaimer.forecast.history import History
 from reclaimer.model import ClusterView, Pod, PodPhase
 from reclaimer.units import format_duration
 
@@ -59,29 +59,33 @@ class _Seen:
     newest: float | None
 
 
-def _seen(pods: pd.DataFrame, start: float, lows: Mapping[str, float]) -> _Seen:
-    """Counted column-wise: a fleet's day of history is millions of points."""
-    keys = pods["namespace"].astype(str) + "/" + pods["pod"].astype(str)
-    ts = pods["timestamp"].to_numpy(dtype=np.float64)
-    if not ts.size:
+def _seen(pods: History, start: float, lows: Mapping[str, float]) -> _Seen:
+    """What the per-pod matrix (`prometheus.fold` cells: NaN no point, < 0 unreadable) holds for
+    the pods in `lows`: only the recent columns are scanned, plus each row's newest point."""
+    newest = pods.newest()
+    if newest is None:
         return _Seen({}, {}, {}, None)
-    known = pods["value"].notna().to_numpy()
-    freshest = pd.Series(ts).groupby(keys.to_numpy()).max()
-    win = ts > start
-    wkeys = keys.to_numpy()[win]
-    low = pd.Series(wkeys).map(lows).to_numpy(dtype=np.float64)
-    counted = pd.Series(known[win] & (ts[win] > low)).groupby(wkeys).sum()
-    unread = pd.Series(~known[win]).groupby(wkeys).sum()
+    times = pods.times()
+    first = int(np.searchsorted(times, start, side="right"))
+    where = {k: i for i, k in enumerate(pods.keys)}
+    keys = [k for k in lows if k in where]
+    rows = np.array([where[k] for k in keys], dtype=np.intp)
+    recent = pods.values[rows, first:]
+    last = pods.last_columns()[rows]
+    low = np.array([lows[k] for k in keys], dtype=np.float64)
+    counted = ((recent >= 0) & (times[first:][None, :] > low[:, None])).sum(axis=1)
+    unread = (recent < 0).sum(axis=1)
     return _Seen(
-        {str(k): int(v) for k, v in counted.items()},
-        {str(k): int(v) for k, v in unread.items() if v},
-        {str(k): float(v) for k, v in freshest.items()},
-        float(ts.max()),
+        {k: int(n) for k, n in zip(keys, counted, strict=True)},
+        {k: int(n) for k, n in zip(keys, unread, strict=True) if n},
+        {k: float(times[c]) for k, c in zip(keys, last, strict=True) if c >= 0},
+        newest,
     )
 
 
-def unknown_usage(pods: pd.DataFrame, view: ClusterView, recent: Recent) -> dict[str, str]:
-    """Job key -> why its recent usage cannot be known; jobs not listed are fully measured."""
+def unknown_usage(pods: History, view: ClusterView, recent: Recent) -> dict[str, str]:
+    """Job key -> why its recent usage cannot be known; jobs not listed are fully measured.
+    `pods` is the reader's per-pod history (`prometheus.fold`)."""
     running = running_gpu_pods(view)
     lows = {
         p.key: max(recent.start, p.start_time + STARTUP_STEPS * recent.step)

@@ -1,19 +1,21 @@
-"""From Prometheus answers to the forecaster's history frame and the planner's node GPU stats.
+"""The PromQL of a history read, its time grid, and the planner's node GPU stats.
 
-Theory of operation. PromQL does the fleet-wide work, so the cost in requests does not grow with
-the number of pods: one query aggregates every pod's GPU series to one series per
-(namespace, pod), and `query_range` fetches all of them at once over step-aligned time chunks,
-each under Prometheus' 11,000-points-per-series limit. Three instant queries give per-GPU node
-stats. The first read fetches the whole window (24 h by default); later reads pass the previous
-per-pod frame and fetch only the steps since its newest point (plus `refetch_steps` re-read, as
-the newest steps may have been computed before the last scrape landed), so a steady-state cycle
-moves a few points per pod, not a day of them. Per source:
+Theory of operation. PromQL does the per-pod work: one query aggregates each pod's GPU series to
+one series per (namespace, pod), fetched by `query_range` on a step-aligned grid, in time chunks
+under Prometheus' 11,000-points-per-series limit, for the pods a request names
+(`reclaimer.prometheus.reads` sizes the requests, `reclaimer.prometheus.fold` writes the answers
+into the per-pod float32 history). Three instant queries give per-GPU node stats. The first read
+fetches the whole window (24 h by default); later reads pass the previous per-pod history and
+fetch only the steps since its newest point (plus `refetch_steps` re-read, as the newest steps
+may have been computed before the last scrape landed), so a steady-state cycle moves a few points
+per pod, not a day of them. `pod_frame` / `job_frame` give the same data as long pandas frames,
+for callers that want one. Per source:
 
 - gpu-reclaim (our exporter): `gpu_pod_utilization_ratio`, joined with `gpu_pod_allocated` by `or
   on (namespace, pod) -1 * ...`. The exporter reports 0 for a pod holding a GPU and running
   nothing, and leaves the utilization sample out when it cannot read the GPU (while the allocation
-  stays): the -1 marks that "allocated, unreadable" step, which `pod_frame` turns into NaN, so it
-  can never pass for idle (`reclaimer.prometheus.coverage`). The recording rules
+  stays): the -1 marks that "allocated, unreadable" step (`fold.UNREADABLE`), so it can never
+  pass for idle (`reclaimer.prometheus.coverage`). The recording rules
   `RECORDED_POD_UTILIZATION_5M` / `RECORDED_POD_ALLOCATED` are used instead when Prometheus has
   them and has had them for the whole window (the controller probes at start, then hourly until
   they do): rules deployed a minute ago have a minute of history, which no forecaster can use.
@@ -24,8 +26,8 @@ moves a few points per pod, not a day of them. Per source:
 A pod on several GPUs counts as busy as its busiest GPU, and a job as busy as its busiest pod
 (`max`, not `mean`): the reclaimer only acts on jobs that are idle everywhere, so one working
 rank keeps its whole gang. A job whose recent usage is unknown (`prometheus.coverage`: a sample
-missing or unreadable over the last horizon, or none within `max_age`) is left out of the frame
-(no forecast) and listed with its reason, so a node whose exporter went quiet or a GPU NVML
+missing or unreadable over the last horizon, or none within `max_age`) is left out of the job
+history (no forecast) and listed with its reason, so a node whose exporter went quiet or a GPU NVML
 cannot read never makes its jobs look idle.
 """
 
@@ -41,15 +43,16 @@ import numpy.typing as npt
 import pandas as pd
 
 import gpu_contract as gc
+from reclaimer.forecast.history import History
 from reclaimer.forecast.params import ForecastParams
 from reclaimer.model import ClusterView, GpuStats
 from reclaimer.policy.settings import Policy
-from reclaimer.prometheus.coverage import Recent, running_gpu_pods, unknown_usage
+from reclaimer.prometheus.coverage import Recent
+from reclaimer.prometheus.fold import UNREADABLE, jobs_of, pod_history_of
 from reclaimer.prometheus.series import QueryResult
 
 _POLICY = Policy()
 PROMETHEUS_MAX_POINTS = 11_000
-UNREADABLE = -1.0  # the query's value for "allocated, utilization not readable"
 
 
 class MetricsSource(StrEnum):
@@ -66,6 +69,11 @@ class HistoryParams:
     max_age: float = _POLICY.max_data_age_seconds  # newest sample older: the data is stale
     horizon: float = _POLICY.horizon_seconds  # every sample of this recent span must be there
     refetch_steps: int = 5  # later cycles re-read this many recent steps (late scrapes)
+    points_per_request: int = 100_000  # pods x steps per history answer: bounds the JSON held
+    # Pods named per history request: Prometheus looks a regex of at most 256 alternatives up as
+    # a set, a longer one is matched against every pod name (model/labels/regexp.go).
+    pods_per_request: int = 256
+    requests_in_flight: int = 2  # history answers fetched (and held) at once
     # Recorded series replace the raw ones only once they are this old (None: the whole window),
     # so a fresh rules install never shortens the forecaster's history.
     recorded_min_age: float | None = None
@@ -106,20 +114,28 @@ def recorded_probe_query(min_age: float) -> str:
     return f"count({util}) and count({alloc}) and count({util} {off}) and count({alloc} {off})"
 
 
-def pod_utilization_query(source: MetricsSource, recorded: bool, step: float) -> str:
-    """One PromQL expression giving one series per (namespace, pod), value ratio 0..1."""
+def pod_utilization_query(
+    source: MetricsSource, recorded: bool, step: float, pods: str = ""
+) -> str:
+    """One PromQL expression giving one series per (namespace, pod), value ratio 0..1; `pods`
+    is an extra label matcher (`fold.pod_selector`) naming the pods of one request."""
     rng = f"[{int(step)}s]"
     by = "max by (namespace, pod)"
+    sel = f"{{{pods}}}" if pods else ""
     if source is MetricsSource.DCGM:
         util = gc.DCGM_GPU_UTIL
-        return f'{by} (avg_over_time({util}{{pod!=""}}{rng})) / 100'
+        extra = f",{pods}" if pods else ""
+        return f'{by} (avg_over_time({util}{{pod!=""{extra}}}{rng})) / 100'
     if recorded:
         util_rec, alloc_rec = gc.RECORDED_POD_UTILIZATION_5M, gc.RECORDED_POD_ALLOCATED
-        return f"{by} ({util_rec}) or on (namespace, pod) ({UNREADABLE:g} * {by} ({alloc_rec}))"
+        return (
+            f"{by} ({util_rec}{sel})"
+            f" or on (namespace, pod) ({UNREADABLE:g} * {by} ({alloc_rec}{sel}))"
+        )
     util, alloc = gc.POD_UTILIZATION, gc.POD_ALLOCATED
     return (
-        f"{by} (avg_over_time({util}{rng}))"
-        f" or on (namespace, pod) ({UNREADABLE:g} * {by} (max_over_time({alloc}{rng})))"
+        f"{by} (avg_over_time({util}{sel}{rng}))"
+        f" or on (namespace, pod) ({UNREADABLE:g} * {by} (max_over_time({alloc}{sel}{rng})))"
     )
 
 
@@ -175,24 +191,20 @@ def pod_frame(results: Iterable[QueryResult]) -> pd.DataFrame:
     )
 
 
-def fetch_start(previous: pd.DataFrame | None, now: float, params: HistoryParams) -> float:
+def fetch_start(
+    previous: History | pd.DataFrame | None, now: float, params: HistoryParams
+) -> float:
     """First grid time to fetch: the whole window, or only the tail the previous read lacks."""
     window_start = align(now - params.window, params.step)
-    if previous is None or previous.empty:
+    if isinstance(previous, History):
+        newest = previous.newest() if previous.step == params.step else None
+    elif previous is not None and not previous.empty:
+        newest = float(previous["timestamp"].max())
+    else:
+        newest = None
+    if newest is None:
         return window_start
-    newest = float(previous["timestamp"].max())
     return max(window_start, align(newest - params.refetch_steps * params.step, params.step))
-
-
-def merge_pods(
-    previous: pd.DataFrame | None, fresh: pd.DataFrame, fetched_from: float, window_start: float
-) -> pd.DataFrame:
-    """Previous rows in [window_start, fetched_from) followed by the freshly fetched rows."""
-    if previous is None or previous.empty:
-        return fresh
-    ts = previous["timestamp"]
-    kept = previous[(ts >= window_start) & (ts < fetched_from)]
-    return pd.concat([kept, fresh], ignore_index=True)
 
 
 @dataclass(frozen=True)
@@ -203,31 +215,15 @@ class JobHistory:
 
 
 def job_frame(pods: pd.DataFrame, view: ClusterView, recent: Recent) -> JobHistory:
-    """Per-pod history -> per-job history (max over the job's pods at each timestamp), for the
-    jobs whose recent usage is known (`reclaimer.prometheus.coverage`)."""
-    unknown = unknown_usage(pods, view, recent)
-    pod_to_job = {
-        p.key: job
-        for job, members in running_gpu_pods(view).items()
-        if job not in unknown
-        for p in members
-    }
-    pod_keys = pods["namespace"].astype(str) + "/" + pods["pod"].astype(str)
-    jobs = pod_keys.map(pod_to_job)
-    sel = pods.assign(job=jobs)[jobs.notna() & pods["value"].notna()]
-    agg = sel.groupby(["job", "timestamp"])["value"].max().reset_index()
-    frame = pd.DataFrame(
-        {
-            "job": agg["job"].astype(str),
-            "timestamp": agg["timestamp"].astype(float),
-            "value": agg["value"].astype(float),
-        },
-        columns=JOB_COLUMNS,
-    )
-    problems = (
-        (f"{len(unknown)} job(s) with unknown usage, never taken as idle",) if unknown else ()
-    )
-    return JobHistory(frame.reset_index(drop=True), problems, unknown)
+    """Per-pod history frame -> per-job history frame (max over the job's pods at each step),
+    for the jobs whose recent usage is known: `fold.jobs_of` on the long frames."""
+    jobs, unknown = jobs_of(pod_history_of(pods), view, recent)
+    return JobHistory(jobs.to_frame(), unknown_problems(unknown), unknown)
+
+
+def unknown_problems(unknown: Mapping[str, str]) -> tuple[str, ...]:
+    """The read's problem line for jobs whose usage is unknown (none when all are known)."""
+    return (f"{len(unknown)} job(s) with unknown usage, never taken as idle",) if unknown else ()
 
 
 def node_stats(results: Mapping[str, QueryResult]) -> dict[str, tuple[GpuStats, ...]]:

@@ -1,10 +1,16 @@
-"""One cycle's read of Prometheus: a fixed handful of requests, whatever the fleet size.
+"""One cycle's read of Prometheus: answers of bounded size, each folded in before the next.
 
 Requests per read: the recording-rule probe (only when the caller has no answer yet; the
 controller probes at start, then hourly until the rules cover the window), one freshness query
-(`max(timestamp(...))`, the newest raw sample), one `query_range` per time chunk of the history
-to fetch (one chunk up to 10,000 steps: the first read's whole window, then only the new tail),
-and three instant queries for node GPU stats; all but the probe run concurrently. A failed
+(`max(timestamp(...))`, the newest raw sample), the history's `query_range`s, and three instant
+queries for node GPU stats. The history is fetched per (pod shard x time chunk): shards of at most
+`pods_per_request` of the view's GPU pods (`fold.pod_shards`, named by a pod-name regex), time
+chunks of the window to fetch (the first read's whole window, then only the new tail) short
+enough that one answer holds at most `points_per_request` points (and at most 10,000 steps). At
+most `requests_in_flight` answers are in flight; each is folded into the per-pod float32
+`History` and dropped as it lands, so a read never holds a whole fleet's JSON: memory stays flat
+in the fleet size, the request count grows with it (a steady-state read: one request per 256
+pods, for the few new steps). A failed
 utilization or freshness query raises `MetricsUnavailable` (nothing to plan on); a failed stats
 query or Prometheus warnings clear `complete`; jobs missing series (left out of the history, so
 never forecast idle, listed in `unknown` with why) are reported in `problems`; whether the data
@@ -15,28 +21,38 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import pandas as pd
 
+from reclaimer.forecast.history import History
 from reclaimer.model import ClusterView, GpuStats
 from reclaimer.prometheus.client import PromClient, PromError
 from reclaimer.prometheus.coverage import Recent
+from reclaimer.prometheus.fold import (
+    fold,
+    jobs_of,
+    pod_frame_of,
+    pod_history_of,
+    pod_matrix,
+    pod_rows,
+    pod_selector,
+    pod_shards,
+)
 from reclaimer.prometheus.history import (
     HistoryParams,
     MetricsSource,
     align,
     fetch_start,
     freshness_query,
-    job_frame,
-    merge_pods,
     node_stats,
     node_stats_queries,
-    pod_frame,
     pod_utilization_query,
     recorded_probe_query,
     time_chunks,
+    unknown_problems,
 )
 from reclaimer.prometheus.series import QueryResult
 
@@ -47,8 +63,8 @@ class MetricsUnavailable(Exception):
 
 @dataclass(frozen=True)
 class MetricsRead:
-    history: pd.DataFrame  # job, timestamp, value: the forecaster's input
-    pods: pd.DataFrame  # namespace, pod, timestamp, value: per-pod, for the fleet summary
+    jobs: History  # per job (known usage only): the forecaster's input
+    pod_history: History  # per pod ("namespace/pod"), `fold` cells: kept for the next read
     node_stats: dict[str, tuple[GpuStats, ...]]
     metrics_at: float | None
     complete: bool
@@ -56,6 +72,16 @@ class MetricsRead:
     recorded: bool  # the recording rules were used
     requests: int  # HTTP requests this read sent, retries included
     unknown: Mapping[str, str] = field(default_factory=dict)  # job -> why its usage is unknown
+
+    @property
+    def history(self) -> pd.DataFrame:
+        """`jobs` as a long frame (job, timestamp, value), built on demand (exports, tests)."""
+        return self.jobs.to_frame()
+
+    @property
+    def pods(self) -> pd.DataFrame:
+        """`pod_history` as a long frame (namespace, pod, timestamp, value; NaN: unreadable)."""
+        return pod_frame_of(self.pod_history)
 
 
 async def probe_recorded(client: PromClient, now: float, params: HistoryParams) -> bool:
@@ -75,43 +101,101 @@ async def read_metrics(
     source: MetricsSource,
     *,
     recorded: bool | None = None,
-    previous: pd.DataFrame | None = None,
+    previous: History | pd.DataFrame | None = None,
 ) -> MetricsRead:
     """Read history and node stats for `view` as of `now`; see the module docstring.
 
-    `previous` is the last read's `pods` frame: only the steps it lacks are fetched.
+    `previous` is the last read's `pod_history` (or its `pods` frame): only the steps it lacks
+    are fetched.
     """
+    if isinstance(previous, pd.DataFrame):
+        previous = pod_history_of(previous)
     before = client.requests
     if recorded is None:
         recorded = source is MetricsSource.GPU_RECLAIM and await probe_recorded(client, now, params)
     start = fetch_start(previous, now, params)
-    util_q = pod_utilization_query(source, recorded, params.step)
-    chunks = time_chunks(start, align(now, params.step), params.step, params.max_points)
+    window_start, end = align(now - params.window, params.step), align(now, params.step)
     stats_q = node_stats_queries(params.stats_window)
-    calls = [client.query(freshness_query(source), at=now)]
-    calls += [client.query_range(util_q, s, e, params.step) for s, e in chunks]
-    calls += [client.query(q, at=now) for q in stats_q.values()]
-    answers = await asyncio.gather(*calls, return_exceptions=True)
-    fresh, *ranges = _required(answers[: 1 + len(chunks)])
-    problems = _warnings([fresh, *ranges])
-    stats, stats_problems = _node_stats(dict(zip(stats_q, answers[1 + len(chunks) :], strict=True)))
+    side = [client.query(freshness_query(source), at=now)]
+    side += [client.query(q, at=now) for q in stats_q.values()]
+    side_task = asyncio.gather(*side, return_exceptions=True)
+    pods = pod_matrix(
+        pod_rows(view), window_start, end, params.step, previous=previous, fetched_from=start
+    )
+    try:
+        query_for = partial(pod_utilization_query, source, recorded, params.step)
+        spans = _spans(pods.keys, previous, (window_start, start, end))
+        ranges = await _fetch_history(client, pods, query_for, spans, params)
+    finally:
+        answers = await side_task
+    fresh = _required(answers[:1])[0]
+    problems = _warnings([fresh]) + ranges
+    stats, stats_problems = _node_stats(dict(zip(stats_q, answers[1:], strict=True)))
     problems += stats_problems
     complete = not problems  # failed or partial queries; what follows is reported, not fatal
     metrics_at = _newest(fresh)  # stale or missing: `plan.data_gate` decides and says so
-    pods = merge_pods(previous, pod_frame(ranges), start, align(now - params.window, params.step))
     recent = Recent(start=now - params.horizon, step=params.step, fresh_since=now - params.max_age)
-    jobs = job_frame(pods, view, recent)
+    jobs, unknown = jobs_of(pods, view, recent)
     return MetricsRead(
-        history=jobs.frame,
-        pods=pods,
+        jobs=jobs,
+        pod_history=pods,
         node_stats=stats,
         metrics_at=metrics_at,
         complete=complete,
-        problems=(*problems, *jobs.problems),
+        problems=(*problems, *unknown_problems(unknown)),
         recorded=recorded,
         requests=client.requests - before,
-        unknown=jobs.unknown,
+        unknown=unknown,
     )
+
+
+Span = tuple[Sequence[str], float, float]  # rows, first and last grid time to fetch
+
+
+def _spans(
+    keys: Sequence[str], previous: History | None, times: tuple[float, float, float]
+) -> list[Span]:
+    """What to fetch, from `times` = (window start, tail start, end): the rows the previous
+    read held need only the tail; rows new to this read (a pod just started) the whole window."""
+    window_start, start, end = times
+    held = set(previous.keys) if previous is not None and start > window_start else set()
+    tail = [k for k in keys if k in held]
+    whole = [k for k in keys if k not in held]
+    return [(rows, first, end) for rows, first in ((whole, window_start), (tail, start)) if rows]
+
+
+async def _fetch_history(
+    client: PromClient,
+    pods: History,
+    query_for: Callable[[str], str],
+    spans: Sequence[Span],
+    params: HistoryParams,
+) -> list[str]:
+    """Fetch each span's rows over its times in (pod shard x time chunk)
+    requests, at most `requests_in_flight` at once, folding each answer in as it lands;
+    returns the warnings."""
+    requests = []
+    for keys, first, end in spans:
+        size = max(1, min(params.pods_per_request, len(keys)))
+        steps = max(1, min(params.max_points, params.points_per_request // size))
+        chunks = time_chunks(first, end, params.step, steps)
+        requests += [(shard, s, e) for shard in pod_shards(keys, size) for s, e in chunks]
+    rows = {k: i for i, k in enumerate(pods.keys)}
+    gate = asyncio.Semaphore(max(1, params.requests_in_flight))
+    warnings: list[str] = []
+
+    async def one(shard: Sequence[str], s: float, e: float) -> None:
+        query = query_for(pod_selector(shard))
+        async with gate:
+            try:
+                result = await client.query_range(query, s, e, params.step)
+            except PromError as err:
+                raise MetricsUnavailable(f"utilization history unavailable: {err}") from err
+            fold(pods, rows, result)
+            warnings.extend(_warnings([result]))
+
+    await asyncio.gather(*(one(shard, s, e) for shard, s, e in requests))
+    return warnings
 
 
 def _required(answers: Sequence[QueryResult | BaseException]) -> list[QueryResult]:

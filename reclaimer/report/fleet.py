@@ -1,7 +1,7 @@
 """A short fleet utilization summary printed with the plan: what the operator sees first.
 
 Pure: it reads the ClusterView (who holds which devices, on which node) and the per-pod
-utilization frame (how busy they were over the last `window` seconds). A pod is idle when its
+utilization history (how busy they were over the last `window` seconds). A pod is idle when its
 utilization stayed below `threshold` for the whole window. Pods without data, or with a step the
 exporter could not read in the window, are counted as unmeasured, never as idle.
 
@@ -23,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import pandas as pd
+import numpy as np
 
 from reclaimer.devices import WHOLE_GPU, count
+from reclaimer.forecast.history import History
 from reclaimer.model import ClusterView, Node, Pod, PodPhase
 
 
@@ -91,14 +92,39 @@ def _add(into: dict[str, float], key: str, n: float) -> None:
         into[key] = into.get(key, 0) + n
 
 
+def _pod_stats(
+    pods: History, now: float, window: float
+) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float], set[tuple[str, str]]]:
+    """(mean, max, pods with an unreadable step) over the window, by (namespace, pod)."""
+    first = int(np.searchsorted(pods.times(), now - window, side="right"))
+    recent = pods.values[:, first:]
+    unread_rows = np.asarray((recent < 0).any(axis=1), dtype=bool)
+    seen_rows = np.asarray((~np.isnan(recent)).any(axis=1), dtype=bool) & ~unread_rows
+    mean: list[float] = []
+    peak: list[float] = []
+    if seen_rows.any():  # (an empty window has no column to reduce)
+        with np.errstate(invalid="ignore"):
+            mean = [float(v) for v in np.nanmean(recent[seen_rows], axis=1)]
+            peak = [float(v) for v in np.nanmax(recent[seen_rows], axis=1)]
+    keys = [_ns_pod(k) for k in pods.keys]
+    known = [k for k, s in zip(keys, seen_rows.tolist(), strict=True) if s]
+    return (
+        dict(zip(known, mean, strict=True)),
+        dict(zip(known, peak, strict=True)),
+        {k for k, u in zip(keys, unread_rows.tolist(), strict=True) if u},
+    )
+
+
+def _ns_pod(key: str) -> tuple[str, str]:
+    namespace, _, name = key.partition("/")
+    return namespace, name
+
+
 def summarize(
-    view: ClusterView, pods: pd.DataFrame, now: float, window: float, threshold: float
+    view: ClusterView, pods: History, now: float, window: float, threshold: float
 ) -> FleetSummary:
-    recent = pods[pods["timestamp"] > now - window]
-    unread = recent[recent["value"].isna()]
-    unknown = set(zip(unread["namespace"], unread["pod"], strict=True))
-    stats = recent.groupby(["namespace", "pod"])["value"].agg(["mean", "max"])
-    means, peaks = stats["mean"].to_dict(), stats["max"].to_dict()
+    """`pods`: the reader's per-pod history (`prometheus.fold` cells: < 0 unreadable)."""
+    means, peaks, unknown = _pod_stats(pods, now, window)
     nodes: Mapping[str, Node] = {n.name: n for n in view.nodes}
     total = Held()
     measured = busy = 0.0

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Protocol
 
-import pandas as pd
-
 from reclaimer.decisions import ActionKind, ActionResult, Plan, Reason, Skip
 from reclaimer.forecast import checks as forecast_check
+from reclaimer.forecast.history import History
 from reclaimer.forecast.methods import UNDECIDED_METHODS
 from reclaimer.model import ClusterView, DataQuality, Forecast, Snapshot
 from reclaimer.plan.capacity import releasing
@@ -43,7 +42,7 @@ from reclaimer.runtime.telemetry import ReclaimerMetrics
 
 log = logging.getLogger("gpu_reclaimer.controller")
 
-Forecaster = Callable[[pd.DataFrame, Policy, float], Mapping[str, Forecast]]
+Forecaster = Callable[[History, Policy, float], Mapping[str, Forecast]]
 Planner = Callable[[Snapshot, Mapping[str, Forecast], Policy, float], Plan]
 
 
@@ -116,7 +115,7 @@ class Controller:
         self._recorded: bool | None = None  # recording rules cover the window (probed)
         self._probed_at = float("-inf")
         self._checks: tuple[forecast_check.PendingCheck, ...] = ()
-        self._pods: pd.DataFrame | None = None  # per-pod history kept between cycles
+        self._pods: History | None = None  # per-pod history kept between cycles
         self.last: CycleReport | None = None
         self.ready = False  # set after the first cycle that completes (any result but error)
         metrics.dry_run.set(1 if config.dry_run else 0)
@@ -174,10 +173,10 @@ class Controller:
             log.warning("cycle skipped, no actions: %s", err)
             requests = self._prom.requests - before
             return CycleReport(CycleResult.SKIPPED, now, 0.0, str(err), requests=requests)
-        self._recorded, self._pods = read.recorded, read.pods
+        self._recorded, self._pods = read.recorded, read.pod_history
         snapshot = build_snapshot(view, read)
-        forecasts = self._forecaster(read.history, self._policy, now)
-        self._track_forecasts(forecasts, read.history, view, now)
+        forecasts = self._forecaster(read.jobs, self._policy, now)
+        self._track_forecasts(forecasts, read.jobs, view, now)
         plan, withheld = gate(
             self._planner(snapshot, forecasts, self._policy, now),
             snapshot.quality,
@@ -194,7 +193,7 @@ class Controller:
         self._count_safety(snapshot, plan)
         self._count_reclaimed(view, now)
         stats_window = self._config.history.stats_window
-        summary = summarize(view, read.pods, now, stats_window, self._policy.threshold)
+        summary = summarize(view, read.pod_history, now, stats_window, self._policy.threshold)
         usage = recent_usage(view, read.history, read.unknown, now)
         return CycleReport(
             result, now, 0.0, message, plan, snapshot.quality, summary, forecasts, outcomes,
@@ -221,7 +220,7 @@ class Controller:
     def _track_forecasts(
         self,
         forecasts: Mapping[str, Forecast],
-        history: pd.DataFrame,
+        history: History,
         view: ClusterView,
         now: float,
     ) -> None:

@@ -23,9 +23,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-import pandas as pd
-
 from reclaimer.forecast.forecaster import forecast
+from reclaimer.forecast.history import History
 from reclaimer.forecast.params import for_policy
 from reclaimer.kube.client import KubeConfigError, build_api
 from reclaimer.kube.dumps import ClusterFileError, load_cluster_file
@@ -59,7 +58,7 @@ class Wiring:
     elector: LeaderElector | None = None  # with --leader-elect
 
 
-def policy_forecaster(history: pd.DataFrame, policy: Policy, now: float) -> Mapping[str, Forecast]:
+def policy_forecaster(history: History, policy: Policy, now: float) -> Mapping[str, Forecast]:
     return forecast(history, for_policy(policy), now)
 
 

@@ -131,6 +131,9 @@ def test_reclaimer_is_dry_run_unless_enforcing(overlay: str, applies: bool) -> N
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["policy"]["configMap"]["name"] == "gpu-sharing-config"
     one(overlay, "ConfigMap", "gpu-sharing-config")
+    # the table in docs/reclaimer.md#memory-and-scale: 10,000 GPU pods peak at 441 MiB
+    assert c["resources"]["requests"]["memory"] == "512Mi"
+    assert c["resources"]["limits"]["memory"] == "768Mi"
 
 
 READ = ("get", "list", "watch")

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from reclaimer.forecast.checks import GRACE, CheckResult, PendingCheck, check, remember
+from reclaimer.forecast.history import History
 from reclaimer.model import Forecast
 
 
@@ -13,8 +14,9 @@ def fc(job: str, idle: bool = True) -> Forecast:
     return Forecast(job, idle, 0.9, 900.0, 900.0, 0.05, "m", 100)
 
 
-def frame(job: str, points: list[tuple[float, float]]) -> pd.DataFrame:
-    return pd.DataFrame([(job, t, v) for t, v in points], columns=["job", "timestamp", "value"])
+def frame(job: str, points: list[tuple[float, float]]) -> History:
+    rows = pd.DataFrame([(job, t, v) for t, v in points], columns=["job", "timestamp", "value"])
+    return History.from_frame(rows)
 
 
 def test_remember_keeps_one_pending_check_per_job_and_ignores_busy_forecasts() -> None:

@@ -7,18 +7,21 @@ import pandas as pd
 import pytest
 from clusterviews import job_with_pods, view
 
+from reclaimer.forecast.history import History
 from reclaimer.prometheus.coverage import Recent, unknown_usage
+from reclaimer.prometheus.fold import pod_history_of
 
 STEP = 60.0
 NOW = 24 * 3600.0
 RECENT = Recent(start=NOW - 900.0, step=STEP, fresh_since=NOW - 300.0)
 
 
-def frame(points: dict[str, list[tuple[float, float]]]) -> pd.DataFrame:
+def frame(points: dict[str, list[tuple[float, float]]]) -> History:
+    """The pods' points (NaN: unreadable) as the reader's per-pod history."""
     rows = [
         (key.split("/")[0], key.split("/")[1], t, v) for key, pts in points.items() for t, v in pts
     ]
-    return pd.DataFrame(rows, columns=["namespace", "pod", "timestamp", "value"])
+    return pod_history_of(pd.DataFrame(rows, columns=["namespace", "pod", "timestamp", "value"]))
 
 
 def steady(value: float = 0.0, start: float = NOW - 3600.0) -> list[tuple[float, float]]:

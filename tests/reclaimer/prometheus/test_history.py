@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from types import MappingProxyType
 
+import numpy as np
 import pytest
 from clusterviews import job_with_pods, view
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 import gpu_contract as gc
 from reclaimer.prometheus.coverage import Recent
+from reclaimer.prometheus.fold import pod_selector, pod_shards
 from reclaimer.prometheus.history import (
     PROMETHEUS_MAX_POINTS,
     UNREADABLE,
@@ -104,7 +106,8 @@ def test_job_frame_takes_the_busiest_pod_and_leaves_unknown_jobs_out() -> None:
     )
     jobs = job_frame(pod_frame([res]), cv, Recent(start=0.0, step=60.0))
     got = sorted(zip(jobs.frame["job"], jobs.frame["timestamp"], jobs.frame["value"], strict=True))
-    assert got == [("a/train", 60.0, 0.7), ("a/train", 120.0, 0.2)]
+    f32 = [float(np.float32(v)) for v in (0.7, 0.2)]  # the history is float32
+    assert got == [("a/train", 60.0, f32[0]), ("a/train", 120.0, f32[1])]
     assert dict(jobs.unknown) == {"b/gappy": "b/g-1: no utilization series"}
     assert jobs.problems == ("1 job(s) with unknown usage, never taken as idle",)
 
@@ -132,3 +135,11 @@ def test_node_stats_percent_to_ratio_and_memory_ratio() -> None:
     )
     assert stats["n1"][0].utilization == 0.5
     assert stats["n1"][0].memory_used_ratio == 0.75
+
+
+def test_pod_selector_escapes_names_and_shards_keep_the_order() -> None:
+    assert pod_selector(["ns/a.b-0", "other/c", "ns/c"]) == r"pod=~`a\.b-0|c`"
+    keys = [f"ns/p-{i}" for i in range(25)]
+    shards = pod_shards(keys, 10)
+    assert [len(s) for s in shards] == [10, 10, 5] and [k for s in shards for k in s] == keys
+    assert pod_shards(keys, 0) == [[k] for k in keys] and pod_shards([], 10) == []

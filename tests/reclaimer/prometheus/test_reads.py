@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
+import numpy as np
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -31,6 +32,11 @@ pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 MIN = 60.0
 SPAN = 120  # minutes of history
 OFFSETS = (-55.0, -40.0, -25.0, -10.0)
+
+
+def f32(x: float) -> float:
+    """A value as the float32 history holds it."""
+    return float(np.float32(x))
 
 
 def busy_c(t: float) -> float:
@@ -150,7 +156,7 @@ async def test_history_matches_the_pattern_on_the_step_grid(prom: PromServer, ba
     h = read.history
     assert set(h["timestamp"] % MIN) == {0.0}  # on the step grid
     a = h[h["job"] == "team-a/train-a"]
-    assert len(a) == 61 and set(a["value"]) == {0.8}  # busiest GPU of the pod
+    assert len(a) == 61 and set(a["value"]) == {f32(0.8)}  # busiest GPU of the pod
     # allocated but never a utilization sample: the exporter could not read the GPU (it reports
     # 0 for a holder that runs nothing), so the job is unknown, never idle
     assert h[h["job"] == "team-b/idle-b"].empty
@@ -160,7 +166,7 @@ async def test_history_matches_the_pattern_on_the_step_grid(prom: PromServer, ba
     )
     assert set(read.unknown) == {"team-b/idle-b"}
     c = h[h["job"] == "team-c/wave-c"]
-    assert [round(v, 9) for v in c["value"]] == [busy_c(t) for t in c["timestamp"]]
+    assert [round(v, 6) for v in c["value"]] == [busy_c(t) for t in c["timestamp"]]
     stats = read.node_stats["n1"]
     assert [g.utilization for g in stats] == [0.4, 0.6]
     assert [g.memory_used_ratio for g in stats] == [0.75, 0.75]
@@ -206,7 +212,7 @@ async def test_recording_rules_are_preferred_when_present(tmp_path: Path, base: 
             )
     assert read.recorded
     c = read.history[read.history["job"] == "team-c/wave-c"]
-    assert set(c["value"]) == {0.25}
+    assert set(c["value"]) == {f32(0.25)}
     assert read.unknown["team-a/train-a"] == "team-a/a-0: no utilization series"  # left out
 
 
@@ -236,7 +242,7 @@ async def test_dcgm_source_divides_percent_and_ignores_virtual_gpu_copies(
         async with PromClient(server.url) as client:
             read = await read_metrics(client, only_c, base + SPAN * MIN, params, MetricsSource.DCGM)
     assert read.complete, read.problems
-    assert set(read.history["value"]) == {0.7}
+    assert set(read.history["value"]) == {f32(0.7)}
     assert read.node_stats["n1"][0].utilization == 0.7
 
 
@@ -252,8 +258,9 @@ async def test_data_gone_quiet_is_reported(prom: PromServer, base: float) -> Non
     assert set(read.unknown) == {"team-a/train-a", "team-b/idle-b", "team-c/wave-c"}
 
 
+@pytest.mark.parametrize("kept", ["pod_history", "pods"], ids=["history", "frame"])
 async def test_later_reads_fetch_only_the_new_tail(
-    prom: PromServer, recorder: tuple[Recorder, str], base: float
+    prom: PromServer, recorder: tuple[Recorder, str], base: float, kept: str
 ) -> None:
     rec, url = recorder
     params = HistoryParams(window=60 * MIN, step=MIN, refetch_steps=2)
@@ -268,7 +275,7 @@ async def test_later_reads_fetch_only_the_new_tail(
             params,
             MetricsSource.GPU_RECLAIM,
             recorded=False,
-            previous=first.pods,
+            previous=getattr(first, kept),
         )
         full = await read_metrics(
             client, cluster(), now, params, MetricsSource.GPU_RECLAIM, recorded=False
@@ -301,4 +308,48 @@ async def test_young_recording_rules_are_not_used(tmp_path: Path, base: float) -
                 client, only_c, base + SPAN * MIN, params, MetricsSource.GPU_RECLAIM
             )
     assert not read.recorded  # only 30 minutes old: raw series used
-    assert set(read.history["value"]) == {0.9}
+    assert set(read.history["value"]) == {f32(0.9)}
+
+
+async def test_pod_shards_bound_each_answer_and_give_the_same_history(
+    prom: PromServer, recorder: tuple[Recorder, str], base: float
+) -> None:
+    rec, url = recorder
+    now = base + SPAN * MIN
+    whole = HistoryParams(window=60 * MIN, step=MIN)
+    sharded = HistoryParams(window=60 * MIN, step=MIN, pods_per_request=10, points_per_request=300)
+    async with PromClient(url) as client:
+        one = await read_metrics(client, cluster(40), now, whole, MetricsSource.GPU_RECLAIM)
+        rec.forms.clear()
+        many = await read_metrics(client, cluster(40), now, sharded, MetricsSource.GPU_RECLAIM)
+    ranges = [f for f in rec.forms if "start" in f]
+    assert len(ranges) == 5 * 3  # 44 GPU pods, 10 per answer; 61 steps, 30 per answer
+    assert all(f["query"].count("pod=~`") == 2 for f in ranges)
+    np.testing.assert_array_equal(many.pod_history.values, one.pod_history.values)
+    assert many.jobs.keys == one.jobs.keys and many.unknown == one.unknown
+    np.testing.assert_array_equal(many.jobs.values, one.jobs.values)
+
+
+async def test_a_pod_new_to_a_later_read_gets_its_whole_window(
+    prom: PromServer, recorder: tuple[Recorder, str], base: float
+) -> None:
+    """The previous read did not know team-c's pod (the cluster view lagged): its history is
+    fetched whole, not only the tail the other pods need."""
+    rec, url = recorder
+    params = HistoryParams(window=60 * MIN, step=MIN, refetch_steps=2)
+    first_at, now = base + 100 * MIN, base + SPAN * MIN
+    without_c = view([job_with_pods("team-a", "train-a", "qa", [("a-0", 2)])])
+    async with PromClient(url) as client:
+        first = await read_metrics(client, without_c, first_at, params, MetricsSource.GPU_RECLAIM)
+        rec.forms.clear()
+        later = await read_metrics(
+            client, cluster(), now, params, MetricsSource.GPU_RECLAIM, recorded=False,
+            previous=first.pod_history,
+        )  # fmt: skip
+        starts = sorted(float(f["start"]) for f in rec.forms if "start" in f)
+        full = await read_metrics(
+            client, cluster(), now, params, MetricsSource.GPU_RECLAIM, recorded=False
+        )
+    assert starts == [now - 60 * MIN, first_at - 2 * MIN]  # new pods whole, a-0 its tail
+    assert later.jobs.keys == full.jobs.keys and "team-c/wave-c" in later.jobs.keys
+    np.testing.assert_array_equal(later.jobs.values, full.jobs.values)

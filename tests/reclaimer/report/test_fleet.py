@@ -11,7 +11,9 @@ from types import MappingProxyType
 import pandas as pd
 import pytest
 
+from reclaimer.forecast.history import History
 from reclaimer.model import ClusterView, Node, Pod, PodPhase
+from reclaimer.prometheus.fold import pod_history_of
 from reclaimer.report.fleet import render, summarize
 
 NOW = 1_000_000.0
@@ -31,13 +33,14 @@ def _pod(ns: str, name: str, node: str, gpus: int = 1, mig: dict[str, int] | Non
     )
 
 
-def _frame(utilization: dict[tuple[str, str], float]) -> pd.DataFrame:
+def _frame(utilization: dict[tuple[str, str], float]) -> History:
+    """The reader's per-pod history of these utilizations, three samples each in the window."""
     rows = [
         {"namespace": ns, "pod": pod, "timestamp": NOW - age, "value": u}
         for (ns, pod), u in utilization.items()
         for age in (60.0, 600.0, 1800.0)
     ]
-    return pd.DataFrame(rows, columns=["namespace", "pod", "timestamp", "value"])
+    return pod_history_of(pd.DataFrame(rows, columns=["namespace", "pod", "timestamp", "value"]))
 
 
 def _view(nodes: list[Node], pods: list[Pod]) -> ClusterView:
