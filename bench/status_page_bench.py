@@ -5,8 +5,8 @@
 
 For each size it builds `plan_bench`'s cluster (a node per 10 jobs, a pending job per 5, 40
 queues), plans it on synthetic forecasts, and times the two things the status page adds: the
-controller's `recent_usage` (the sparkline points, from a `--hours` history frame at `--step`
-seconds per job, as a cycle holds it) once per cycle, and `render_page` (the best of
+controller's `recent_usage` (the sparkline points, from `--hours` of per-job float32 history at
+`--step` seconds per job, as a cycle holds it) once per cycle, and `render_page` (the best of
 `--repeats`; the server renders once per cycle and serves the same bytes until the next), in
 wall and CPU seconds (CPU is the steadier number on a shared machine). It reports the page's
 size in bytes and how many jobs it lists (the top `MAX_JOBS` by GPUs; the
@@ -38,7 +38,7 @@ def measure(jobs: int, hours: float, step: float, repeats: int, seed: int) -> di
     forecasts = synthetic_forecasts(job_names(jobs), seed)
     result = plan(snapshot, forecasts, policy(), NOW)
     history = synthetic_history(jobs, hours / 24, step, seed)
-    now = float(history["timestamp"].max())
+    now = history.end
     wall, cpu = time.perf_counter(), time.process_time()
     usage = recent_usage(snapshot, history, {}, now)
     usage_seconds, usage_cpu = time.perf_counter() - wall, time.process_time() - cpu

@@ -1,7 +1,7 @@
 """Each GPU job's recent utilization, cut down to a few points for the status page's charts.
 
-The controller builds these once per cycle from what it already holds, the history frame the
-forecaster read (job, timestamp, value: the max over the job's pods at each step) and the
+The controller builds these once per cycle from what it already holds, the per-job history the
+forecaster read (float32 arrays: the max over the job's pods at each step) and the
 cluster view (who holds how many GPUs), so that the page draws from memory and never queries
 Prometheus. The last `window` seconds are cut into `points` equal buckets, each the mean of its
 samples; a bucket without a sample is None (a gap, never a zero). Pure.
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
+from reclaimer.forecast.history import History
 from reclaimer.model import ClusterView, PodPhase
 
 WINDOW_SECONDS = 6 * 3600.0
@@ -34,7 +34,7 @@ class JobUsage:
 
 def recent_usage(
     view: ClusterView,
-    history: pd.DataFrame,
+    history: History,
     unknown: Mapping[str, str],
     now: float,
     *,
@@ -63,23 +63,28 @@ def recent_usage(
 
 
 def _buckets(
-    history: pd.DataFrame, now: float, window: float, points: int
+    history: History, now: float, window: float, points: int
 ) -> dict[str, tuple[float | None, ...]]:
-    """Job -> bucket means. Sums and counts per (job, bucket) by `np.bincount` over factorized
-    job codes: a fraction of a pandas groupby's cost on a 10,000-job frame."""
+    """Job -> bucket means, straight from the per-job arrays (no long frame is built): the
+    window's columns, each assigned to its bucket, averaged over their samples per row."""
     start = now - window
-    recent = history[(history["timestamp"] > start) & (history["timestamp"] <= now)]
-    if recent.empty:
+    times = history.times()
+    cols = np.nonzero((times > start) & (times <= now))[0]
+    if not history.keys or cols.size == 0:
         return {}
-    codes, jobs = pd.factorize(recent["job"])
-    bucket = ((recent["timestamp"].to_numpy() - start) // (window / points)).astype(np.int64)
-    cell = codes * points + np.clip(bucket, 0, points - 1)
-    cells = len(jobs) * points
-    sums = np.bincount(cell, weights=recent["value"].to_numpy(dtype=float), minlength=cells)
-    counts = np.bincount(cell, minlength=cells)
+    bucket = np.clip(((times[cols] - start) // (window / points)).astype(np.int64), 0, points - 1)
+    recent = history.values[:, cols]
+    present = ~np.isnan(recent)
+    sums = np.zeros((len(history.keys), points))
+    counts = np.zeros((len(history.keys), points))
+    for k in np.unique(bucket):
+        in_k = bucket == k
+        sums[:, k] = np.where(present[:, in_k], recent[:, in_k], 0.0).sum(axis=1)
+        counts[:, k] = present[:, in_k].sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.where(counts > 0, sums / counts, np.nan).reshape(len(jobs), points)
+        means = np.where(counts > 0, sums / counts, np.nan)
     return {
-        str(job): tuple(None if math.isnan(v) else v for v in row)
-        for job, row in zip(jobs, means.tolist(), strict=True)
+        job: tuple(None if math.isnan(v) else v for v in row)
+        for job, row, seen in zip(history.keys, means.tolist(), counts.any(axis=1), strict=True)
+        if seen
     }

@@ -194,7 +194,7 @@ class Controller:
         self._count_reclaimed(view, now)
         stats_window = self._config.history.stats_window
         summary = summarize(view, read.pod_history, now, stats_window, self._policy.threshold)
-        usage = recent_usage(view, read.history, read.unknown, now)
+        usage = recent_usage(view, read.jobs, read.unknown, now)
         return CycleReport(
             result, now, 0.0, message, plan, snapshot.quality, summary, forecasts, outcomes,
             acted, read.requests, usage,

@@ -4,18 +4,25 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pandas as pd
+import numpy as np
 import pytest
 from clusterviews import job_with_pods, view
 
+from reclaimer.forecast.history import History
 from reclaimer.model import PodPhase
 from reclaimer.report.usage import recent_usage
 
 NOW = 10_000.0
 
 
-def history(rows: list[tuple[str, float, float]]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["job", "timestamp", "value"])
+def history(rows: list[tuple[str, float, float]], step: float = 10.0) -> History:
+    """The per-job arrays holding these samples (times on a 10 s grid from NOW - 1000 s)."""
+    keys = tuple(sorted({job for job, _, _ in rows}))
+    start = NOW - 1000.0
+    values = np.full((len(keys), int(1000 / step) + 1), np.nan, dtype=np.float32)
+    for job, at, value in rows:
+        values[keys.index(job), int((at - start) // step)] = value
+    return History(keys, start, step, values)
 
 
 def test_bucket_means_oldest_first_with_gaps() -> None:
