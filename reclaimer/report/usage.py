@@ -85,6 +85,6 @@ def _buckets(
         means = np.where(counts > 0, sums / counts, np.nan)
     return {
         job: tuple(None if math.isnan(v) else v for v in row)
-        for job, row, seen in zip(history.keys, means.tolist(), counts.any(axis=1), strict=True)
+        for job, row, seen in zip(history.keys, means.tolist(), counts.sum(axis=1) > 0, strict=True)
         if seen
     }
