@@ -120,19 +120,26 @@ def test_arrivals_come_from_kube_state_metrics_with_the_pod_that_never_ran(expor
     assert (summary["arrivals_from_kube_pod_created"], summary["never_ran_pods"]) == (1, 1)
 
 
-def test_at_full_capacity_the_never_run_pod_waits_in_the_replay(export):
-    out, _ = export
+def _full_capacity(out: Path, strategy: str) -> dict:
     done = _cli(
         "simulate",
         *("--pods", str(out / "pods.csv"), "--nodes", str(out / "nodes.csv")),
         *("--utilization", str(out / "utilization.csv"), "--capacity-scale", "1"),
-        *("--strategy", "none", "--json"),
+        *("--strategy", strategy, "--json"),
     )
     assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
+    return json.loads(done.stdout)
 
-    # llm-1 asks for 2 GPUs while llm-0 holds gpu-node-2 and research fills gpu-node-1
-    assert result["guaranteed_wait_p95_s"] > 0
+
+def test_at_full_capacity_the_never_run_pod_waits_and_reclaim_shortens_it(export):
+    out, _ = export
+    none, forecast = _full_capacity(out, "none"), _full_capacity(out, "forecast")
+
+    # llm-1 asks for 2 GPUs while llm-0 holds gpu-node-2 and research fills gpu-node-1: it waits
+    # until llm-0 ends, unless the two idle research pods are reclaimed for it
+    assert none["guaranteed_wait_p95_s"] > 3600 and none["preemptions"] == 0
+    assert forecast["guaranteed_wait_p95_s"] < none["guaranteed_wait_p95_s"] / 10
+    assert forecast["preemptions"] >= 1 and forecast["wrongful_preemptions"] == 0
 
 
 def test_the_replay_gives_each_job_the_profile_exported_for_it(export):
