@@ -63,13 +63,14 @@ async def read_window(
             await client.query(q, at=end)
             for q in (placement_query(source, window), node_gpus_query(window), queue_query(window))
         ]
-        came = await _arrivals(client, start, end, step)
+        came, ksm_warnings = await _arrivals(client, start, end, step)
         query = pod_utilization_query(source, recorded, step)
         chunks = time_chunks(align(start, step), align(end, step), step, params.max_points)
         frames, problems = await _chunks(client, query, chunks, step, on_chunk)
     except (PromError, MetricsUnavailable) as err:
         raise WindowUnavailable(str(err)) from err
-    problems += [f"prometheus warning: {w}" for r in (placed, nodes, queues) for w in r.warnings]
+    warned = [*placed.warnings, *nodes.warnings, *queues.warnings, *ksm_warnings]
+    problems += [f"prometheus warning: {w}" for w in warned]
     if not came.found:
         problems.append(arrived.NO_KUBE_STATE)
     return WindowRead(
@@ -88,15 +89,20 @@ async def read_window(
     )
 
 
-async def _arrivals(client: PromClient, start: float, end: float, step: float) -> arrived.Arrivals:
-    """Creations, then the pending GPU demand only when kube-state-metrics is there."""
+async def _arrivals(
+    client: PromClient, start: float, end: float, step: float
+) -> tuple[arrived.Arrivals, list[str]]:
+    """Creations, then the pending GPU demand only when kube-state-metrics is there; and the
+    answers' warnings."""
     created = await client.query(arrived.created_query(end - start), at=end)
     if not created.series:
-        return arrived.none_found(start, end)
+        return arrived.none_found(start, end), list(created.warnings)
     gpus, first, last = [
         await client.query(q, at=end) for q in arrived.pending_queries(end - start, step)
     ]
-    return arrived.arrivals(start, end, created=created, gpus=gpus, first=first, last=last)
+    warned = [w for r in (created, gpus, first, last) for w in r.warnings]
+    came = arrived.arrivals(start, end, created=created, gpus=gpus, first=first, last=last)
+    return came, warned
 
 
 async def _chunks(
