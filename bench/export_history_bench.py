@@ -3,7 +3,9 @@
     .venv/bin/python bench/export_history_bench.py [--gpus 96] [--days 7] [--seed 0]
 
 Writes `--days` of per-pod history for `--gpus` GPUs (8 per node; each GPU runs one pod after
-another, 2 to 30 hours each, a quarter of them idle) as OpenMetrics, backfills it with
+another, 2 to 30 hours each, a quarter of them idle) and kube-state-metrics' series for them
+(each pod created 0 to 60 minutes before it started, Pending until then; one in 50 joined by a
+one-GPU pod that waits two hours and is deleted without running) as OpenMetrics, backfills it with
 `promtool tsdb create-blocks-from openmetrics`, starts /usr/bin/prometheus on loopback, then
 runs `gpu-reclaimer export-history` as a subprocess against it and a cluster dump holding the
 nodes and queues, and `gpu-reclaimer simulate` on the export. Prints one JSON object: the
@@ -22,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import yaml
@@ -75,8 +78,30 @@ def write_history(path: Path, gpus: int, start: int, end: int, seed: int) -> int
             lab = f'namespace="{ns}",pod="{pod}",queue="{queue}"'
             for t in range(first, last + 1, 900):
                 out.write(f"{gc.RECORDED_POD_QUEUE}{{{lab}}} 1 {t}\n")
+        _kube_state(out, pods, rng)
         out.write("# EOF\n")
     return len(pods)
+
+
+def _kube_state(out: TextIO, pods: list[tuple], rng: np.random.Generator) -> None:
+    """kube_pod_created, GPU requests and the Pending phase, one sample a step while a pod lives."""
+    lives = []
+    for i, (ns, pod, _, _, first, last, _) in enumerate(pods):
+        lives.append((ns, pod, first - STEP * int(rng.integers(0, 61)), first, last))
+        if i % 50 == 0:
+            lives.append((ns, f"wait-{i}", first, first + 7200, first + 7200))
+    families = ("kube_pod_created", "kube_pod_container_resource_requests", "kube_pod_status_phase")
+    for family in families:
+        out.write(f"# TYPE {family} gauge\n")
+        for ns, pod, created, started, ended in lives:
+            lab = f'namespace="{ns}",pod="{pod}",uid="uid-{pod}"'
+            if family == families[1]:
+                lab += ',container="main",resource="nvidia_com_gpu",unit="integer"'
+            elif family == families[2]:
+                lab += ',phase="Pending"'
+            for t in range(created, ended + 1, STEP):
+                v = {families[0]: created, families[1]: 1, families[2]: int(t < started)}[family]
+                out.write(f"{family}{{{lab}}} {v} {t}\n")
 
 
 def cluster_dump(path: Path, gpus: int) -> None:
@@ -201,6 +226,8 @@ def main() -> None:
                         (files / "utilization.csv").stat().st_size / 2**20, 1
                     ),
                     "queue_from": summary["queue_from"],
+                    "arrivals_from_kube_pod_created": summary["arrivals_from_kube_pod_created"],
+                    "never_ran_pods": summary["never_ran_pods"],
                     "simulate_seconds": round(sim_s, 2),
                     "simulate_peak_rss_mib": sim_rss,
                     "own_utilization_jobs": result["own_utilization_jobs"],

@@ -3,8 +3,9 @@
 Reads the cluster (the API server through `--kubeconfig`, or a `--cluster-file` dump, as `run`
 does), then `--since` of per-pod GPU history from Prometheus in chunks
 (`reclaimer.prometheus.window_read`), and writes `pods.csv`, `nodes.csv` and `utilization.csv` into
-`--out` (`reclaimer.simulate.export` says what each holds). Prints a JSON summary on stdout and
-a progress bar on stderr when stderr is a terminal.
+`--out` (`reclaimer.simulate.export` says what each holds), with each pod's arrival and the pods
+that waited for GPUs and never ran from kube-state-metrics (`reclaimer.prometheus.arrivals`).
+Prints a JSON summary on stdout and a progress bar on stderr when stderr is a terminal.
 
 Exit 2 for a bad flag (duration, credentials, kubeconfig, a dump that cannot be read, an `--out`
 that cannot be written), before Prometheus is contacted; exit 1 when the cluster or Prometheus
@@ -86,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
         "nodes": len(export.nodes),
         "utilization_samples": len(export.utilization),
         "queue_from": export.queue_sources,
+        "kube_state_metrics": read.arrivals.found,
+        "arrivals_from_kube_pod_created": export.arrivals_from_created,
+        "never_ran_pods": export.never_ran,
         "prometheus_requests": read.requests,
         "seconds": round(time.monotonic() - started, 2),
         "files": {k: str(v) for k, v in paths.items()},

@@ -3,7 +3,8 @@
 The reader (`window_read.read_window`) fetches the per-pod utilization in chunks; the instant
 queries here, over the whole window, add what the utilization alone does not say: how many GPUs
 each pod held and on which node (distinct GPU UUIDs per pod), how many GPUs each node showed,
-and each pod's Volcano queue where kube-state-metrics fed the `RECORDED_POD_QUEUE` rule.
+and each pod's Volcano queue where kube-state-metrics fed the `RECORDED_POD_QUEUE` rule; the
+arrivals and the pending GPU demand come from kube-state-metrics (`prometheus.arrivals`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 import gpu_contract as gc
+from reclaimer.prometheus.arrivals import Arrivals
 from reclaimer.prometheus.history import MetricsSource
 from reclaimer.prometheus.series import QueryResult
 
@@ -32,6 +34,7 @@ class WindowRead:
     placements: Mapping[tuple[str, str], Placement]  # (namespace, pod) ->
     node_gpus: Mapping[str, int]  # Hostname -> GPUs seen over the window
     queues: Mapping[tuple[str, str], str]  # (namespace, pod) -> Volcano queue, where recorded
+    arrivals: Arrivals  # creations and pending GPU demand (kube-state-metrics)
     recorded: bool  # the recording rules were read
     requests: int
     problems: tuple[str, ...]

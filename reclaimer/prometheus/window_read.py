@@ -6,7 +6,8 @@ recording rules when they cover the window, or dcgm-exporter's), cut on the same
 (`history.time_chunks`, `CHUNK_POINTS` points a request). Chunks are fetched one after another
 and each is turned into a per-pod frame (`history.pod_frame`) as it arrives, so only one chunk's
 answer is held at a time. Requests: the recording-rule probe (gpu-reclaim source only), three
-instant queries over the whole window (`prometheus.window`: placements, node GPUs, queues), one
+instant queries over the whole window (`prometheus.window`: placements, node GPUs, queues), the
+arrivals' four (`prometheus.arrivals`: one when kube-state-metrics is not there), one
 `query_range` per chunk. Any failure raises `WindowUnavailable`; warnings go to `problems`.
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from reclaimer.prometheus import arrivals as arrived
 from reclaimer.prometheus.client import PromClient, PromError
 from reclaimer.prometheus.history import (
     HistoryParams,
@@ -61,12 +63,16 @@ async def read_window(
             await client.query(q, at=end)
             for q in (placement_query(source, window), node_gpus_query(window), queue_query(window))
         ]
+        came, ksm_warnings = await _arrivals(client, start, end, step)
         query = pod_utilization_query(source, recorded, step)
         chunks = time_chunks(align(start, step), align(end, step), step, params.max_points)
         frames, problems = await _chunks(client, query, chunks, step, on_chunk)
     except (PromError, MetricsUnavailable) as err:
         raise WindowUnavailable(str(err)) from err
-    problems += [f"prometheus warning: {w}" for r in (placed, nodes, queues) for w in r.warnings]
+    warned = [*placed.warnings, *nodes.warnings, *queues.warnings, *ksm_warnings]
+    problems += [f"prometheus warning: {w}" for w in warned]
+    if not came.found:
+        problems.append(arrived.NO_KUBE_STATE)
     return WindowRead(
         pods=pd.concat(frames, ignore_index=True),
         placements=placements(placed),
@@ -76,10 +82,27 @@ async def read_window(
             for s in queues.series
             if "pod" in s.labels and "queue" in s.labels
         },
+        arrivals=came,
         recorded=recorded,
         requests=client.requests - before,
         problems=tuple(problems),
     )
+
+
+async def _arrivals(
+    client: PromClient, start: float, end: float, step: float
+) -> tuple[arrived.Arrivals, list[str]]:
+    """Creations, then the pending GPU demand only when kube-state-metrics is there; and the
+    answers' warnings."""
+    created = await client.query(arrived.created_query(end - start), at=end)
+    if not created.series:
+        return arrived.none_found(start, end), list(created.warnings)
+    gpus, first, last = [
+        await client.query(q, at=end) for q in arrived.pending_queries(end - start, step)
+    ]
+    warned = [w for r in (created, gpus, first, last) for w in r.warnings]
+    came = arrived.arrivals(start, end, created=created, gpus=gpus, first=first, last=last)
+    return came, warned
 
 
 async def _chunks(

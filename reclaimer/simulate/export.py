@@ -3,11 +3,18 @@ list and each pod's measured utilization, in the formats `simulate.trace` reads.
 
 Each pod with GPU history in the window becomes one trace pod named `namespace/pod`: it runs
 from its first sample to its last (plus one step), on as many GPUs as it held (the cluster's
-request when the cluster still has the pod, else the distinct GPUs Prometheus saw), arriving when
-it started running (the history does not say how long it waited before; a pod already running
-when the window opens arrives at its start). On a time-sliced node a one-GPU pod holds one
-replica's share (`gpu_milli` = 1000 / replicas). Its utilization rows (percent, under its name,
-readable samples only) make the replay give it its own profile (`simulate.usage`).
+request when the cluster still has the pod, else the distinct GPUs Prometheus saw). It arrives
+at its creation (`kube_pod_created`, `prometheus.arrivals`) when that lies in the window before
+its first sample, else when it started running (a pod already running when the window opens
+arrives at its start). On a time-sliced node a one-GPU pod holds one replica's share
+(`gpu_milli` = 1000 / replicas). Its utilization rows (percent, under its name, readable
+samples only) make the replay give it its own profile (`simulate.usage`).
+
+A pod that asked for GPUs and was Pending in the window but has no GPU history (it never ran,
+or still waits) is a trace pod too, `ran` false: it arrives at its creation (or its first step
+seen pending), asks for the GPUs it requested, on its queue, and needs the median runtime of its
+queue's pods that ran (of all of them when its queue has none). Its `scheduled_time` is one step
+after it was last seen pending, cut at the window's end: when its wait ended, not a start.
 
 Queue (`qos`): the pod's job's queue in the cluster (PodGroup, Volcano Job or queue
 annotation), else its Volcano queue recorded in Prometheus (`RECORDED_POD_QUEUE`), else
@@ -27,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from reclaimer.model import ClusterView, Pod
+from reclaimer.prometheus.arrivals import Arrivals, PodKey
 from reclaimer.prometheus.window import Placement, WindowRead
 from reclaimer.simulate.trace import MILLI
 
@@ -41,6 +49,7 @@ EXPORT_POD_COLUMNS = (
     "creation_time",
     "scheduled_time",
     "deletion_time",
+    "ran",
 )
 
 
@@ -50,41 +59,108 @@ class Export:
     nodes: pd.DataFrame  # sn, gpu
     utilization: pd.DataFrame  # value (percent), timestamp_anon, container_ip (= pod name)
     queue_sources: dict[str, int]  # pods whose queue came from: cluster, prometheus, unknown
+    arrivals_from_created: int  # pods that ran, arriving at their creation before their start
+    never_ran: int  # pods added from their pending GPU demand alone
+
+
+@dataclass(frozen=True)
+class _Span:
+    """One trace pod before its queue is joined."""
+
+    ident: PodKey
+    gpus: int
+    milli: int
+    arrived: float
+    started: float  # for a pod that never ran: when its wait ended
+    ended: float
+    ran: bool
 
 
 def build_export(read: WindowRead, view: ClusterView, step: float) -> Export:
     """The trace of the window `read` covers, joined with what the cluster `view` says."""
-    spans = read.pods.groupby(["namespace", "pod"], sort=True)["timestamp"].agg(["min", "max"])
-    cluster_pods = {p.key: p for p in view.pods}
-    jobs = {j.key: j for j in view.jobs}
-    job_queue = {p.key: jobs[p.job].queue for p in view.pods if p.job in jobs}
-    reclaimable = {q.name: q.reclaimable for q in view.queues}
-    replicas = {n.name: n.replicas for n in view.nodes}
-    rows, sources = [], Counter[str]()
-    for (namespace, name), first, last in zip(spans.index, spans["min"], spans["max"], strict=True):
-        ident = (str(namespace), str(name))
-        key = "/".join(ident)
-        queue, source = _queue(job_queue.get(key), read.queues.get(ident))
-        sources[source] += 1
-        gpus, node = _gpus(cluster_pods.get(key), read.placements.get(ident))
-        rows.append(
-            {
-                "name": key,
-                "num_gpu": gpus,
-                "gpu_milli": MILLI // replicas.get(node, 1) if gpus == 1 else MILLI,
-                "qos": queue,
-                "reclaimable": "true" if reclaimable.get(queue, False) else "false",
-                "creation_time": float(first),
-                "scheduled_time": float(first),
-                "deletion_time": float(last) + step,
-            }
-        )
+    ran = _ran(read, view, step)
+    waited = _never_ran(read.arrivals, {s.ident for s in ran}, step)
+    pods, sources = _rows([*ran, *waited], read, view)
     return Export(
-        pods=pd.DataFrame(rows, columns=list(EXPORT_POD_COLUMNS)),
+        pods=_with_runtimes(pods),
         nodes=_nodes(view, read),
         utilization=_utilization(read.pods),
         queue_sources=dict(sorted(sources.items())),
+        arrivals_from_created=sum(s.arrived < s.started for s in ran),
+        never_ran=len(waited),
     )
+
+
+def arrival(created: float | None, start: float, started: float) -> float:
+    """A pod's creation when it lies in the window at or before its start, else its start."""
+    return created if created is not None and start <= created <= started else started
+
+
+def _ran(read: WindowRead, view: ClusterView, step: float) -> list[_Span]:
+    """Pods with GPU history: from their first sample to one step after their last."""
+    spans = read.pods.groupby(["namespace", "pod"], sort=True)["timestamp"].agg(["min", "max"])
+    cluster_pods = {p.key: p for p in view.pods}
+    replicas = {n.name: n.replicas for n in view.nodes}
+    came, out = read.arrivals, []
+    for (namespace, name), first, last in zip(spans.index, spans["min"], spans["max"], strict=True):
+        ident = (str(namespace), str(name))
+        gpus, node = _gpus(cluster_pods.get("/".join(ident)), read.placements.get(ident))
+        milli = MILLI // replicas.get(node, 1) if gpus == 1 else MILLI
+        arrived = arrival(came.created.get(ident), came.start, float(first))
+        out.append(_Span(ident, gpus, milli, arrived, float(first), float(last) + step, True))
+    return out
+
+
+def _never_ran(came: Arrivals, ran: set[PodKey], step: float) -> list[_Span]:
+    """Pods pending with a GPU request and no GPU history, until their wait ended."""
+    out = []
+    for ident, seen in sorted(came.pending.items()):
+        if ident not in ran:
+            arrived = arrival(came.created.get(ident), came.start, seen.first)
+            ended = min(seen.last + step, came.end)
+            out.append(_Span(ident, seen.gpus, MILLI, arrived, ended, ended, False))
+    return out
+
+
+def _rows(
+    spans: list[_Span], read: WindowRead, view: ClusterView
+) -> tuple[pd.DataFrame, Counter[str]]:
+    """The pod list, each pod on its queue; and how many queues came from where."""
+    jobs = {j.key: j for j in view.jobs}
+    job_queue = {p.key: jobs[p.job].queue for p in view.pods if p.job in jobs}
+    reclaimable = {q.name: q.reclaimable for q in view.queues}
+    rows, sources = [], Counter[str]()
+    for s in spans:
+        key = "/".join(s.ident)
+        queue, source = _queue(job_queue.get(key), read.queues.get(s.ident))
+        sources[source] += 1
+        rows.append(
+            {
+                "name": key,
+                "num_gpu": s.gpus,
+                "gpu_milli": s.milli,
+                "qos": queue,
+                "reclaimable": "true" if reclaimable.get(queue, False) else "false",
+                "creation_time": s.arrived,
+                "scheduled_time": s.started,
+                "deletion_time": s.ended,
+                "ran": "true" if s.ran else "false",
+            }
+        )
+    return pd.DataFrame(rows, columns=list(EXPORT_POD_COLUMNS)), sources
+
+
+def _with_runtimes(pods: pd.DataFrame) -> pd.DataFrame:
+    """Pods that never ran get the median runtime of their queue's pods that ran (else of all)."""
+    waited = pods["ran"] == "false"
+    if not waited.any():
+        return pods
+    ran = pods[~waited]
+    runtimes = ran["deletion_time"] - ran["scheduled_time"]
+    fallback = float(runtimes.median()) if len(runtimes) else 0.0
+    need = pods.loc[waited, "qos"].map(runtimes.groupby(ran["qos"]).median()).fillna(fallback)
+    pods.loc[waited, "deletion_time"] = pods.loc[waited, "scheduled_time"] + need
+    return pods
 
 
 def _queue(in_cluster: str | None, recorded: str | None) -> tuple[str, str]:

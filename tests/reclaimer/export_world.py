@@ -7,6 +7,13 @@ hours in the middle of the day; the cluster no longer has that pod or that node,
 comes from the recorded `namespace_pod:volcano_queue:info` and the node from dcgm's series.
 Both metric sources are written: the exporter's per-pod families and dcgm-exporter's
 `DCGM_FI_DEV_GPU_UTIL` (percent, `pod`/`namespace` labels while a pod holds the device).
+
+kube-state-metrics' series say when pods were created and which waited: the research pods were
+created before the window; `prod/llm-0` was created `WAIT_S` before it started and was Pending
+until then; `prod/llm-1` (2 GPUs, queue `prod`) was created an hour after llm-0 started and is
+still Pending, never having run. Names and labels as kube-state-metrics writes them
+(`kube_pod_created`, `kube_pod_status_phase`, `kube_pod_container_resource_requests` with
+`resource="nvidia_com_gpu"`, unit `integer`).
 """
 
 from __future__ import annotations
@@ -23,7 +30,15 @@ START_H, LLM_FROM_H, LLM_H = 23.0, 11.0, 6.0
 IDLE_PODS = ("research/sim-sweep-w-0", "research/sim-sweep-w-1")
 BUSY_PODS = ("research/train-w-0", "research/train-w-1")
 GONE_POD = "prod/llm-0"
-ALL_PODS = (*IDLE_PODS, *BUSY_PODS, GONE_POD)
+ALL_PODS = (*IDLE_PODS, *BUSY_PODS, GONE_POD)  # the pods that ran
+NEVER_RAN_POD = "prod/llm-1"
+WAIT_S = 1800.0  # llm-0's wait between its creation and its start
+
+
+def llm_times(now: float) -> tuple[float, float]:
+    """When llm-0 started running, and when llm-1 was created."""
+    start = math.floor((now - START_H * 3600) / STEP) * STEP + LLM_FROM_H * 3600
+    return start, start + 3600
 
 
 def _train(t: float) -> float:
@@ -52,7 +67,8 @@ def history(now: float) -> str:
     """OpenMetrics text of the day, samples on the minute grid up to a minute before `now`."""
     base = math.floor((now - START_H * 3600) / STEP) * STEP
     day = _grid(base, now - STEP)
-    llm = _grid(base + LLM_FROM_H * 3600, base + (LLM_FROM_H + LLM_H) * 3600)
+    llm_start, _ = llm_times(now)
+    llm = _grid(llm_start, llm_start + LLM_H * 3600)
     series: list[SeriesSpec] = []
     for gpu, key in enumerate(IDLE_PODS):
         series += _pod_series(key, "gpu-node-1", gpu + 2, day, lambda t: 0.0)
@@ -62,4 +78,35 @@ def history(now: float) -> str:
         series += _pod_series(GONE_POD, "gpu-node-2", gpu, llm, lambda t: 0.5)
     queue = {"namespace": "prod", "pod": "llm-0", "queue": "prod"}
     series.append((gc.RECORDED_POD_QUEUE, queue, [(t, 1.0) for t in llm]))
-    return openmetrics(series)
+    return openmetrics(series + _kube_state(now, base, day))
+
+
+def _ksm_pod(
+    key: str, created: float, pending_until: float, times: list[float]
+) -> list[SeriesSpec]:
+    """One pod's kube-state-metrics series over `times`, 2 GPUs requested by container w."""
+    namespace, pod = key.split("/")
+    ident = {"namespace": namespace, "pod": pod, "uid": f"uid-{pod}"}
+    gpus = ident | {"container": "w", "resource": "nvidia_com_gpu", "unit": "integer"}
+    pending = ident | {"phase": "Pending"}
+    return [
+        ("kube_pod_created", ident, [(t, created) for t in times]),
+        ("kube_pod_container_resource_requests", gpus, [(t, 2.0) for t in times]),
+        ("kube_pod_status_phase", pending, [(t, float(t < pending_until)) for t in times]),
+    ]
+
+
+def _kube_state(now: float, base: float, day: list[float]) -> list[SeriesSpec]:
+    llm_start, llm1_created = llm_times(now)
+    series: list[SeriesSpec] = []
+    for key in (*IDLE_PODS, *BUSY_PODS):  # created before the window: arrive at their start
+        namespace, pod = key.split("/")
+        ident = {"namespace": namespace, "pod": pod, "uid": f"uid-{pod}"}
+        series.append(("kube_pod_created", ident, [(t, base - 7200) for t in day]))
+    llm0 = _grid(llm_start - WAIT_S, llm_start + LLM_H * 3600)
+    series += _ksm_pod(GONE_POD, llm_start - WAIT_S, llm_start, llm0)
+    llm1 = _grid(llm1_created, now - STEP)
+    series += _ksm_pod(NEVER_RAN_POD, llm1_created, math.inf, llm1)
+    queue = {"namespace": "prod", "pod": "llm-1", "queue": "prod"}
+    series.append((gc.RECORDED_POD_QUEUE, queue, [(t, 1.0) for t in llm1]))
+    return series

@@ -1,15 +1,19 @@
 """`gpu-reclaimer export-history`: every refusal is a message and an exit code, never a
-traceback; bad flags exit 2 before Prometheus is contacted, an unreadable source exits 1."""
+traceback; bad flags exit 2 before Prometheus is contacted, an unreadable source exits 1.
+A Prometheus without kube-state-metrics still exports, arrivals equal to starts, and says so."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from e2e_world import cluster_objects, wall_now
-from promserver import free_port, start_prometheus
+from promserver import free_port, openmetrics, start_prometheus
 
+import gpu_contract as gc
 from reclaimer.cli import build_parser, main
 
 PROG = "gpu-reclaimer export-history:"
@@ -93,6 +97,33 @@ def test_a_prometheus_without_the_series_exits_1_and_says_which(capsys, tmp_path
 
     assert "no per-pod GPU series" in err
     assert ("DCGM_FI_DEV_GPU_UTIL" in err) == (source == "dcgm")
+
+
+@pytest.mark.prometheus
+def test_without_kube_state_metrics_arrivals_are_the_starts_and_the_summary_says_so(
+    capsys, tmp_path, dump
+):
+    now = wall_now()
+    times = [now - 3600 + 60 * i for i in range(30)]
+    pod = {"namespace": "a", "pod": "p", "container": "w", "gpu": "0", "UUID": "GPU-0"}
+    own = pod | {"Hostname": "gpu-node-1"}
+    history = openmetrics(
+        [
+            (gc.POD_UTILIZATION, own, [(t, 0.5) for t in times]),
+            (gc.POD_ALLOCATED, own, [(t, 1.0) for t in times]),
+        ]
+    )
+    (tmp_path / "prom").mkdir()
+    with start_prometheus(tmp_path / "prom", history=history) as prom:
+        assert main(_export(prom.url, dump, tmp_path / "out", "--since", "2h")) == 0
+    summary = json.loads(capsys.readouterr().out)
+    pods = pd.read_csv(tmp_path / "out" / "pods.csv")
+
+    assert summary["kube_state_metrics"] is False
+    assert any(p.startswith("kube-state-metrics not found") for p in summary["problems"])
+    assert (summary["arrivals_from_kube_pod_created"], summary["never_ran_pods"]) == (0, 0)
+    assert pods["name"].tolist() == ["a/p"]
+    assert (pods["creation_time"] == pods["scheduled_time"]).all()
 
 
 def _prometheus_flags(command: str) -> set[str]:

@@ -1,6 +1,7 @@
 """End to end: a real Prometheus backfilled with a day of a small cluster's history and the fake
 API server holding that cluster -> `gpu-reclaimer export-history` (a subprocess) -> `simulate`
-on the export, each job replaying its own measured utilization (`export_world`).
+on the export, each job replaying its own measured utilization (`export_world`), and arriving
+when kube-state-metrics says it was created, with the pod that never ran among them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,16 @@ import numpy as np
 import pandas as pd
 import pytest
 from e2e_world import cluster_objects, wall_now
-from export_world import ALL_PODS, BUSY_PODS, GONE_POD, IDLE_PODS, STEP, history
+from export_world import (
+    ALL_PODS,
+    BUSY_PODS,
+    GONE_POD,
+    IDLE_PODS,
+    NEVER_RAN_POD,
+    STEP,
+    WAIT_S,
+    history,
+)
 from fakeapi import FakeCluster, served_kubeconfig
 from promserver import PromServer, start_prometheus
 
@@ -76,7 +86,7 @@ def test_export_lists_each_pod_with_its_queue_gpus_and_the_nodes(export):
     pods = pd.read_csv(out / "pods.csv").set_index("name")
     nodes = pd.read_csv(out / "nodes.csv")
 
-    assert sorted(pods.index) == sorted(ALL_PODS)
+    assert sorted(pods.index) == sorted((*ALL_PODS, NEVER_RAN_POD))
     assert pods.loc[GONE_POD, ["qos", "reclaimable", "num_gpu"]].tolist() == ["prod", False, 2]
     assert set(pods.loc[list(IDLE_PODS + BUSY_PODS), "qos"]) == {"research"}
     assert pods.loc[list(IDLE_PODS + BUSY_PODS), "reclaimable"].all()
@@ -84,8 +94,52 @@ def test_export_lists_each_pod_with_its_queue_gpus_and_the_nodes(export):
         6 * 3600 + 2 * STEP  # 6 h of samples on the grid, both ends, plus the last step
     )
     assert dict(zip(nodes["sn"], nodes["gpu"], strict=True)) == {"gpu-node-1": 4, "gpu-node-2": 2}
-    assert summary["queue_from"] == {"cluster": 4, "prometheus": 1}
-    assert summary["pods"] == 5 and summary["prometheus_requests"] >= 4
+    assert summary["queue_from"] == {"cluster": 4, "prometheus": 2}
+    assert summary["pods"] == 6 and summary["prometheus_requests"] >= 8
+
+
+def test_arrivals_come_from_kube_state_metrics_with_the_pod_that_never_ran(export):
+    out, summary = export
+    pods = pd.read_csv(out / "pods.csv").set_index("name")
+    gone, never = pods.loc[GONE_POD], pods.loc[NEVER_RAN_POD]
+
+    assert gone["scheduled_time"] - gone["creation_time"] == WAIT_S
+    ran = pods.loc[[p for p in ALL_PODS if p != GONE_POD]]
+    assert (ran["creation_time"] == ran["scheduled_time"]).all()  # created before the window
+    assert pods["ran"].to_dict() == {p: p != NEVER_RAN_POD for p in pods.index}
+    assert never[["qos", "reclaimable", "num_gpu"]].tolist() == ["prod", False, 2]
+    assert never["creation_time"] == gone["scheduled_time"] + 3600
+    # still pending: its wait is cut at the window's end; it needs llm-0's runtime (prod's median)
+    assert never["scheduled_time"] >= pods["deletion_time"].drop(NEVER_RAN_POD).max() - STEP
+    assert never["deletion_time"] - never["scheduled_time"] == (
+        gone["deletion_time"] - gone["scheduled_time"]
+    )
+    assert summary["kube_state_metrics"] is True and not any(
+        "kube-state-metrics" in p for p in summary["problems"]
+    )
+    assert (summary["arrivals_from_kube_pod_created"], summary["never_ran_pods"]) == (1, 1)
+
+
+def _full_capacity(out: Path, strategy: str) -> dict:
+    done = _cli(
+        "simulate",
+        *("--pods", str(out / "pods.csv"), "--nodes", str(out / "nodes.csv")),
+        *("--utilization", str(out / "utilization.csv"), "--capacity-scale", "1"),
+        *("--strategy", strategy, "--json"),
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_at_full_capacity_the_never_run_pod_waits_and_reclaim_shortens_it(export):
+    out, _ = export
+    none, forecast = _full_capacity(out, "none"), _full_capacity(out, "forecast")
+
+    # llm-1 asks for 2 GPUs while llm-0 holds gpu-node-2 and research fills gpu-node-1: it waits
+    # until llm-0 ends, unless the two idle research pods are reclaimed for it
+    assert none["guaranteed_wait_p95_s"] > 3600 and none["preemptions"] == 0
+    assert forecast["guaranteed_wait_p95_s"] < none["guaranteed_wait_p95_s"] / 10
+    assert forecast["preemptions"] >= 1 and forecast["wrongful_preemptions"] == 0
 
 
 def test_the_replay_gives_each_job_the_profile_exported_for_it(export):

@@ -9,6 +9,7 @@ import pytest
 from simworld import P, pods_frame, profile_frame
 
 from reclaimer.model import ClusterView, Job, JobKind, Node, Pod, PodPhase, Queue
+from reclaimer.prometheus.arrivals import none_found
 from reclaimer.prometheus.series import QueryResult, Series
 from reclaimer.prometheus.window import Placement, WindowRead, placements
 from reclaimer.simulate.export import UNKNOWN_QUEUE, build_export, write_export
@@ -70,6 +71,7 @@ def _read() -> WindowRead:
         placements={("b", "gone-0"): Placement(3, "n2"), ("a", "train-0"): Placement(1, "n1")},
         node_gpus={"n1": 4, "n2": 8, "": 1},
         queues={("b", "gone-0"): "batch", ("a", "train-0"): "recorded-but-cluster-wins"},
+        arrivals=none_found(T0, T0 + 10 * STEP),
         recorded=False,
         requests=5,
         problems=(),
