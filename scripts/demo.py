@@ -207,6 +207,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _terminate(signum: int, _frame: object) -> None:
+    """The first SIGTERM stops the demo; later ones (a supervisor such as make or timeout often
+    sends the group another) are ignored, so they cannot cut the children's shutdown short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise SystemExit(128 + signum)
 
 

@@ -103,7 +103,14 @@ def _read_until(lines: queue.Queue[str], marker: str, timeout: float) -> str:
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def test_serves_until_ctrl_c_then_stops_every_child(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("signals", "code"),
+    [((signal.SIGINT,), 0), ((signal.SIGTERM, signal.SIGTERM), 128 + signal.SIGTERM)],
+    ids=["ctrl-c", "sigterm-twice"],
+)
+def test_serves_until_stopped_then_stops_every_child(
+    tmp_path: Path, signals: tuple[signal.Signals, ...], code: int
+) -> None:
     require_prometheus()
     err = (tmp_path / "stderr.txt").open("w+")
     proc = subprocess.Popen(
@@ -121,8 +128,10 @@ def test_serves_until_ctrl_c_then_stops_every_child(tmp_path: Path) -> None:
             assert r.status == 200
         with _OPENER.open(urls["status page"], timeout=10) as r:
             assert b"gpu-reclaimer status" in r.read()
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 0
+        for sig in signals:
+            proc.send_signal(sig)
+            time.sleep(0.2)
+        assert proc.wait(timeout=60) == code
     finally:
         if proc.poll() is None:
             proc.kill()
