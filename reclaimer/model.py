@@ -131,7 +131,7 @@ class GpuStats:
 @dataclass(frozen=True)
 class Node:
     name: str
-    gpus: int  # physical GPUs
+    gpus: int  # physical GPUs (MIG devices under the single MIG strategy: kube.objects.nodes)
     replicas: int = 1  # time-slice replicas per GPU (1 = no sharing)
     config_key: str | None = None  # value of nvidia.com/device-plugin.config
     gpu_stats: tuple[GpuStats, ...] = ()

@@ -45,6 +45,10 @@ def node(
             )
         else:
             replicas = replicas_of(plugin_data[config_key])
+    # Physical GPUs, except under the single MIG strategy, where GPU feature discovery overrides
+    # nvidia.com/gpu.count with the number of MIG devices (its README, "MIG 'single' strategy")
+    # and nothing on the node says how many GPUs they come from: there `gpus` counts MIG devices,
+    # and every reader goes by `mig` first (capacity, the fleet summary; reshape skips the node).
     physical = f.int_field(labels.get(r.GPU_COUNT_LABEL), int(capacity or 0) // replicas)
     return Node(
         name=f.name(obj),
