@@ -161,10 +161,14 @@ class ScriptedDevices:
         self.sweep = sweep
         self.reads = 0
         self.closed = False
+        self.watched: frozenset[str] | None = None
 
     def read(self) -> DeviceSweep:
         self.reads += 1
         return self.sweep()
+
+    def watch(self, families: frozenset[str] | None) -> None:
+        self.watched = families
 
     def close(self) -> None:
         self.closed = True
