@@ -10,7 +10,8 @@ seconds; nothing scrapes them in between, so the cost is the collect cycle's (NV
 included) and rendering's. `--before SRC` adds a third process, the same minimal file run from
 another checkout of the exporter (e.g. `git archive` of a commit before it left out reads: then
 `--collectors` trims only what is rendered). At the end each is scraped once to check what it
-serves. Prints one JSON object.
+serves, and the NVML calls one collect cycle makes are counted in process (the emulator's
+`SimNvml.calls`, after a first cycle). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from pathlib import Path
 
 from exporter_bench import free_port, get, proc_stat, wait_ready  # bench/ is on sys.path
 from prometheus_client.parser import text_string_to_metric_families
+
+from exporter.sim.backend import build_sim_backend
 
 REPO = Path(__file__).resolve().parent.parent
 NODE = ["--backend", "sim", "--sim.gpus", "8", "--sim.pods", "256"]
@@ -43,6 +46,26 @@ def start(src: Path, extra: list[str], interval: float) -> tuple[subprocess.Pope
     args = [sys.executable, "-m", "exporter", *NODE, "--collect-interval", str(interval), *extra]
     args += ["--web.listen-address", f"127.0.0.1:{port}", "--log.level", "error"]
     return subprocess.Popen(args, cwd=src), port
+
+
+def calls_per_cycle(mig: int, families: frozenset[str] | None) -> int:
+    """The NVML calls of one sweep of the bench's node (the second: GPM needs a first)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        parts, node = build_sim_backend(
+            gpus=8,
+            mig=mig,
+            pods=256,
+            seed=1,
+            workloads_file=None,
+            fixture_dir=Path(tmp),
+            node_name="bench",
+        )
+        parts.devices.watch(families)
+        parts.devices.read()
+        before = sum(node.lib.calls.values())
+        parts.devices.read()
+        parts.devices.close()
+        return sum(node.lib.calls.values()) - before
 
 
 def dcgm_families(port: int) -> list[str]:
@@ -82,6 +105,10 @@ def run(duration: float, interval: float, mig: int, before: Path | None) -> dict
         "minimal_families": [name for name, _kind in MINIMAL],
         "cpu_s_per_s": per_s,
         "default_over_minimal": round(per_s["default"] / per_s["minimal"], 2),
+        "nvml_calls_per_cycle": {
+            "default": calls_per_cycle(mig, None),
+            "minimal": calls_per_cycle(mig, frozenset(name for name, _kind in MINIMAL)),
+        },
         "dcgm_families_served": {name: len(names) for name, names in served.items()},
     }
 
