@@ -161,14 +161,13 @@ class ScriptedDevices:
         self.sweep = sweep
         self.reads = 0
         self.closed = False
-        self.watched: frozenset[str] | None = None
 
     def read(self) -> DeviceSweep:
         self.reads += 1
         return self.sweep()
 
     def watch(self, families: frozenset[str] | None) -> None:
-        self.watched = families
+        """Scripted sweeps are whatever the script says: nothing to leave out."""
 
     def close(self) -> None:
         self.closed = True
