@@ -11,7 +11,10 @@ included) and rendering's. `--before SRC` adds a third process, the same minimal
 another checkout of the exporter (e.g. `git archive` of a commit before it left out reads: then
 `--collectors` trims only what is rendered). At the end each is scraped once to check what it
 serves, and the NVML calls one collect cycle makes are counted in process (the emulator's
-`SimNvml.calls`, after a first cycle). Prints one JSON object.
+`SimNvml.calls`, after a first cycle) and the CPU of the NVML sweep alone is timed in process,
+default and minimal interleaved on one emulated clock (`--sweeps` of each; the median), which the
+other jobs on a shared machine disturb far less than the side-by-side processes. Prints one JSON
+object.
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from exporter_bench import free_port, get, proc_stat, wait_ready  # bench/ is on sys.path
 from prometheus_client.parser import text_string_to_metric_families
@@ -48,24 +53,46 @@ def start(src: Path, extra: list[str], interval: float) -> tuple[subprocess.Pope
     return subprocess.Popen(args, cwd=src), port
 
 
-def calls_per_cycle(mig: int, families: frozenset[str] | None) -> int:
-    """The NVML calls of one sweep of the bench's node (the second: GPM needs a first)."""
+def sim_source(tmp: Path, mig: int, families: frozenset[str] | None, now: list[float]) -> Any:
+    """The bench's node read through `NvmlSource` on the emulated clock `now[0]`."""
+    parts, node = build_sim_backend(
+        gpus=8,
+        mig=mig,
+        pods=256,
+        seed=1,
+        workloads_file=None,
+        fixture_dir=tmp,
+        node_name="bench",
+        clock=lambda: now[0],
+    )
+    parts.devices.watch(families)
+    return parts.devices, node.lib
+
+
+def sweeps(mig: int, count: int) -> dict[str, object]:
+    """NVML calls of one sweep (after a first) and median sweep CPU ms, default vs minimal."""
+    chosen = {"default": None, "minimal": frozenset(name for name, _kind in MINIMAL)}
+    now = [1_700_000_000.0]
     with tempfile.TemporaryDirectory() as tmp:
-        parts, node = build_sim_backend(
-            gpus=8,
-            mig=mig,
-            pods=256,
-            seed=1,
-            workloads_file=None,
-            fixture_dir=Path(tmp),
-            node_name="bench",
-        )
-        parts.devices.watch(families)
-        parts.devices.read()
-        before = sum(node.lib.calls.values())
-        parts.devices.read()
-        parts.devices.close()
-        return sum(node.lib.calls.values()) - before
+        built = {k: sim_source(Path(tmp) / k, mig, f, now) for k, f in chosen.items()}
+        cpu: dict[str, list[float]] = {k: [] for k in built}
+        calls: dict[str, int] = {}
+        for i in range(count + 1):
+            now[0] += 1.0
+            for name in sorted(built, reverse=i % 2 == 1):  # alternate which goes first
+                source, lib = built[name]
+                before, t = sum(lib.calls.values()), time.process_time()
+                source.read()
+                cpu[name].append(time.process_time() - t)
+                calls[name] = sum(lib.calls.values()) - before
+        for source, _lib in built.values():
+            source.close()
+    ms = {k: round(statistics.median(v[1:]) * 1000, 2) for k, v in cpu.items()}
+    return {
+        "nvml_calls_per_cycle": calls,
+        "sweep_cpu_ms_median": ms,
+        "sweep_default_over_minimal": round(ms["default"] / ms["minimal"], 2),
+    }
 
 
 def dcgm_families(port: int) -> list[str]:
@@ -77,7 +104,9 @@ def dcgm_families(port: int) -> list[str]:
     return sorted(n for n in names if n.startswith("DCGM_FI_"))
 
 
-def run(duration: float, interval: float, mig: int, before: Path | None) -> dict[str, object]:
+def run(
+    duration: float, interval: float, mig: int, before: Path | None, sweep_count: int
+) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         node = ["--sim.mig", str(mig)]
         minimal = [*node, "--collectors", str(counters_file(Path(tmp)))]
@@ -105,10 +134,7 @@ def run(duration: float, interval: float, mig: int, before: Path | None) -> dict
         "minimal_families": [name for name, _kind in MINIMAL],
         "cpu_s_per_s": per_s,
         "default_over_minimal": round(per_s["default"] / per_s["minimal"], 2),
-        "nvml_calls_per_cycle": {
-            "default": calls_per_cycle(mig, None),
-            "minimal": calls_per_cycle(mig, frozenset(name for name, _kind in MINIMAL)),
-        },
+        **sweeps(mig, sweep_count),
         "dcgm_families_served": {name: len(names) for name, names in served.items()},
     }
 
@@ -118,9 +144,12 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=90.0)
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--mig", type=int, default=8, help="MIG-enabled GPUs of the 8")
+    parser.add_argument("--sweeps", type=int, default=100, help="in-process sweeps of each")
     parser.add_argument("--before", type=Path, help="another checkout, run with the minimal file")
     args = parser.parse_args()
-    print(json.dumps(run(args.duration, args.interval, args.mig, args.before), indent=2))
+    print(
+        json.dumps(run(args.duration, args.interval, args.mig, args.before, args.sweeps), indent=2)
+    )
     return 0
 
 
