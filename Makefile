@@ -75,6 +75,7 @@ demo: deps
 BENCH_SECONDS ?= 600
 bench: deps
 	$(BIN)/python bench/exporter_bench.py --duration $(BENCH_SECONDS)
+	$(BIN)/python bench/collectors_bench.py
 	$(BIN)/python bench/forecast_bench.py
 	$(BIN)/python bench/forecast_cv.py --utilization $(GENTD26)
 	$(BIN)/python bench/forecast_calibration.py --utilization $(GENTD26)

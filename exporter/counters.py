@@ -9,7 +9,8 @@ field carried as a label: `DCGM_FI_DRIVER_VERSION` is one on every device series
 default field gpu-exporter leaves out (`gpu_contract.LEFT_OUT`) is skipped with its reason, so
 dcgm-exporter's own default file works unchanged. Any other field, a line without three fields,
 or an unknown type is an error; every error is reported at once (the CLI exits 2). The per-pod,
-XID-event and self families are not DCGM's and are always served.
+XID-event and self families are not DCGM's and are always served. The choice also trims what is
+read: the NVML source makes no call whose every family is left out (`NvmlSource.watch`).
 
 Pure: `parse_counters(text)` takes the file's text; the CLI reads the file.
 """

@@ -94,6 +94,7 @@ class CollectLoop:
     ) -> None:
         self._devices = devices
         self._families = families  # the DCGM families to render (None: all)
+        devices.watch(families)  # and to read: NVML calls no chosen family needs are left out
         self._attribution = attribution
         self._hostname = hostname
         self.interval = interval

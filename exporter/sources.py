@@ -32,6 +32,10 @@ class DeviceSource(Protocol):
         """Blocking: sample every device once. Never raises for a per-device failure."""
         ...
 
+    def watch(self, families: frozenset[str] | None) -> None:
+        """Sample only what the DCGM `families` served (None: all) and the per-pod ones need."""
+        ...
+
     def close(self) -> None: ...
 
 

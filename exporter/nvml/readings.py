@@ -11,6 +11,10 @@ with a pynvml that predates it. Field values are read from the member of the `va
 `valueType` names (nvml.h: `nvmlFieldValue_t.valueType`, "Type of the value stored in value");
 reading another member reinterprets the bytes.
 
+Each reading names the families it yields, so that `--collectors` can leave out a call whose
+every family is unchosen (`Reading.wanted`). The memory and utilization-rates readings are always
+taken: the per-pod attribution needs them (per-pod memory, the `DCGM_FI_DEV_GPU_UTIL` scale).
+
 Family names come from `gpu_contract` (`family` fails at import if a name is not in the
 contract), so a renamed metric cannot silently drift.
 """
@@ -57,11 +61,17 @@ MEM_COPY_UTIL = family("DCGM_FI_DEV_MEM_COPY_UTIL")
 class Reading:
     collector: NvmlCollector
     call: str
+    families: tuple[str, ...]  # what `parse` may yield
     parse: Callable[[Any], dict[str, float]]
     args: Callable[[Any], tuple[Any, ...]] = lambda _lib: ()
     tag: str = ""  # distinguishes two readings of the same call (clock types)
     whole_gpu_only: bool = False  # skipped on MIG-enabled GPUs (NVML refuses them there)
     fallback: Reading | None = None  # taken once this reading is disabled on a device
+    attribution: bool = False  # the per-pod attribution needs it: taken whatever is chosen
+
+    def wanted(self, chosen: frozenset[str] | None) -> bool:
+        """Whether to take this reading when `chosen` families are served (None: all)."""
+        return self.attribution or chosen is None or not chosen.isdisjoint(self.families)
 
 
 def _memory(m: Any) -> dict[str, float]:
@@ -71,14 +81,24 @@ def _memory(m: Any) -> dict[str, float]:
     return values
 
 
-def _one(name: str, scale: float = 1.0) -> Callable[[Any], dict[str, float]]:
+def _single(
+    collector: NvmlCollector,
+    call: str,
+    name: str,
+    *,
+    scale: float = 1.0,
+    first: bool = False,  # the value is the first of a tuple (encoder/decoder utilization)
+    args: Callable[[Any], tuple[Any, ...]] = lambda _lib: (),
+    tag: str = "",
+    fallback: Reading | None = None,
+) -> Reading:
+    """A reading that yields one family, `name`, scaled by `scale`."""
     fam = family(name)
-    return lambda v: {fam: float(v) * scale}
 
+    def parse(v: Any) -> dict[str, float]:
+        return {fam: float(v[0] if first else v) * scale}
 
-def _first(name: str) -> Callable[[Any], dict[str, float]]:
-    fam = family(name)
-    return lambda v: {fam: float(v[0])}
+    return Reading(collector, call, (fam,), parse, args, tag=tag, fallback=fallback)
 
 
 # nvmlValueType_t -> the member of nvmlValue_t holding the value (nvml.h / pynvml.py)
@@ -92,101 +112,126 @@ def field_value(fv: Any) -> float | None:
     return float(getattr(fv.value, VALUE_MEMBERS[int(fv.valueType)]))
 
 
+REMAPPED_ROWS = (
+    family("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"),
+    family("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"),
+    family("DCGM_FI_DEV_ROW_REMAP_FAILURE"),
+)
+MEMORY_TEMP = family("DCGM_FI_DEV_MEMORY_TEMP")
+
+
 def _remapped_rows(rows: Any) -> dict[str, float]:
     """pynvml's (corrRows, uncRows, isPending, failureOccurred); dcgm-exporter serves three."""
     corr, unc, _pending, failure = rows
-    return {
-        family("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"): float(corr),
-        family("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"): float(unc),
-        family("DCGM_FI_DEV_ROW_REMAP_FAILURE"): float(failure),
-    }
+    return dict(zip(REMAPPED_ROWS, (float(corr), float(unc), float(failure)), strict=True))
 
 
 def _memory_temp(values: Any) -> dict[str, float]:
     value = field_value(values[0])
-    return {} if value is None else {family("DCGM_FI_DEV_MEMORY_TEMP"): value}
+    return {} if value is None else {MEMORY_TEMP: value}
 
 
 def _pcie_throughput(direction: str) -> Reading:
     """nvml.h: "throughput in KB/s" over a 20 ms window; dcgm-exporter serves bytes per second."""
-    return Reading(
+    return _single(
         NvmlCollector.PCIE,
         "nvmlDeviceGetPcieThroughput",
-        _one(f"DCGM_FI_PROF_PCIE_{direction}_BYTES", 1024.0),
-        lambda lib: (getattr(lib, f"NVML_PCIE_UTIL_{direction}_BYTES"),),
+        f"DCGM_FI_PROF_PCIE_{direction}_BYTES",
+        scale=1024.0,
+        args=lambda lib: (getattr(lib, f"NVML_PCIE_UTIL_{direction}_BYTES"),),
         tag=f"({direction})",
     )
 
 
-MEMORY_V1 = Reading(NvmlCollector.MEMORY, "nvmlDeviceGetMemoryInfo", _memory)
+FB = (FB_FREE, FB_USED, FB_RESERVED)
+MEMORY_V1 = Reading(NvmlCollector.MEMORY, "nvmlDeviceGetMemoryInfo", FB, _memory, attribution=True)
 MEMORY = Reading(  # drivers before R510 lack nvmlDeviceGetMemoryInfo_v2: fall back to v1
     NvmlCollector.MEMORY,
     "nvmlDeviceGetMemoryInfo",
+    FB,
     _memory,
     lambda lib: (lib.nvmlMemory_v2,),
     tag="(v2)",
     fallback=MEMORY_V1,
+    attribution=True,
 )
+_GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
+
+
+def _temperature_gpu(lib: Any) -> tuple[Any, ...]:
+    return (lib.NVML_TEMPERATURE_GPU,)
+
+
 READINGS: tuple[Reading, ...] = (
     MEMORY,
     Reading(
         NvmlCollector.UTILIZATION,
         "nvmlDeviceGetUtilizationRates",
+        (GPU_UTIL, MEM_COPY_UTIL),
         lambda u: {GPU_UTIL: float(u.gpu), MEM_COPY_UTIL: float(u.memory)},
         whole_gpu_only=True,
+        attribution=True,
     ),
-    Reading(
-        NvmlCollector.UTILIZATION, "nvmlDeviceGetEncoderUtilization", _first("DCGM_FI_DEV_ENC_UTIL")
+    _single(
+        NvmlCollector.UTILIZATION,
+        "nvmlDeviceGetEncoderUtilization",
+        "DCGM_FI_DEV_ENC_UTIL",
+        first=True,
     ),
-    Reading(
-        NvmlCollector.UTILIZATION, "nvmlDeviceGetDecoderUtilization", _first("DCGM_FI_DEV_DEC_UTIL")
+    _single(
+        NvmlCollector.UTILIZATION,
+        "nvmlDeviceGetDecoderUtilization",
+        "DCGM_FI_DEV_DEC_UTIL",
+        first=True,
     ),
-    Reading(NvmlCollector.POWER, "nvmlDeviceGetPowerUsage", _one("DCGM_FI_DEV_POWER_USAGE", 1e-3)),
-    Reading(
+    _single(NvmlCollector.POWER, "nvmlDeviceGetPowerUsage", "DCGM_FI_DEV_POWER_USAGE", scale=1e-3),
+    _single(
         NvmlCollector.POWER,
         "nvmlDeviceGetTotalEnergyConsumption",
-        _one("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"),
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
     ),
-    Reading(
+    _single(
         NvmlCollector.THERMAL,
         "nvmlDeviceGetTemperatureV",
-        _one("DCGM_FI_DEV_GPU_TEMP"),
-        lambda lib: (lib.NVML_TEMPERATURE_GPU,),
-        fallback=Reading(
-            NvmlCollector.THERMAL,
-            "nvmlDeviceGetTemperature",
-            _one("DCGM_FI_DEV_GPU_TEMP"),
-            lambda lib: (lib.NVML_TEMPERATURE_GPU,),
+        _GPU_TEMP,
+        args=_temperature_gpu,
+        fallback=_single(
+            NvmlCollector.THERMAL, "nvmlDeviceGetTemperature", _GPU_TEMP, args=_temperature_gpu
         ),
     ),
     Reading(
         NvmlCollector.THERMAL,
         "nvmlDeviceGetFieldValues",
+        (MEMORY_TEMP,),
         _memory_temp,
         lambda lib: ([lib.NVML_FI_DEV_MEMORY_TEMP],),
     ),
-    Reading(
+    _single(
         NvmlCollector.CLOCKS,
         "nvmlDeviceGetClockInfo",
-        _one("DCGM_FI_DEV_SM_CLOCK"),
-        lambda lib: (lib.NVML_CLOCK_SM,),
+        "DCGM_FI_DEV_SM_CLOCK",
+        args=lambda lib: (lib.NVML_CLOCK_SM,),
         tag="(SM)",
     ),
-    Reading(
+    _single(
         NvmlCollector.CLOCKS,
         "nvmlDeviceGetClockInfo",
-        _one("DCGM_FI_DEV_MEM_CLOCK"),
-        lambda lib: (lib.NVML_CLOCK_MEM,),
+        "DCGM_FI_DEV_MEM_CLOCK",
+        args=lambda lib: (lib.NVML_CLOCK_MEM,),
         tag="(MEM)",
     ),
-    Reading(
+    _single(
         NvmlCollector.PCIE,
         "nvmlDeviceGetPcieReplayCounter",
-        _one("DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
     ),
     *(_pcie_throughput(direction) for direction in ("TX", "RX")),
     # nvml.h: NotSupported "If MIG is enabled".
     Reading(
-        NvmlCollector.ROW_REMAP, "nvmlDeviceGetRemappedRows", _remapped_rows, whole_gpu_only=True
+        NvmlCollector.ROW_REMAP,
+        "nvmlDeviceGetRemappedRows",
+        REMAPPED_ROWS,
+        _remapped_rows,
+        whole_gpu_only=True,
     ),
 )

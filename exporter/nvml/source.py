@@ -23,6 +23,11 @@ value. On a MIG-enabled GPU the framebuffer families are served by the instances
 (`gpu_contract.dcgm.MigScope`): the GPU's aggregate would repeat their sum, so a `sum()` over a
 node would count each byte twice; its memory is still asked for, as the privilege probe. XIDs
 arrive as NVML events, drained once per sweep (`exporter.nvml.events`).
+
+`watch(families)` (`--collectors`) leaves out the device readings and the NVLink call whose every
+family is unchosen, as dcgm-exporter watches only the fields its counters file names. Identity,
+MIG topology, memory, utilization rates, processes, GPM and XID events are always read: the
+per-pod and XID-event families, served whatever is chosen, are computed from them.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from exporter.nvml import library
 from exporter.nvml.calls import CallOutcome, DeviceCalls
 from exporter.nvml.events import XID_ERRORS, XidReader
 from exporter.nvml.gpm import GPM_FAMILIES, GpmReader
-from exporter.nvml.nvlink import NvlinkReader
+from exporter.nvml.nvlink import NVLINK_TOTAL, NvlinkReader
 from exporter.nvml.processes import ProcessReader, running, shared_activity
 from exporter.nvml.readings import (
     MEMORY,
@@ -72,7 +77,14 @@ class NvmlSource:
         self._initialized = False
         self._processes = ProcessReader(clock)
         self.restarts = 0  # NVML re-initializations after its state was lost
+        self._readings = READINGS
+        self._nvlink_wanted = True
         self._reset()
+
+    def watch(self, families: frozenset[str] | None) -> None:
+        """Read only what the `families` served (None: all) and the per-pod attribution need."""
+        self._readings = tuple(r for r in READINGS if r.wanted(families))
+        self._nvlink_wanted = families is None or NVLINK_TOTAL in families
 
     def _reset(self) -> None:
         """Forget everything learned from the current NVML initialization."""
@@ -145,10 +157,11 @@ class NvmlSource:
         mig_enabled = mig_mode.ok and int(mig_mode.value[0]) == 1
         calls.key = (base.uuid, mig_enabled)
         values: dict[str, float] = {}
-        for reading in READINGS:
+        for reading in self._readings:
             if not (mig_enabled and reading.whole_gpu_only):
                 values.update(self._reading(calls, reading, handle.value))
-        values.update(self._nvlink.read(calls, handle.value))
+        if self._nvlink_wanted:
+            values.update(self._nvlink.read(calls, handle.value))
         values.update(self._gpm.read(calls, calls.key, handle.value, None))
         values.update(self._xid.gpu_values(calls, index, handle.value, mig_enabled))
         xids = self._xid.counts(index, None, mig_enabled) if XID_ERRORS in values else {}

@@ -166,6 +166,9 @@ class ScriptedDevices:
         self.reads += 1
         return self.sweep()
 
+    def watch(self, families: frozenset[str] | None) -> None:
+        """Scripted sweeps are whatever the script says: nothing to leave out."""
+
     def close(self) -> None:
         self.closed = True
 
