@@ -69,6 +69,19 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+# Collectors read for the per-pod attribution and the device's identity whatever `--collectors`
+# chooses (`watch`): they always report their success.
+_NOT_TRIMMED = frozenset(
+    {
+        NvmlCollector.IDENTITY,
+        NvmlCollector.PROCESSES,
+        NvmlCollector.PROFILING,
+        NvmlCollector.MIG,
+        NvmlCollector.XID,
+    }
+)
+
+
 class NvmlSource:
     """A `DeviceSource` over an NVML library object. Blocking; run it in a thread."""
 
@@ -79,12 +92,18 @@ class NvmlSource:
         self.restarts = 0  # NVML re-initializations after its state was lost
         self._readings = READINGS
         self._nvlink_wanted = True
+        self._skipped: set[NvmlCollector] = set()
         self._reset()
 
     def watch(self, families: frozenset[str] | None) -> None:
         """Read only what the `families` served (None: all) and the per-pod attribution need."""
         self._readings = tuple(r for r in READINGS if r.wanted(families))
         self._nvlink_wanted = families is None or NVLINK_TOTAL in families
+        # a collector none of whose readings is taken reports no success at all (absent, not 1)
+        kept = {r.collector for r in self._readings} | _NOT_TRIMMED
+        self._skipped = {r.collector for r in READINGS} - kept
+        if not self._nvlink_wanted:
+            self._skipped.add(NvmlCollector.NVLINK)
 
     def _reset(self) -> None:
         """Forget everything learned from the current NVML initialization."""
@@ -127,7 +146,11 @@ class NvmlSource:
             self._xid.drain(node)
             for index in range(int(count.value)):
                 devices.extend(self._read_gpu(node.child(("index", index)), index))
-        success = {c.value: c.value not in node.sweep_failed for c in NvmlCollector}
+        success = {
+            c.value: c.value not in node.sweep_failed
+            for c in NvmlCollector
+            if c not in self._skipped
+        }
         if node.restart[0] and self._initialized:
             log.warning("NVML lost its state (driver reloaded?): initializing it again")
             self.close()

@@ -106,3 +106,25 @@ def test_a_family_chosen_alone_is_still_read(family: str) -> None:
     node.sweep()
     values = node.sweep().devices[0].values
     assert family in values, sorted(values)
+
+
+def collectors_reporting(loop: CollectLoop, clock: Clock) -> set[str]:
+    loop.collect_once()
+    clock.now += 1.0
+    body = loop.collect_once().exposition.body.decode()
+    (success,) = [
+        f
+        for f in text_string_to_metric_families(body)
+        if f.name == "gpu_exporter_collector_success"
+    ]
+    return {s.labels["collector"] for s in success.samples}
+
+
+def test_a_collector_that_reads_nothing_reports_no_success(tmp_path: Path) -> None:
+    """Not read is not succeeded: a trimmed-away collector's series is absent, never 1."""
+    loop, _node, clock = sim_loop(tmp_path / "few", CHOSEN)
+    trimmed = collectors_reporting(loop, clock)
+    loop, _node, clock = sim_loop(tmp_path / "all", None)
+    everything = collectors_reporting(loop, clock)
+    assert {"pcie", "row_remap", "nvlink", "clocks"} <= everything - trimmed
+    assert {"identity", "memory", "utilization", "power", "processes", "mig", "cycle"} <= trimmed
