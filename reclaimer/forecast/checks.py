@@ -18,7 +18,7 @@ from enum import StrEnum
 import numpy as np
 
 from reclaimer.forecast.features import at_or_above
-from reclaimer.forecast.history import History
+from reclaimer.forecast.history import History, columns_between
 from reclaimer.model import Forecast
 
 GRACE = 3600.0
@@ -62,9 +62,8 @@ def check(
     last = history.last_columns()
     for p in pending:
         row = rows.get(p.job, -1)
-        lo = int(np.searchsorted(times, p.made_at, side="right"))
-        hi = int(np.searchsorted(times, p.until, side="right"))
-        window = history.values[row, lo:hi] if row >= 0 else np.zeros(0, dtype=np.float32)
+        span = columns_between(times, p.made_at, p.until)
+        window = history.values[row, span] if row >= 0 else np.zeros(0, dtype=np.float32)
         window = window[~np.isnan(window)]
         covered = row >= 0 and last[row] >= 0 and float(times[last[row]]) >= p.until
         if covered and window.size:

@@ -87,9 +87,8 @@ class History(StepColumns):
     def grid(self, now: float, lookback_seconds: float) -> Grid:
         """What `build_grid(self.to_frame(), now, lookback_seconds)` gives, from the matrix."""
         times = self.times()
-        lo = int(np.searchsorted(times, now - lookback_seconds, side="right"))
-        hi = int(np.searchsorted(times, now, side="right"))
-        window = self.values[:, lo:hi]
+        span = columns_between(times, now - lookback_seconds, now)
+        window = self.values[:, span]
         rows = np.flatnonzero(_filled_rows(window))
         cols = _filled_columns(window)
         if cols.size == 0:
@@ -102,9 +101,15 @@ class History(StepColumns):
             values = window[:, first : last + 1]  # every row, already sorted: a view
         else:
             values = window[order, first : last + 1]
-        anchor = float(times[lo + last])
+        anchor = float(times[span.start + last])
         jobs = tuple(self.keys[i] for i in order)
         return Grid(jobs, anchor - (last - first) * self.step, self.step, values)
+
+
+def columns_between(times: npt.NDArray[np.float64], after: float, until: float = np.inf) -> slice:
+    """The columns whose time is in (after, until], for `times` of a History or Grid."""
+    lo = int(np.searchsorted(times, after, side="right"))
+    return slice(lo, max(lo, int(np.searchsorted(times, until, side="right"))))
 
 
 def _filled_rows(values: Float32Array) -> npt.NDArray[np.bool_]:

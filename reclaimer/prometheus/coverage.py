@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reclaimer.forecast.history import History
+from reclaimer.forecast.history import History, columns_between
 from reclaimer.model import ClusterView, Pod, PodPhase
 from reclaimer.units import format_duration
 
@@ -66,14 +66,14 @@ def _seen(pods: History, start: float, lows: Mapping[str, float]) -> _Seen:
     if newest is None:
         return _Seen({}, {}, {}, None)
     times = pods.times()
-    first = int(np.searchsorted(times, start, side="right"))
+    span = columns_between(times, start)
     where = {k: i for i, k in enumerate(pods.keys)}
     keys = [k for k in lows if k in where]
     rows = np.array([where[k] for k in keys], dtype=np.intp)
-    recent = pods.values[rows, first:]
+    recent = pods.values[rows, span]
     last = pods.last_columns()[rows]
     low = np.array([lows[k] for k in keys], dtype=np.float64)
-    counted = ((recent >= 0) & (times[first:][None, :] > low[:, None])).sum(axis=1)
+    counted = ((recent >= 0) & (times[span][None, :] > low[:, None])).sum(axis=1)
     unread = (recent < 0).sum(axis=1)
     return _Seen(
         {k: int(n) for k, n in zip(keys, counted, strict=True)},

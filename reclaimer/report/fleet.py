@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reclaimer.devices import WHOLE_GPU, count
-from reclaimer.forecast.history import History
+from reclaimer.forecast.history import History, columns_between
 from reclaimer.model import ClusterView, Node, Pod, PodPhase
 
 
@@ -96,8 +96,8 @@ def _pod_stats(
     pods: History, now: float, window: float
 ) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float], set[tuple[str, str]]]:
     """(mean, max, pods with an unreadable step) over the window, by (namespace, pod)."""
-    first = int(np.searchsorted(pods.times(), now - window, side="right"))
-    recent = pods.values[:, first:]
+    span = columns_between(pods.times(), now - window)
+    recent = pods.values[:, span]
     unread_rows = np.asarray((recent < 0).any(axis=1), dtype=bool)
     seen_rows = np.asarray((~np.isnan(recent)).any(axis=1), dtype=bool) & ~unread_rows
     mean: list[float] = []

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reclaimer.forecast.history import History
+from reclaimer.forecast.history import History, columns_between
 from reclaimer.model import ClusterView, PodPhase
 
 WINDOW_SECONDS = 6 * 3600.0
@@ -69,8 +69,8 @@ def _buckets(
     window's columns, each assigned to its bucket, averaged over their samples per row."""
     start = now - window
     times = history.times()
-    cols = np.nonzero((times > start) & (times <= now))[0]
-    if not history.keys or cols.size == 0:
+    cols = columns_between(times, start, now)
+    if not history.keys or cols.stop == cols.start:
         return {}
     bucket = np.clip(((times[cols] - start) // (window / points)).astype(np.int64), 0, points - 1)
     recent = history.values[:, cols]
