@@ -94,8 +94,9 @@ def _add(into: dict[str, float], key: str, n: float) -> None:
 
 def _pod_stats(
     pods: History, now: float, window: float
-) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float], set[tuple[str, str]]]:
-    """(mean, max, pods with an unreadable step) over the window, by (namespace, pod)."""
+) -> tuple[dict[str, float], dict[str, float], set[str]]:
+    """(mean, max, pods with an unreadable step) over the window, by pod key (`Pod.key`, the
+    reader's row key)."""
     span = columns_between(pods.times(), now - window)
     recent = pods.values[:, span]
     unread_rows = np.asarray((recent < 0).any(axis=1), dtype=bool)
@@ -106,18 +107,12 @@ def _pod_stats(
         with np.errstate(invalid="ignore"):
             mean = [float(v) for v in np.nanmean(recent[seen_rows], axis=1)]
             peak = [float(v) for v in np.nanmax(recent[seen_rows], axis=1)]
-    keys = [_ns_pod(k) for k in pods.keys]
-    known = [k for k, s in zip(keys, seen_rows.tolist(), strict=True) if s]
+    known = [k for k, s in zip(pods.keys, seen_rows.tolist(), strict=True) if s]
     return (
         dict(zip(known, mean, strict=True)),
         dict(zip(known, peak, strict=True)),
-        {k for k, u in zip(keys, unread_rows.tolist(), strict=True) if u},
+        {k for k, u in zip(pods.keys, unread_rows.tolist(), strict=True) if u},
     )
-
-
-def _ns_pod(key: str) -> tuple[str, str]:
-    namespace, _, name = key.partition("/")
-    return namespace, name
 
 
 def summarize(
@@ -134,7 +129,7 @@ def summarize(
             continue
         h = held(pod, nodes.get(pod.node or ""))
         total = Held(total.slots + h.slots, total.gpus + h.gpus, total.mig + h.mig)
-        key = (pod.namespace, pod.name)
+        key = pod.key
         if key not in means or key in unknown:
             continue
         measured += h.gpus
