@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "reclaimer.commands.export_history",
         "write the cluster's own history as a trace simulate replays",
     ),
+    "traces": ("reclaimer.commands.traces", "fetch the public traces simulate replays"),
 }
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from reclaimer import units as quantities
+from reclaimer.commands import trace_paths
 from reclaimer.forecast.backtest import MethodScore, evaluate
 from reclaimer.forecast.baselines import BASELINES
 from reclaimer.forecast.calibration import Bin, Calibration
@@ -101,17 +102,20 @@ def reliability_table(calibration: Calibration) -> list[str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--utilization",
-        required=True,
         type=Path,
         metavar="FILE",
-        help="CSV in the alibaba-gentd26 format (value in percent)",
+        help="CSV in the alibaba-gentd26 format (value in percent; default: the fetched trace)",
     )
+    trace_paths.add_traces_dir(parser)
     parser.add_argument("--horizon", default="15m", help="idle window to forecast (15m, 900s, 1h)")
     parser.add_argument("--threshold", default="5", help="idle below this utilization, percent")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def run(args: argparse.Namespace) -> int:
+    if problem := trace_paths.fill_defaults(args, ("utilization",)):
+        print(f"gpu-reclaimer forecast-eval: {problem}", file=sys.stderr)
+        return 2
     try:
         params = ForecastParams(
             horizon_seconds=parse_duration(args.horizon), threshold=parse_percent(args.threshold)

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TextIO
 
-from reclaimer.commands import simulate_sweep
+from reclaimer.commands import simulate_sweep, trace_paths
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
@@ -60,11 +60,12 @@ def _scale(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pods", type=Path, required=True, help="openb pod list CSV")
-    parser.add_argument("--nodes", type=Path, required=True, help="openb node list CSV")
+    parser.add_argument("--pods", type=Path, help="openb pod list CSV (default: fetched trace)")
+    parser.add_argument("--nodes", type=Path, help="openb node list CSV (default: fetched trace)")
     parser.add_argument(
-        "--utilization", type=Path, required=True, help="gentd26-format utilization CSV"
+        "--utilization", type=Path, help="gentd26-format utilization CSV (default: fetched trace)"
     )
+    trace_paths.add_traces_dir(parser)
     parser.add_argument(
         "--strategy", choices=[p.value for p in Strategy], help="reclaim policy (one run)"
     )
@@ -123,7 +124,8 @@ def _table(result: dict[str, object]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if problem := simulate_sweep.check_flags(args):
+    problem = trace_paths.fill_defaults(args, ("pods", "nodes", "utilization"))
+    if problem or (problem := simulate_sweep.check_flags(args)):
         print(f"gpu-reclaimer simulate: {problem}", file=sys.stderr)
         return 2
     try:

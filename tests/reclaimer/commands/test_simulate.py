@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pandas as pd
@@ -9,6 +10,7 @@ import pytest
 from simworld import HOUR, WORKING_4_OF_5, P, write_trace
 
 from reclaimer.cli import main
+from reclaimer.commands import trace_paths
 from reclaimer.simulate.results import JSON_KEYS
 from reclaimer.simulate.strategies import Strategy
 
@@ -157,3 +159,25 @@ def test_a_slice_of_the_shared_trace_replays_under_every_policy(shared_data, tmp
     assert ours["preemptions"] > 0
     assert ours["wrongful_preemptions"] < culler["wrongful_preemptions"]
     assert ours["lost_gpu_hours"] < culler["lost_gpu_hours"]
+
+
+def test_files_not_given_are_read_from_the_traces_folder(tmp_path, capsys):
+    paths = write_trace(tmp_path, TRACE, [1, 1])
+    root = tmp_path / "traces"
+    for flag, role in trace_paths.FLAGS.items():
+        (root / role.value).parent.mkdir(parents=True, exist_ok=True)
+        data = paths[flag].read_bytes()
+        (root / role.value).write_bytes(gzip.compress(data) if role.value.endswith(".gz") else data)
+    argv = ["simulate", "--traces-dir", str(root), "--capacity-scale", "1"]
+    assert main([*argv, "--strategy", "none", "--json"]) == 0
+    given = main([*_args(paths), "--strategy", "none", "--json"])
+    assert given == 0
+    by_default, by_flag = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    assert by_default | {"wall_seconds": 0} == by_flag | {"wall_seconds": 0}
+
+
+def test_a_missing_default_trace_says_how_to_fetch_it(tmp_path, capsys):
+    argv = ["simulate", "--traces-dir", str(tmp_path), "--strategy", "none"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "no --pods given" in err and "gpu-reclaimer traces fetch" in err

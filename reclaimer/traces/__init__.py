@@ -1,0 +1,1 @@
+"""The public GPU cluster traces the backtest replays: where each is published, and fetching it."""
