@@ -11,6 +11,7 @@ import argparse
 from typing import NoReturn
 
 from webconfig.flags import add_web_arguments
+from webconfig.version import add_version_argument
 
 PROG = "gpu-exporter"
 
@@ -96,4 +97,5 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--log.level", dest="log_level", metavar="{debug,info,warn,error}")
     add_web_arguments(p)
+    add_version_argument(p, PROG)
     return p

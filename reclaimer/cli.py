@@ -11,6 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from webconfig.version import add_version_argument
+
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("reclaimer.commands.run", "run the controller (dry-run unless --apply)"),
     "forecast-eval": (
@@ -28,6 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpu-reclaimer", description=__doc__.splitlines()[0])
+    add_version_argument(parser, "gpu-reclaimer")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     wanted = next((a for a in argv if not a.startswith("-")), None)
     for name, (module, help_) in SUBCOMMANDS.items():
