@@ -51,3 +51,11 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """bin/ of the image's environment: the wheel the Dockerfile builds, runtime deps only."""
+    from imagebuild import build_image  # noqa: PLC0415 - only the image tests pay for it
+
+    return build_image(tmp_path_factory.mktemp("image"))
