@@ -4,9 +4,13 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 APT_STAMP := .apt-installed
-GENTD26 ?= ../shared/data/alibaba-gentd26/pod_gpu_duty_cycle.csv.gz
+# The public traces (`gpu-reclaimer traces fetch`): TRACES is where they are stored (the command's
+# default folder), TRACES_MIRROR a local copy used instead of the network when it exists.
+TRACES ?= $(or $(GPU_RECLAIM_TRACES),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gpu-reclaim/traces)
+TRACES_MIRROR ?= $(wildcard ../shared/data)
+GENTD26 ?= $(TRACES)/alibaba-gentd26/pod_gpu_duty_cycle.csv.gz
 
-.PHONY: deps test lint typecheck imports unit demo bench gpu-check clean
+.PHONY: deps test lint typecheck imports unit demo bench traces gpu-check clean
 
 # Debian packages the tests run for real: prometheus (with promtool) and chromium (headless, to
 # load the report and the status page as a browser does).
@@ -73,7 +77,10 @@ demo: deps
 # Benchmarks are not tests: they print the numbers in docs/ (development.md, backtest.md,
 # forecasting.md). BENCH_SECONDS shortens the exporter soak (the documented numbers use 600 s).
 BENCH_SECONDS ?= 600
-bench: deps
+traces: deps
+	$(BIN)/gpu-reclaimer traces fetch --dir $(TRACES) $(if $(TRACES_MIRROR),--mirror $(TRACES_MIRROR))
+
+bench: deps traces
 	$(BIN)/python bench/exporter_bench.py --duration $(BENCH_SECONDS)
 	$(BIN)/python bench/collectors_bench.py
 	$(BIN)/python bench/forecast_bench.py
@@ -82,7 +89,7 @@ bench: deps
 	$(BIN)/python bench/plan_bench.py
 	$(BIN)/python bench/kube_read_bench.py
 	$(BIN)/python bench/reclaimer_prom_read.py
-	$(BIN)/python bench/simulate_bench.py
+	$(BIN)/python bench/simulate_bench.py --data $(TRACES)
 
 # Real-GPU check of the exporter's NVML path (on a GPU box without the venv: GPU_CHECK_PY=python3).
 GPU_CHECK_PY ?= $(BIN)/python
