@@ -1,0 +1,56 @@
+"""docs/backtest.md's "from an empty folder" block, run as written after the clone and install.
+
+The block's `gpu-reclaimer` lines run from a folder outside the checkout: `traces fetch` and the
+first `simulate` with the image's environment (the wheel and its runtime deps, as `pip install .`
+gives), the `--report` line with the checkout's environment, which has the `report` extra the
+block installs. The traces come from the CI's mirror (`GPU_RECLAIM_TRACES_MIRROR`), the network
+being closed here; the download path itself is tested in test_traces.py.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from imagebuild import clean_env
+from repo_paths import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def _block() -> list[list[str]]:
+    text = (REPO / "docs" / "backtest.md").read_text()
+    start = text.index("From an empty folder")
+    block = re.search(r"```sh\n(.*?)```", text[start:], re.S)
+    assert block is not None
+    return [shlex.split(line.split("  #")[0]) for line in block.group(1).splitlines() if line]
+
+
+def test_the_block_installs_this_project_with_the_report_extra() -> None:
+    clone, install, *_ = _block()
+    assert clone[:2] == ["git", "clone"] and clone[-2:] == ["cd", "gpu-reclaim"]
+    assert install[-3:] == [".venv/bin/pip", "install", ".[report]"]
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert "report" in extras
+
+
+def test_the_block_runs_as_written(image: Path, shared_data: Path, tmp_path: Path) -> None:
+    *_, fetch, replay, report = _block()
+    env = clean_env() | {"GPU_RECLAIM_TRACES": str(tmp_path / "traces"),
+                         "GPU_RECLAIM_TRACES_MIRROR": str(shared_data)}  # fmt: skip
+    for argv, bin_dir in ((fetch, image), (replay, image), (report, Path(sys.executable).parent)):
+        assert argv[0] == ".venv/bin/gpu-reclaimer"
+        command = [str(bin_dir / "gpu-reclaimer"), *argv[1:]]
+        done = subprocess.run(
+            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+            check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, f"{argv}: {done.stderr}"
+    assert (tmp_path / "backtest.html").stat().st_size > 10_000
