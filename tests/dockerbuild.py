@@ -107,7 +107,8 @@ def wheel_stage(dockerfile: str) -> tuple[str, list[Copy]]:
             workdir = str(PurePosixPath(workdir) / rest)
         elif word == "COPY" and "--from" not in rest:
             *sources, dest = [a for a in rest.split() if not a.startswith("--")]
-            copies.append(Copy(tuple(sources), str(PurePosixPath(workdir) / dest)))
+            folder = dest.endswith("/") or dest in (".", "./")  # Docker: DEST/ is a folder
+            copies.append(Copy(tuple(sources), str(PurePosixPath(workdir) / dest) + "/" * folder))
         elif word == "RUN" and "pip wheel" in rest:
             if not rest.rstrip().endswith(" ."):
                 raise ValueError(f"the wheel is not built from the WORKDIR: RUN {rest}")
@@ -129,7 +130,7 @@ def stage_tree(root: Path, out: Path, dockerfile: str, ignore: str) -> Path:
 
 def _placed(copy: Copy, src: str, context: list[str]) -> list[tuple[str, str]]:
     """(context file, path in the image) for one COPY source, as Docker places them."""
-    dest = copy.dest.lstrip("/")
+    dest = copy.dest.strip("/")
     if src in context:  # a file: into DEST/ when DEST is a folder, else as DEST
         into = copy.dest.endswith("/") or len(copy.sources) > 1
         return [(src, f"{dest}/{PurePosixPath(src).name}" if into else dest)]
