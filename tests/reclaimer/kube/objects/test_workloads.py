@@ -32,6 +32,7 @@ def test_each_kind_is_one_gang_of_all_its_pods(kind: str) -> None:
         ("BatchJob", lambda o: o["spec"].update(suspend=True)),
         ("JobSet", lambda o: o["spec"].update(suspend=True)),
         ("RayJob", lambda o: o["spec"].update(suspend=True)),
+        ("TrainJob", lambda o: o["spec"].update(suspend=True)),
         (
             "Notebook",
             lambda o: o["metadata"].update(
@@ -54,6 +55,7 @@ def test_each_kind_reads_its_own_stop(kind: str, stop) -> None:
         ("BatchJob", {"conditions": [{"type": "Complete", "status": "True"}]}),
         ("JobSet", {"conditions": [{"type": "Completed", "status": "True"}]}),
         ("RayJob", {"jobDeploymentStatus": "Complete"}),
+        ("TrainJob", {"conditions": [{"type": "Complete", "status": "True"}]}),
     ],
 )
 def test_a_finished_workload_is_no_gang(kind: str, finish: dict) -> None:
