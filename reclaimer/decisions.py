@@ -43,6 +43,7 @@ class Reason(StrEnum):
     UNKNOWN_USAGE = "UsageUnknown"  # samples missing in the last horizon: unknown is not idle
     DISRUPTION_BUDGET = "DisruptionBudget"  # a PDB allows fewer disruptions than stopping causes
     MANAGED_ELSEWHERE = "ManagedByAnotherController"  # Kueue would unsuspend it at once
+    FOREIGN_OWNER = "ControlledByUnmanagedOwner"  # its controller owner would undo the stop
     UNSUPPORTED_KIND = "OwnerKindNotSupported"  # a GPU pod in no workload the reclaimer can stop
     ROOM_IN_FLIGHT = "RoomInFlight"  # pending job: room is already being freed for it
     RELEASE_OVERDUE = "ReleaseOverdue"  # warning: a stopped job's pods outlive releaseTimeout

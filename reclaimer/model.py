@@ -40,6 +40,7 @@ class JobKind(StrEnum):
     BATCH_JOB = "BatchJob"  # batch/v1 Job
     JOBSET = "JobSet"
     RAY_JOB = "RayJob"
+    TRAIN_JOB = "TrainJob"  # Kubeflow Trainer v2 (trainer.kubeflow.org/v1alpha1)
     VOLCANO_JOB = "Job"  # batch.volcano.sh Job
     POD = "Pod"
 
@@ -94,6 +95,7 @@ class Job:
     stopped_at: float | None = None  # when the reclaimer stopped it (suspended or evicted)
     disruption_block: str = ""  # a PodDisruptionBudget that forbids stopping it, and why
     managed_by: str = ""  # another controller admits it (Kueue): stopping it would be undone
+    controlled_by: str = ""  # its controller owner is a kind the reclaimer does not manage
     mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # of gpus: MIG, by resource
 
 

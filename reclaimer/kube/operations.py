@@ -4,7 +4,9 @@ Every operation first re-reads its object (the plan is minutes old): a vanished 
 `KubeError(404)`, a replaced one (new uid) or one already in the wanted state raises `Precondition`.
 Before a whole job is stopped its namespace's PodDisruptionBudgets are read again
 (`check_budgets`): one that now allows fewer disruptions than the stop causes raises
-`Precondition` too. A stop records the pending job it makes room for (`gpu-reclaim.io/room-for`).
+`Precondition` too, as does a live object that another controller now admits, reconciles or
+owns (`check_owners`, `kube.management`). A stop records the pending job it makes room for
+(`gpu-reclaim.io/room-for`).
 Writes carry the resourceVersion just read, so a concurrent change answers 409 and the actuator
 re-runs the operation once. Order matters:
 - PyTorchJob: one merge patch sets `spec.runPolicy.suspend` and the `gpu-reclaim.io/` annotations
@@ -27,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reclaimer.kube.client import KubeError
-from reclaimer.kube.objects import disruption, kinds, volcano
+from reclaimer.kube.objects import disruption, kinds, management, volcano
 from reclaimer.kube.objects import fields as f
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.write import KubeWriter, rfc3339
@@ -96,6 +98,13 @@ def check_budgets(w: KubeWriter, job: Job, pods: Sequence[Pod]) -> None:
         raise Precondition(why)
 
 
+def check_owners(obj: Obj, job: Job) -> None:
+    """Refuse to stop `job` when, read now, another controller admits, reconciles or owns it."""
+    why = management.managed_elsewhere(obj) or management.foreign_owner(obj)
+    if why:
+        raise Precondition(f"{job.key}: {why}")
+
+
 def set_suspended(
     w: KubeWriter,
     job: Job,
@@ -108,6 +117,7 @@ def set_suspended(
     obj = w.get_custom(wk.resource, job.namespace, job.name)
     _check_uid(obj, job.uid, job.key)
     if suspend:
+        check_owners(obj, job)
         check_budgets(w, job, pods)
     if _is_stopped(obj, wk) == suspend:
         raise Precondition(f"{job.key} is already {'suspended' if suspend else 'running'}")
@@ -149,6 +159,7 @@ _SINCE = {
     kinds.BATCH_JOB.job_kind: "Kubernetes 1.24",
     kinds.JOBSET.job_kind: "JobSet v0.2",
     kinds.RAY_JOB.job_kind: "KubeRay v1.0",
+    kinds.TRAIN_JOB.job_kind: "Kubeflow Trainer v2.0",
 }
 
 

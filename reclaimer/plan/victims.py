@@ -3,7 +3,8 @@
 A job is a candidate victim only as a whole gang, and only when every safety rule passes, checked
 cheapest first: its queue is known and reclaimable, it is not opted out (Volcano's
 `volcano.sh/preemptable: "false"` or the policy's own annotation, on the job or any of its pods),
-no other controller admits it (Kueue would unsuspend it at once), no PodDisruptionBudget selecting
+no other controller admits it (Kueue would unsuspend it at once) and its controller owner, if any,
+is a kind the reclaimer manages (any other would undo the stop), no PodDisruptionBudget selecting
 its pods allows fewer disruptions than stopping it would cause, it is not a Volcano Job with one
 retry or fewer left (Volcano counts a resume as a retry), it has run for its minimum runtime
 (`volcano.sh/cooldown-time`, else the policy's), the reclaimer has not acted on it within the job
@@ -127,6 +128,8 @@ def screen(
         return Skip(job.key, Reason.OPTED_OUT, 'preemptable annotation is "false"')
     if job.managed_by:
         return Skip(job.key, Reason.MANAGED_ELSEWHERE, job.managed_by)
+    if job.controlled_by:
+        return Skip(job.key, Reason.FOREIGN_OWNER, job.controlled_by)
     if job.disruption_block:
         return Skip(job.key, Reason.DISRUPTION_BUDGET, job.disruption_block)
     if job.retries_left is not None and not spares_a_retry(job.retries_left):

@@ -17,7 +17,9 @@ queue's pods that ran (of all of them when its queue has none). Its `scheduled_t
 after it was last seen pending, cut at the window's end: when its wait ended, not a start.
 
 Queue (`qos`): the pod's job's queue in the cluster (PodGroup, Volcano Job or queue
-annotation), else its Volcano queue recorded in Prometheus (`RECORDED_POD_QUEUE`), else
+annotation; the pods of a workload are read as its one job through their owners, e.g. a Kubeflow
+TrainJob's pods -> Job -> JobSet -> TrainJob take the TrainJob's queue), else its Volcano
+queue recorded in Prometheus (`RECORDED_POD_QUEUE`), else
 `unknown`. `reclaimable`: the Volcano Queue's flag where the cluster has that Queue, else false
 (a pod whose queue is not known is never taken as reclaimable, as the controller would not).
 Nodes: the cluster's GPU nodes, plus any node Prometheus saw GPUs on that the cluster no longer

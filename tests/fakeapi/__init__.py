@@ -2,7 +2,8 @@
 
 `FakeCluster` holds the objects and answers requests the way the API server would for the kinds
 the reclaimer uses (list/get/create/replace/patch/delete, resourceVersion conflicts, dry-run,
-the pods/eviction subresource against PodDisruptionBudgets); `FakeApiServer` serves it over
+the pods/eviction subresource against PodDisruptionBudgets, Kubeflow Trainer's TrainJob carrying
+`suspend` to its JobSet); `FakeApiServer` serves it over
 aiohttp on 127.0.0.1 from a thread with its own event loop.
 """
 

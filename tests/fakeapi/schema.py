@@ -10,7 +10,9 @@ would silently drop a suspend patch while the job keeps running.
 Only the parts of the training-operator schemas the reclaimer writes are declared field by field
 (`spec.runPolicy` and `spec.runPolicy.schedulingPolicy` for every training kind; the whole of
 `spec` for PyTorchJob); deeper parts (replica specs, templates, status) are kept whole, as their
-schemas accept what the tests store there.
+schemas accept what the tests store there. Kubeflow Trainer's TrainJob has its `spec` declared
+key by key for each release (`TrainJobSpec` in pkg/apis/trainer/v1alpha1/trainjob_types.go at
+tags v2.0.0 to v2.3.0; its CRD manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml).
 """
 
 from __future__ import annotations
@@ -51,18 +53,28 @@ RUN_POLICY = {
 SCHEDULING_POLICY = frozenset(
     {"minAvailable", "queue", "minResources", "priorityClass", "scheduleTimeoutSeconds"}
 )
+TRAINJOBS: Res = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
+_TRAINJOB_V20 = frozenset({"runtimeRef", "initializer", "trainer", "suspend", "managedBy"})
+TRAINJOB_SPEC = {
+    "v2.0": _TRAINJOB_V20 | {"labels", "annotations", "podSpecOverrides"},
+    "v2.1": _TRAINJOB_V20 | {"labels", "annotations", "podTemplateOverrides"},
+    "v2.2": _TRAINJOB_V20 | {"runtimePatches", "activeDeadlineSeconds"},
+    "v2.3": _TRAINJOB_V20 | {"runtimePatches", "activeDeadlineSeconds"},
+}
 PYTORCH_SPEC = frozenset({"runPolicy", "elasticPolicy", "pytorchReplicaSpecs", "nprocPerNode"})
 TOP = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
 
 
-def prune(res: Res, obj: Obj, *, operator: str, strict: bool) -> Obj:
+def prune(res: Res, obj: Obj, *, operator: str, strict: bool, trainer: str = "v2.3") -> Obj:
     """`obj` as the API server would store it; 400 under Strict when a field would be dropped."""
-    if res not in TRAINING:
+    if res not in TRAINING and res != TRAINJOBS:
         return obj
     dropped: list[str] = []
     _keep(obj, TOP, "", dropped)
     spec = obj.get("spec")
-    if isinstance(spec, dict):
+    if isinstance(spec, dict) and res == TRAINJOBS:
+        _keep(spec, TRAINJOB_SPEC[trainer], "spec", dropped)
+    elif isinstance(spec, dict):
         if res == PYTORCHJOBS:
             _keep(spec, PYTORCH_SPEC, "spec", dropped)
         policy = spec.get("runPolicy")

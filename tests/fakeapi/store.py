@@ -6,7 +6,9 @@ resourceVersion; a write carrying `metadata.resourceVersion` that is not current
 are applied as JSON merge patches: the reclaimer only patches maps (labels, annotations, data,
 spec fields), where the two agree. Evictions check PodDisruptionBudgets like the real server:
 429 when the budget allows no disruption, 500 when more than one budget selects the pod.
-Creates are checked first as the real server checks them (`fakeapi.validation`).
+Creates are checked first as the real server checks them (`fakeapi.validation`). After each
+accepted write the controllers the fake runs react to it (`fakeapi.trainer`: a TrainJob's suspend
+flows to its JobSet).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from fakeapi import trainer
 from fakeapi.disruption import check_budget, refresh_status, selects
 from fakeapi.errors import ApiError
 from fakeapi.schema import prune
@@ -50,6 +53,7 @@ KNOWN: dict[tuple[str, str, str], tuple[str, bool]] = {
     ("jobset.x-k8s.io", "v1alpha2", "jobsets"): ("JobSet", True),
     ("ray.io", "v1", "rayjobs"): ("RayJob", True),
     ("ray.io", "v1", "rayclusters"): ("RayCluster", True),
+    ("trainer.kubeflow.org", "v1alpha1", "trainjobs"): ("TrainJob", True),
     ("nvidia.com", "v1", "clusterpolicies"): ("ClusterPolicy", False),
 }
 PODS = ("", "v1", "pods")
@@ -63,6 +67,7 @@ CRD_GROUPS = frozenset(
         "nvidia.com",
         "jobset.x-k8s.io",
         "ray.io",
+        "trainer.kubeflow.org",
     }
 )
 
@@ -123,6 +128,7 @@ class FakeCluster:
     version: int = 100
     serial: int = 0
     training_operator: str = "v1.8"  # PyTorchJob CRD schema (v1.6: no runPolicy.suspend)
+    trainer_release: str = "v2.3"  # TrainJob CRD schema (`fakeapi.schema.TRAINJOB_SPEC`)
     compacted: int = 0  # continue tokens issued before this resourceVersion answer 410
     compact_during: str | None = None  # compact after serving a first page of this plural
 
@@ -227,7 +233,13 @@ class FakeCluster:
         self, res: tuple[str, str, str], ns: str, body: Obj, dry: bool, strict: bool = False
     ) -> Obj:
         check_create(res, KNOWN[res][0], ns if KNOWN[res][1] else "", body)
-        obj = prune(res, copy.deepcopy(body), operator=self.training_operator, strict=strict)
+        obj = prune(
+            res,
+            copy.deepcopy(body),
+            operator=self.training_operator,
+            trainer=self.trainer_release,
+            strict=strict,
+        )
         meta = obj.setdefault("metadata", {})
         if not meta.get("name"):
             if not meta.get("generateName"):
@@ -240,7 +252,15 @@ class FakeCluster:
             res, {}
         ):
             raise ApiError(409, "AlreadyExists", f'{res[2]} "{meta["name"]}" already exists')
-        return copy.deepcopy(obj) if dry else copy.deepcopy(self._store(res, obj))
+        return copy.deepcopy(obj) if dry else self._written(res, obj)
+
+    def _written(self, res: tuple[str, str, str], obj: Obj) -> Obj:
+        """Store an accepted write, answer what was stored, then let the controllers the fake
+        runs react to it (`fakeapi.trainer`), as they would right after."""
+        stored = copy.deepcopy(self._store(res, obj))
+        meta = stored["metadata"]
+        trainer.reconcile(self, res, meta.get("namespace", ""), meta["name"])
+        return stored
 
     def _check_version(self, current: Obj, body: Obj) -> None:
         wanted = (body.get("metadata") or {}).get("resourceVersion")
@@ -265,9 +285,15 @@ class FakeCluster:
     ) -> Obj:
         current = self.current(res, ns, name)
         self._check_version(current, body)
-        obj = prune(res, copy.deepcopy(body), operator=self.training_operator, strict=strict)
+        obj = prune(
+            res,
+            copy.deepcopy(body),
+            operator=self.training_operator,
+            trainer=self.trainer_release,
+            strict=strict,
+        )
         obj["metadata"]["uid"] = current["metadata"]["uid"]
-        return obj if dry else copy.deepcopy(self._store(res, obj))
+        return obj if dry else self._written(res, obj)
 
     def patch(
         self,
@@ -293,9 +319,15 @@ class FakeCluster:
         current = self.current(res, ns, name)
         self._check_version(current, body)
         patched = merge_patch(current, body)
-        merged = prune(res, patched, operator=self.training_operator, strict=strict)
+        merged = prune(
+            res,
+            patched,
+            operator=self.training_operator,
+            trainer=self.trainer_release,
+            strict=strict,
+        )
         merged["metadata"]["name"], merged["metadata"]["uid"] = name, current["metadata"]["uid"]
-        return merged if dry else copy.deepcopy(self._store(res, merged))
+        return merged if dry else self._written(res, merged)
 
     def delete(self, res: tuple[str, str, str], ns: str, name: str, dry: bool) -> Obj:
         obj = self.current(res, ns, name)

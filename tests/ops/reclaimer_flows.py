@@ -46,6 +46,7 @@ WORKLOAD_FILES = {
     JobKind.BATCH_JOB: "workloads/batch-job.yaml",
     JobKind.JOBSET: "workloads/jobset.yaml",
     JobKind.RAY_JOB: "workloads/rayjob.yaml",
+    JobKind.TRAIN_JOB: "workloads/trainjob.yaml",
 }
 VOLCANO_JOB: Obj = {
     "apiVersion": "batch.volcano.sh/v1alpha1",

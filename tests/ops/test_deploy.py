@@ -156,6 +156,7 @@ RECLAIMER_DRY_RUN = {
     *(("cluster", "batch", "jobs", v) for v in (*READ, "patch")),
     *(("cluster", "jobset.x-k8s.io", "jobsets", v) for v in (*READ, "patch")),
     *(("cluster", "ray.io", "rayjobs", v) for v in (*READ, "patch")),
+    *(("cluster", "trainer.kubeflow.org", "trainjobs", v) for v in (*READ, "patch")),
     *(("cluster", "apps", "statefulsets", v) for v in READ),
     *(("cluster", "ray.io", "rayclusters", v) for v in READ),
     *(("cluster", "nvidia.com", "clusterpolicies", v) for v in ("get", "list")),

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from reclaimer.devices import slots_by_resource
-from reclaimer.kube.objects import disruption, gangs, kinds, workloads
+from reclaimer.kube.objects import disruption, gangs, kinds, trainjob, workloads
 from reclaimer.kube.objects import fields as f
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.objects.nodes import device_plugin_data, node
@@ -106,7 +106,30 @@ def _jobs(
             problems.append(f"{kind} {job.key}: skipped, another gang has the same key")
             continue
         jobs[job.key] = job
+    _size_trainjobs(jobs, objs.workloads, owners, prio, problems)
     return jobs
+
+
+def _size_trainjobs(
+    jobs: dict[str, Job],
+    objs: Sequence[Obj],
+    owners: OwnerIndex,
+    prio: Mapping[str, int],
+    problems: list[str],
+) -> None:
+    """Each TrainJob's gang sized by the JobSet it owns (`kube.trainjob`)."""
+    for obj in objs:
+        owner = f.controller_owner(obj) if obj.get("kind") == kinds.JOBSET.resource.kind else None
+        if owner is None or owner.get("kind") != kinds.TRAIN_JOB.resource.kind:
+            continue
+        key = f"{f.namespace(obj)}/{owner.get('name')}"
+        job = jobs.get(key)
+        if job is None or job.kind is not kinds.TRAIN_JOB.job_kind:
+            continue
+        if owner.get("uid") and job.uid and owner.get("uid") != job.uid:
+            continue  # a JobSet left over from an earlier TrainJob of the same name
+        make = partial(workloads.jobset, obj, kinds.JOBSET, prio)
+        jobs[key] = trainjob.sized_by_jobset(job, obj, _safe(problems, f"JobSet {key}", make))
 
 
 def _place_pod(

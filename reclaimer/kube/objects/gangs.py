@@ -18,19 +18,17 @@ from collections.abc import Mapping, Sequence
 
 from reclaimer.devices import slots_by_resource
 from reclaimer.kube.objects import fields as f
-from reclaimer.kube.objects import volcano
+from reclaimer.kube.objects import management, volcano
 from reclaimer.kube.objects.resources import (
     ACTION_TIME_KEYS,
     DEFAULT_QUEUE,
     DISRUPTION_TARGET,
     EVICTED_AT,
     GROUP_NAME_KEY,
-    KUEUE_QUEUE_LABEL,
     QUEUE_LABELS,
     ROOM_FOR,
     SUSPENDED_AT,
     SUSPENDED_BY,
-    TRAINING_OPERATOR,
     WORKLOAD_CLASS,
 )
 from reclaimer.model import Job, JobKind, PendingDemand, Pod, PodPhase
@@ -67,26 +65,10 @@ def job_from_meta(obj: Obj, kind: JobKind, **values: object) -> Job:
         room_for=annotations.get(ROOM_FOR) or None,
         stopped_at=f.timestamp(annotations.get(SUSPENDED_AT) or annotations.get(EVICTED_AT)),
         workload_class=annotations.get(WORKLOAD_CLASS) or labels.get(WORKLOAD_CLASS),
-        managed_by=managed_elsewhere(obj),
+        managed_by=management.managed_elsewhere(obj),
+        controlled_by=management.foreign_owner(obj),
         **values,  # type: ignore[arg-type]
     )
-
-
-def managed_elsewhere(obj: Obj) -> str:
-    """Who else admits this job, in words; empty when nobody does.
-
-    Kueue suspends every job it manages until it admits it and unsuspends what it admitted, so
-    a job the reclaimer suspended would be running again within a reconcile. A training job
-    whose `runPolicy.managedBy` names another controller (MultiKueue) is not even reconciled by
-    the training-operator here.
-    """
-    queue = f.labels_of(obj).get(KUEUE_QUEUE_LABEL)
-    if queue:
-        return f"Kueue admits it ({KUEUE_QUEUE_LABEL}={queue}): it would unsuspend it at once"
-    manager = f.dig(obj, "spec", "runPolicy", "managedBy")
-    if manager and manager != TRAINING_OPERATOR:
-        return f"runPolicy.managedBy is {manager}, not the training-operator"
-    return ""
 
 
 def volcano_job(obj: Obj, priorities: Mapping[str, int]) -> Job | None:

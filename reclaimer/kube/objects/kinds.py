@@ -6,8 +6,10 @@ the way its own controller (or Kueue) does:
   CRD lacks the field answers 400 instead of dropping it: `spec.runPolicy.suspend` for every
   training-operator kind (TFJob, PyTorchJob, XGBoostJob, PaddleJob, JAXJob in kubeflow.org/v1,
   MPIJob in kubeflow.org/v2beta1), `spec.suspend` for `batch/v1` Job (the Job controller
-  deletes the pods; resuming resets `status.startTime`), JobSet (`jobset.x-k8s.io/v1alpha2`) and
-  RayJob (`ray.io/v1`). These are the fields Kueue admits and preempts with.
+  deletes the pods; resuming resets `status.startTime`), JobSet (`jobset.x-k8s.io/v1alpha2`),
+  RayJob (`ray.io/v1`) and Kubeflow Trainer v2's TrainJob (`trainer.kubeflow.org/v1alpha1`, whose
+  controller carries `spec.suspend` down to the JobSet it owns). These are the fields Kueue
+  admits and preempts with.
 - `NOTEBOOK`: Kubeflow's Notebook (`kubeflow.org/v1`) is stopped by the annotation
   `kubeflow-resource-stopped` set to the time (the notebook controller scales its StatefulSet to
   zero, as its own idle culler does) and resumed by removing it.
@@ -16,6 +18,10 @@ the way its own controller (or Kueue) does:
 
 `OWNER_CHAIN` lists the intermediate controllers between a pod and its workload (a Notebook's
 StatefulSet, a JobSet's Jobs, a RayJob's RayCluster); `kube.owners` walks them.
+
+`managed_by` is where a kind names the controller that reconciles it, and `controller` the value
+its own controller answers to (unset means it); any other value hands the object to another
+controller (MultiKueue, a custom one), which the reclaimer leaves alone (`kube.management`).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from reclaimer.kube.objects.resources import VOLCANO_JOBS, Resource
+from reclaimer.kube.objects.resources import TRAINING_OPERATOR, VOLCANO_JOBS, Resource
 from reclaimer.model import JobKind
 
 
@@ -42,6 +48,8 @@ class WorkloadKind:
     stop: Stop
     suspend_path: tuple[str, ...] = ()  # where the boolean lives, for Stop.SUSPEND
     replica_specs: str = ""  # training-operator kinds: the spec key of their replica specs
+    managed_by: tuple[str, ...] = ()  # the spec field naming the controller that reconciles it
+    controller: str = ""  # the value of `managed_by` its own controller reconciles
 
     @property
     def key(self) -> tuple[str, str]:
@@ -51,11 +59,32 @@ class WorkloadKind:
 RUN_POLICY_SUSPEND: Final = ("spec", "runPolicy", "suspend")
 SPEC_SUSPEND: Final = ("spec", "suspend")
 NOTEBOOK_STOPPED: Final = "kubeflow-resource-stopped"
+RUN_POLICY_MANAGED_BY: Final = ("spec", "runPolicy", "managedBy")
+SPEC_MANAGED_BY: Final = ("spec", "managedBy")
+# the reserved `managedBy` values of each kind's own controller: training-operator
+# pkg/apis/kubeflow.org/v1/common_types.go `KubeflowJobsController` (v1.9), mpi-operator
+# pkg/apis/kubeflow/v2beta1 types.go `KubeflowJobController`, Kubernetes batch/v1
+# `JobControllerName` (JobManagedBy, 1.30+), JobSet api/jobset/v1alpha2 `JobSetControllerName`
+# (v0.6+), KubeRay ray-operator/apis/ray/v1 `KubeRayController` (v1.3+), Kubeflow Trainer
+# pkg/apis/trainer/v1alpha1/trainjob_types.go `spec.managedBy` default (v2.0.0 through v2.3.0)
+MPI_OPERATOR: Final = "kubeflow.org/mpi-operator"
+JOB_CONTROLLER: Final = "kubernetes.io/job-controller"
+JOBSET_CONTROLLER: Final = "jobset.sigs.k8s.io/jobset-controller"
+KUBERAY_OPERATOR: Final = "ray.io/kuberay-operator"
+TRAINJOB_CONTROLLER: Final = "trainer.kubeflow.org/trainjob-controller"
 
 
-def _training(kind: JobKind, plural: str, specs: str, version: str = "v1") -> WorkloadKind:
+def _training(
+    kind: JobKind,
+    plural: str,
+    specs: str,
+    version: str = "v1",
+    controller: str = TRAINING_OPERATOR,
+) -> WorkloadKind:
     res = Resource("kubeflow.org", version, plural, kind.value)
-    return WorkloadKind(kind, res, Stop.SUSPEND, RUN_POLICY_SUSPEND, specs)
+    return WorkloadKind(
+        kind, res, Stop.SUSPEND, RUN_POLICY_SUSPEND, specs, RUN_POLICY_MANAGED_BY, controller
+    )
 
 
 TRAINING: Final = (
@@ -64,25 +93,38 @@ TRAINING: Final = (
     _training(JobKind.XGBOOST_JOB, "xgboostjobs", "xgbReplicaSpecs"),
     _training(JobKind.PADDLE_JOB, "paddlejobs", "paddleReplicaSpecs"),
     _training(JobKind.JAX_JOB, "jaxjobs", "jaxReplicaSpecs"),
-    _training(JobKind.MPI_JOB, "mpijobs", "mpiReplicaSpecs", version="v2beta1"),
+    _training(JobKind.MPI_JOB, "mpijobs", "mpiReplicaSpecs", "v2beta1", MPI_OPERATOR),
 )
 NOTEBOOK: Final = WorkloadKind(
     JobKind.NOTEBOOK, Resource("kubeflow.org", "v1", "notebooks", "Notebook"), Stop.NOTEBOOK
 )
-BATCH_JOB: Final = WorkloadKind(
-    JobKind.BATCH_JOB, Resource("batch", "v1", "jobs", "Job"), Stop.SUSPEND, SPEC_SUSPEND
+
+
+def _spec_suspend(kind: JobKind, res: Resource, controller: str) -> WorkloadKind:
+    return WorkloadKind(
+        kind, res, Stop.SUSPEND, SPEC_SUSPEND, managed_by=SPEC_MANAGED_BY, controller=controller
+    )
+
+
+BATCH_JOB: Final = _spec_suspend(
+    JobKind.BATCH_JOB, Resource("batch", "v1", "jobs", "Job"), JOB_CONTROLLER
 )
-JOBSET: Final = WorkloadKind(
+JOBSET: Final = _spec_suspend(
     JobKind.JOBSET,
     Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet"),
-    Stop.SUSPEND,
-    SPEC_SUSPEND,
+    JOBSET_CONTROLLER,
 )
-RAY_JOB: Final = WorkloadKind(
-    JobKind.RAY_JOB, Resource("ray.io", "v1", "rayjobs", "RayJob"), Stop.SUSPEND, SPEC_SUSPEND
+RAY_JOB: Final = _spec_suspend(
+    JobKind.RAY_JOB, Resource("ray.io", "v1", "rayjobs", "RayJob"), KUBERAY_OPERATOR
+)
+# Kubeflow Trainer v2: TrainJob -> JobSet (same name) -> Jobs -> pods, all controller owners
+TRAIN_JOB: Final = _spec_suspend(
+    JobKind.TRAIN_JOB,
+    Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob"),
+    TRAINJOB_CONTROLLER,
 )
 VOLCANO_JOB: Final = WorkloadKind(JobKind.VOLCANO_JOB, VOLCANO_JOBS, Stop.VOLCANO_COMMAND)
-SUSPENDABLE: Final = (*TRAINING, NOTEBOOK, BATCH_JOB, JOBSET, RAY_JOB)
+SUSPENDABLE: Final = (*TRAINING, NOTEBOOK, BATCH_JOB, JOBSET, RAY_JOB, TRAIN_JOB)
 WORKLOADS: Final = (*SUSPENDABLE, VOLCANO_JOB)
 BY_KEY: Final = {w.key: w for w in WORKLOADS}
 BY_JOB_KIND: Final = {w.job_kind: w for w in WORKLOADS}

@@ -3,12 +3,14 @@
 A pod's controller `ownerReference` names what created it; that object may itself be owned:
 pod -> StatefulSet -> Notebook, pod -> Job -> JobSet, pod -> RayCluster -> RayJob. The reclaimer
 must stop the topmost workload it knows how to stop (`kube.kinds`): suspending a JobSet's Job
-would only have the JobSet recreate it. So the chain is walked up through every object listed
-(workloads and the intermediate controllers), and the highest known workload wins; a known
-workload under a controller the reclaimer does not know (a batch Job of a CronJob) is still
-stopped by itself. When no known workload is on the chain, the first controller's kind is
-reported, so the operator learns which kind holds the GPUs (a Deployment's ReplicaSet, an
-unknown CRD) and that it is left alone.
+would only have the JobSet recreate it, suspending a TrainJob's JobSet would only have the
+TrainJob set it back. So the chain is walked up through every object listed (workloads and the
+intermediate controllers), and the highest known workload wins; a known workload under a
+controller the reclaimer does not know is its own gang, which `kube.management` then keeps from
+being stopped unless that owner is known to leave it alone (a batch Job of a CronJob). When no
+known workload is on the chain, the first controller's kind is reported, with the topmost
+listed owner above it (a StatefulSet of an unknown CRD), so the operator learns which kind holds
+the GPUs (a Deployment's ReplicaSet, an unknown CRD) and that it is left alone.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class OwnerIndex:
         """The topmost known workload above `obj`, else the first controller's kind."""
         namespace = f.namespace(obj)
         found = Owner()
-        first_other = ""
+        first_other, top_other = "", ""
         ref = f.controller_owner(obj)
         for _ in range(MAX_DEPTH):
             if ref is None:
@@ -66,8 +68,11 @@ class OwnerIndex:
                 found = Owner(f"{namespace}/{name}", known)
             elif not first_other:
                 first_other = f"{kind} ({api})"
+            else:
+                top_other = f"{kind} {namespace}/{name} ({api})"
             parent = self._by_ref.get((namespace, _group(api), kind, str(name)))
             ref = f.controller_owner(parent) if parent is not None else None
         if found.key is None and first_other:
-            return Owner(other=first_other)
+            above = f" owned by {top_other}" if top_other else ""
+            return Owner(other=first_other + above)
         return found

@@ -11,7 +11,8 @@ no gang at all), when it started, its queue and priority when its spec says them
 - RayJob (the head plus every worker group's replicas; finished once its deployment status is
   Complete or Failed, or its job status final);
 - Notebook (one pod of its template; stopped while `kubeflow-resource-stopped` is set; never
-  finished).
+  finished);
+- TrainJob (`kube.trainjob`: its JobSet's size, else its trainer's nodes; its queue override).
 A workload whose spec names no queue takes the Volcano queue its pod template is annotated or
 labelled with, else its pods' (Volcano's PodGroup or the queue label or annotation), resolved
 when pods are attached (`gangs.attach_pods`).
@@ -23,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reclaimer.kube.objects import fields as f
-from reclaimer.kube.objects import kinds
+from reclaimer.kube.objects import kinds, trainjob
 from reclaimer.kube.objects.gangs import job_from_meta, priority_of
 from reclaimer.kube.objects.resources import DEFAULT_QUEUE, QUEUE_LABELS
 from reclaimer.model import Job
@@ -157,6 +158,7 @@ BUILDERS: Mapping[str, Builder] = {
     "JobSet": jobset,
     "RayJob": ray_job,
     "Notebook": notebook,
+    "TrainJob": trainjob.train_job,
 }
 
 

@@ -37,7 +37,10 @@ async def test_async_read(api) -> None:
     ("groups", "missing"),
     [
         (frozenset({"kubeflow.org", "jobset.x-k8s.io", "ray.io"}), ["Queues", "PodGroups", "Job"]),
-        (frozenset({"scheduling.volcano.sh", "batch.volcano.sh"}), ["PyTorchJob", "JobSet"]),
+        (
+            frozenset({"scheduling.volcano.sh", "batch.volcano.sh"}),
+            ["PyTorchJob", "JobSet", "TrainJob"],
+        ),
         (frozenset(), ["Queues", "PodGroups", "Job", "PyTorchJob", "Notebook", "RayJob"]),
     ],
     ids=["no-volcano", "no-kubeflow", "neither"],

@@ -4,7 +4,9 @@ Each `world(kind)` returns the workload, the controllers between it and its pods
 (two GPUs in all, one or two pods, running on gpu-node-1), with the owner references the real
 controllers set: the training-operator and Volcano own pods directly; the notebook controller
 owns a StatefulSet that owns the pod; JobSet owns batch Jobs that own the pods; a RayJob owns a
-RayCluster that owns the pods.
+RayCluster that owns the pods; a TrainJob owns a JobSet of its name (Kubeflow Trainer's JobSet
+plugin), which owns a Job that owns the pods, and a Volcano PodGroup of its name (the trainer's
+Volcano plugin) that holds its queue.
 """
 
 from __future__ import annotations
@@ -124,6 +126,34 @@ def ray_job() -> tuple[Obj, list[Obj]]:
     return rj, [rc, pod("tune-worker-a", rc), pod("tune-worker-b", rc)]
 
 
+def train_job() -> tuple[Obj, list[Obj]]:
+    """A TrainJob of two nodes with one GPU each, on a runtime with `podGroupPolicy.volcano`
+    whose template names the queue: the trainer put it on the JobSet and the PodGroup."""
+    tj = meta("TrainJob", "trainer.kubeflow.org/v1alpha1", "finetune", "uid-tj")
+    tj["spec"] = {
+        "runtimeRef": {"name": "torch-distributed"},
+        "trainer": {"numNodes": 2, "resourcesPerNode": GPU1},
+    }
+    queue = {"scheduling.volcano.sh/queue-name": "research"}
+    js = meta("JobSet", "jobset.x-k8s.io/v1alpha2", "finetune", "uid-tj-js", annotations=queue)
+    js["metadata"]["ownerReferences"] = [owner(tj)]
+    node = template()
+    node["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "finetune"}
+    rj = {"name": "node", "replicas": 1, "template": {"spec": {"parallelism": 2, "template": node}}}
+    js["spec"] = {"replicatedJobs": [rj]}
+    job = meta("Job", "batch/v1", "finetune-node-0", "uid-tj-j", ownerReferences=[owner(js)])
+    job["spec"] = {"parallelism": 2, "template": node}
+    pg = meta("PodGroup", "scheduling.volcano.sh/v1beta1", "finetune", "uid-tj-pg")
+    pg["metadata"]["ownerReferences"] = [owner(tj)]
+    pg["spec"] = {"minMember": 2, "queue": "research", "minResources": {"nvidia.com/gpu": "2"}}
+    pg["status"] = {"phase": "Running"}
+    pods = [pod(f"finetune-node-0-{i}", job) for i in range(2)]
+    for p in pods:
+        p["metadata"]["labels"] = {"jobset.sigs.k8s.io/jobset-name": "finetune"}
+        p["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "finetune"}
+    return tj, [js, job, pg, *pods]
+
+
 NAMES = {
     "PyTorchJob": "train",
     "TFJob": "train",
@@ -135,6 +165,7 @@ NAMES = {
     "BatchJob": "sweep",
     "JobSet": "pretrain",
     "RayJob": "tune",
+    "TrainJob": "finetune",
 }
 WORLDS = {
     "PyTorchJob": lambda: training("PyTorchJob", "pytorchReplicaSpecs"),
@@ -147,6 +178,7 @@ WORLDS = {
     "BatchJob": batch_job,
     "JobSet": jobset,
     "RayJob": ray_job,
+    "TrainJob": train_job,
 }
 
 

@@ -9,6 +9,7 @@ import pytest
 from planworld import NOW, World, starved_world
 
 from reclaimer.decisions import ActionKind, Reason
+from reclaimer.model import JobKind
 from reclaimer.policy.settings import Policy
 
 Case = Callable[[], World]
@@ -106,6 +107,25 @@ CASES = [
         set(),
         {"be/kueue": Reason.MANAGED_ELSEWHERE},
         id="a-job-kueue-admits-is-left-to-kueue",
+    ),
+    pytest.param(
+        lambda: (
+            starved_world()
+            .job(
+                "be/owned",
+                "be",
+                {"n1": 8},
+                idle=0.99,
+                kind=JobKind.JOBSET,
+                controlled_by="its controller owner is Pipeline (example.com/v1) be/p",
+            )
+            .job("be/busy", "be", {"n2": 8}, busy=True)
+            .pend("ls/x", "ls", 8)
+        ),
+        Policy(),
+        set(),
+        {"be/owned": Reason.FOREIGN_OWNER},
+        id="a-job-another-kind-controls-is-left-to-its-owner",
     ),
     pytest.param(
         lambda: (

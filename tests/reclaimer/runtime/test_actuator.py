@@ -405,3 +405,32 @@ def test_suspend_on_a_training_operator_without_suspend_fails_loudly(
     assert _state(cluster) == before
     patch = next(q for q in cluster.writes() if q.method == "PATCH")
     assert patch.query["fieldValidation"] == ["Strict"]
+
+
+def _owned(job: dict[str, Any]) -> None:
+    ref = {"apiVersion": "example.com/v1", "kind": "Pipeline", "name": "p", "uid": "u"}
+    job["metadata"]["ownerReferences"] = [{**ref, "controller": True}]
+
+
+def _kueue(job: dict[str, Any]) -> None:
+    job["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "lq"
+
+
+def _multikueue(job: dict[str, Any]) -> None:
+    job["spec"]["runPolicy"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+
+
+@pytest.mark.parametrize(
+    ("take_over", "named"),
+    [(_owned, "Pipeline research/p"), (_kueue, "Kueue"), (_multikueue, "multikueue")],
+    ids=["an-unmanaged-owner", "kueue", "managed-by-multikueue"],
+)
+def test_a_job_taken_over_since_the_snapshot_is_not_stopped(
+    api, cluster: FakeCluster, take_over: Any, named: str
+) -> None:
+    view = read_cluster_sync(api, now=NOW)
+    take_over(cluster.get(*PYT, "bert-train", "research"))
+    before = _state(cluster)
+    [res] = Actuator(api, clock=lambda: NOW).apply([preempt("research/bert-train")], view)
+    assert res.outcome is Outcome.SKIPPED and named in res.detail, res
+    assert cluster.writes() == [] and _state(cluster) == before

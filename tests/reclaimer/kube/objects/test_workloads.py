@@ -32,6 +32,7 @@ def test_each_kind_is_one_gang_of_all_its_pods(kind: str) -> None:
         ("BatchJob", lambda o: o["spec"].update(suspend=True)),
         ("JobSet", lambda o: o["spec"].update(suspend=True)),
         ("RayJob", lambda o: o["spec"].update(suspend=True)),
+        ("TrainJob", lambda o: o["spec"].update(suspend=True)),
         (
             "Notebook",
             lambda o: o["metadata"].update(
@@ -54,6 +55,7 @@ def test_each_kind_reads_its_own_stop(kind: str, stop) -> None:
         ("BatchJob", {"conditions": [{"type": "Complete", "status": "True"}]}),
         ("JobSet", {"conditions": [{"type": "Completed", "status": "True"}]}),
         ("RayJob", {"jobDeploymentStatus": "Complete"}),
+        ("TrainJob", {"conditions": [{"type": "Complete", "status": "True"}]}),
     ],
 )
 def test_a_finished_workload_is_no_gang(kind: str, finish: dict) -> None:
@@ -77,7 +79,19 @@ def test_an_unknown_controller_is_named() -> None:
     assert "run by Trainer (example.com/v1)" in view.unmanaged[f"{NS}/t-0"]
 
 
-def test_a_known_workload_under_an_unknown_controller_is_stopped_by_itself() -> None:
+def test_a_statefulset_under_an_unknown_owner_names_that_owner() -> None:
+    app = meta("InferenceService", "serving.example.com/v1", "llm", "uid-isvc")
+    sts = meta("StatefulSet", "apps/v1", "llm-predictor", "uid-sts", ownerReferences=[owner(app)])
+    view = to_cluster_view(group_by_kind([sts, pod("llm-predictor-0", sts)])[0], taken_at=0.0)
+    assert view.jobs == ()
+    why = view.unmanaged[f"{NS}/llm-predictor-0"]
+    assert why.startswith(
+        f"run by StatefulSet (apps/v1) owned by InferenceService {NS}/llm "
+        "(serving.example.com/v1): not a kind the reclaimer can stop"
+    )
+
+
+def test_a_known_workload_under_a_cronjob_is_its_own_gang() -> None:
     cron = meta("CronJob", "batch/v1", "nightly", "uid-cron")
     job, pods = WORLDS["BatchJob"]()
     job["metadata"]["ownerReferences"] = [owner(cron)]
