@@ -6,7 +6,8 @@
   confidence. Planner: `reclaimer.plan.planner.plan`. Actuator:
   `reclaimer.runtime.actuator.Actuator`, dry-run unless `--apply`; none in cluster-file mode.
 - Leader election (`--leader-elect`): `reclaimer.kube.lease.LeaderElector` renews a Lease
-  (gpu-reclaim/gpu-reclaimer, identity = host name = pod name) beside the loop. Every replica
+  (gpu-reclaim/gpu-reclaimer, identity = `<host name>_<random UUID>`, unique per process even
+  where replicas share a host name) beside the loop. Every replica
   plans and serves `/plan`; only the leader acts (the controller and the actuator both ask
   `is_leader()`). On SIGTERM the cycle in flight finishes first, then the Lease is released.
   With `--once` the Lease is taken before the cycle (and renewed during it) or the run exits 2
@@ -20,6 +21,7 @@ import asyncio
 import logging
 import socket
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
@@ -28,7 +30,7 @@ from reclaimer.forecast.history import History
 from reclaimer.forecast.params import for_policy
 from reclaimer.kube.client import KubeConfigError, build_api
 from reclaimer.kube.dumps import ClusterFileError, load_cluster_file
-from reclaimer.kube.lease import LeaderElector, LeaseConfig
+from reclaimer.kube.lease import LeaderElector, LeaseConfig, process_identity
 from reclaimer.kube.read import read_cluster_sync
 from reclaimer.model import ClusterView, Forecast
 from reclaimer.plan.planner import plan
@@ -120,8 +122,9 @@ def _live_wiring(
     run_loop: RunLoop = _plain_loop
     elector: LeaderElector | None = None
     if args.leader_elect:
+        identity = process_identity(socket.gethostname(), uuid.uuid4())
         elector = LeaderElector(
-            api, LeaseConfig(identity=socket.gethostname()), wall=clock, monotonic=time.monotonic
+            api, LeaseConfig(identity=identity), wall=clock, monotonic=time.monotonic
         )
         is_leader, run_loop = elector.is_leader, _elected_loop(elector)
     actuator = Actuator(
