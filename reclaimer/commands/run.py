@@ -34,6 +34,7 @@ from reclaimer.report.cycle import CycleReport, CycleResult
 from reclaimer.report.fleet import render as render_fleet
 from reclaimer.report.plan_table import render_plan
 from reclaimer.runtime.controller import Controller, ControllerConfig
+from reclaimer.runtime.liveness import Liveness, liveness_bound
 from reclaimer.runtime.server import PROBES, make_app, report_dict
 from reclaimer.runtime.telemetry import ReclaimerMetrics
 from reclaimer.runtime.wiring import UsageError, Wiring, wire
@@ -57,6 +58,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--apply", action="store_true", help="act on the cluster (default: dry-run)")
     p.add_argument("--once", action="store_true", help="run one cycle, print the plan, exit")
     p.add_argument("--interval", default="60s", help="time between cycles (default 60s)")
+    p.add_argument(
+        "--cycle-timeout",
+        default="5m",
+        help="deadline for one cycle's cluster and Prometheus reads (default 5m); /healthz fails "
+        "once no cycle has finished for --interval + 2 x --cycle-timeout",
+    )
     p.add_argument("--web.listen-address", dest="listen", default=":9401")
     add_web_arguments(p)
     p.add_argument(
@@ -116,6 +123,7 @@ def _settings(args: argparse.Namespace) -> tuple[Policy, ControllerConfig, float
             ) from err
     try:
         interval = parse_duration(args.interval)
+        cycle_timeout = parse_duration(args.cycle_timeout)
         window = parse_duration(args.history_window)
         step = parse_duration(args.step)
         parse_listen_address(args.listen)
@@ -127,6 +135,8 @@ def _settings(args: argparse.Namespace) -> tuple[Policy, ControllerConfig, float
         raise UsageError(str(err)) from err
     if interval <= 0 or step <= 0 or window < step:
         raise UsageError("--interval and --step must be > 0 and --history-window >= --step")
+    if cycle_timeout <= 0:
+        raise UsageError(f"--cycle-timeout must be > 0, got {args.cycle_timeout}")
     config = ControllerConfig(
         source=MetricsSource(args.metrics_source),
         history=HistoryParams(
@@ -136,6 +146,7 @@ def _settings(args: argparse.Namespace) -> tuple[Policy, ControllerConfig, float
             horizon=policy.horizon_seconds,
         ),
         dry_run=not args.apply,
+        cycle_timeout=cycle_timeout,
     )
     return policy, config, interval
 
@@ -147,6 +158,7 @@ def _controller(
     wiring: Wiring,
     prom: PromClient,
     metrics: ReclaimerMetrics,
+    liveness: Liveness | None = None,
 ) -> Controller:
     return Controller(
         read_cluster=wiring.read_cluster,
@@ -159,6 +171,7 @@ def _controller(
         clock=time.time,
         config=config,
         is_leader=wiring.is_leader,
+        heartbeat=liveness.beat if liveness is not None else lambda: None,
     )
 
 
@@ -238,11 +251,17 @@ async def _serve(
         loop.add_signal_handler(sig, stop.set)
     metrics = ReclaimerMetrics()
     host, port = parse_listen_address(args.listen)
+    liveness = Liveness(liveness_bound(interval, config.cycle_timeout), time.monotonic)
     async with PromClient(args.prometheus_url, credentials=args.prom_credentials) as prom:
         controller = _controller(
-            policy=policy, config=config, wiring=wiring, prom=prom, metrics=metrics
+            policy=policy,
+            config=config,
+            wiring=wiring,
+            prom=prom,
+            metrics=metrics,
+            liveness=liveness,
         )
-        app = make_app(controller, metrics, config.dry_run)
+        app = make_app(controller, metrics, config.dry_run, liveness)
         try:
             server = await serve(
                 app, host, port, config=args.web_config, open_paths=PROBES, limits=args.web_limits
