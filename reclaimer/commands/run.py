@@ -6,8 +6,10 @@ without `--apply` the actuator sends server-side dry-runs and the cluster does n
 `--once` runs one cycle, prints the fleet summary and the plan (a table on a terminal, JSON with
 `--json`) and exits 0, or 1 when the cycle could not plan on trustworthy data (Prometheus
 unreachable, stale or partial data, cluster unreadable). Exit 2 is a usage error: a malformed
-policy (every error listed, before anything is contacted), `--apply` with `--cluster-file`, a bad
-flag value, or `--leader-elect` when another replica holds the Lease.
+policy at startup (every error listed, before anything is contacted; the loop re-reads the file
+when it changes and keeps its last good policy when a new version is invalid, never exiting),
+`--apply` with `--cluster-file`, a bad flag value, or `--leader-elect` when another replica holds
+the Lease.
 SIGTERM/SIGINT in the loop: the cycle in flight (and its actions) finishes, the lease is released,
 exit 0.
 """
@@ -19,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -26,7 +29,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from reclaimer.commands.prometheus_flags import add_prometheus_arguments, prometheus_credentials
-from reclaimer.policy.settings import Policy, PolicyError, load_policy
+from reclaimer.policy.settings import Policy
 from reclaimer.prometheus.auth import CredentialError
 from reclaimer.prometheus.client import PromClient
 from reclaimer.prometheus.history import HistoryParams, MetricsSource
@@ -35,6 +38,7 @@ from reclaimer.report.fleet import render as render_fleet
 from reclaimer.report.plan_table import render_plan
 from reclaimer.runtime.controller import Controller, ControllerConfig
 from reclaimer.runtime.liveness import Liveness, liveness_bound
+from reclaimer.runtime.policy_file import PolicyFeed, PolicyFile, PolicyFileError
 from reclaimer.runtime.server import PROBES, make_app, report_dict
 from reclaimer.runtime.telemetry import ReclaimerMetrics
 from reclaimer.runtime.wiring import UsageError, Wiring, wire
@@ -94,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         policy, config, interval = _settings(args)
         credentials = prometheus_credentials(args)
-        wiring = wire(args, policy, config, time.time)
+        wiring = wire(args, policy, config, time.time, os.environ)
     except (UsageError, CredentialError) as err:
         print(f"gpu-reclaimer run: {err}", file=sys.stderr)
         return 2
@@ -111,16 +115,13 @@ def _settings(args: argparse.Namespace) -> tuple[Policy, ControllerConfig, float
             "is nothing to act on. Drop --apply to plan offline, or drop --cluster-file."
         )
     policy = Policy()
+    args.policy_watch = None
     if args.policy_file:
         try:
-            policy = load_policy(Path(args.policy_file).read_text(encoding="utf-8"))
-        except OSError as err:
-            raise UsageError(f"--policy-file: cannot read {args.policy_file}: {err}") from err
-        except PolicyError as err:
-            listed = "\n  ".join(err.errors)
-            raise UsageError(
-                f"invalid policy {args.policy_file} ({len(err.errors)} errors):\n  {listed}"
-            ) from err
+            args.policy_watch = PolicyFile(Path(args.policy_file))
+        except PolicyFileError as err:
+            raise UsageError(str(err)) from err
+        policy = args.policy_watch.policy
     try:
         interval = parse_duration(args.interval)
         cycle_timeout = parse_duration(args.cycle_timeout)
@@ -159,7 +160,11 @@ def _controller(
     prom: PromClient,
     metrics: ReclaimerMetrics,
     liveness: Liveness | None = None,
+    policy_file: PolicyFile | None = None,
 ) -> Controller:
+    feed = None
+    if policy_file is not None:
+        feed = PolicyFeed(policy_file.check, wiring.policy_rejected, wiring.use_policy)
     return Controller(
         read_cluster=wiring.read_cluster,
         prom=prom,
@@ -172,6 +177,7 @@ def _controller(
         config=config,
         is_leader=wiring.is_leader,
         heartbeat=liveness.beat if liveness is not None else lambda: None,
+        policy_feed=feed,
     )
 
 
@@ -260,6 +266,7 @@ async def _serve(
             prom=prom,
             metrics=metrics,
             liveness=liveness,
+            policy_file=args.policy_watch,
         )
         app = make_app(controller, metrics, config.dry_run, liveness)
         try:
