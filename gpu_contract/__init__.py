@@ -216,6 +216,12 @@ RECLAIMER_METRICS: tuple[MetricSpec, ...] = (
         "",
         "GPU jobs whose recent utilization has missing samples: never taken as idle.",
     ),
+    _rec(
+        "gpu_reclaimer_policy_rejected",
+        G,
+        "",
+        "1 while the policy file's current version is invalid and the last good one is in force.",
+    ),
 )
 
 ALL_METRICS: tuple[MetricSpec, ...] = (

@@ -6,8 +6,10 @@ without `--apply` the actuator sends server-side dry-runs and the cluster does n
 `--once` runs one cycle, prints the fleet summary and the plan (a table on a terminal, JSON with
 `--json`) and exits 0, or 1 when the cycle could not plan on trustworthy data (Prometheus
 unreachable, stale or partial data, cluster unreadable). Exit 2 is a usage error: a malformed
-policy (every error listed, before anything is contacted), `--apply` with `--cluster-file`, a bad
-flag value, or `--leader-elect` when another replica holds the Lease.
+policy at startup (every error listed, before anything is contacted; the loop re-reads the file
+when it changes and keeps its last good policy when a new version is invalid, never exiting),
+`--apply` with `--cluster-file`, a bad flag value, or `--leader-elect` when another replica holds
+the Lease.
 SIGTERM/SIGINT in the loop: the cycle in flight (and its actions) finishes, the lease is released,
 exit 0.
 """
@@ -19,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -26,7 +29,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from reclaimer.commands.prometheus_flags import add_prometheus_arguments, prometheus_credentials
-from reclaimer.policy.settings import Policy, PolicyError, load_policy
+from reclaimer.policy.settings import Policy
 from reclaimer.prometheus.auth import CredentialError
 from reclaimer.prometheus.client import PromClient
 from reclaimer.prometheus.history import HistoryParams, MetricsSource
@@ -34,6 +37,8 @@ from reclaimer.report.cycle import CycleReport, CycleResult
 from reclaimer.report.fleet import render as render_fleet
 from reclaimer.report.plan_table import render_plan
 from reclaimer.runtime.controller import Controller, ControllerConfig
+from reclaimer.runtime.liveness import Liveness, liveness_bound
+from reclaimer.runtime.policy_file import PolicyFeed, PolicyFile, PolicyFileError
 from reclaimer.runtime.server import PROBES, make_app, report_dict
 from reclaimer.runtime.telemetry import ReclaimerMetrics
 from reclaimer.runtime.wiring import UsageError, Wiring, wire
@@ -57,6 +62,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--apply", action="store_true", help="act on the cluster (default: dry-run)")
     p.add_argument("--once", action="store_true", help="run one cycle, print the plan, exit")
     p.add_argument("--interval", default="60s", help="time between cycles (default 60s)")
+    p.add_argument(
+        "--cycle-timeout",
+        default="5m",
+        help="deadline for one cycle's cluster and Prometheus reads (default 5m); /healthz fails "
+        "once no cycle has finished for --interval + 2 x --cycle-timeout",
+    )
     p.add_argument("--web.listen-address", dest="listen", default=":9401")
     add_web_arguments(p)
     p.add_argument(
@@ -87,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         policy, config, interval = _settings(args)
         credentials = prometheus_credentials(args)
-        wiring = wire(args, policy, config, time.time)
+        wiring = wire(args, policy, config, time.time, os.environ)
     except (UsageError, CredentialError) as err:
         print(f"gpu-reclaimer run: {err}", file=sys.stderr)
         return 2
@@ -104,18 +115,16 @@ def _settings(args: argparse.Namespace) -> tuple[Policy, ControllerConfig, float
             "is nothing to act on. Drop --apply to plan offline, or drop --cluster-file."
         )
     policy = Policy()
+    args.policy_watch = None
     if args.policy_file:
         try:
-            policy = load_policy(Path(args.policy_file).read_text(encoding="utf-8"))
-        except OSError as err:
-            raise UsageError(f"--policy-file: cannot read {args.policy_file}: {err}") from err
-        except PolicyError as err:
-            listed = "\n  ".join(err.errors)
-            raise UsageError(
-                f"invalid policy {args.policy_file} ({len(err.errors)} errors):\n  {listed}"
-            ) from err
+            args.policy_watch = PolicyFile(Path(args.policy_file))
+        except PolicyFileError as err:
+            raise UsageError(str(err)) from err
+        policy = args.policy_watch.policy
     try:
         interval = parse_duration(args.interval)
+        cycle_timeout = parse_duration(args.cycle_timeout)
         window = parse_duration(args.history_window)
         step = parse_duration(args.step)
         parse_listen_address(args.listen)
@@ -127,6 +136,8 @@ def _settings(args: argparse.Namespace) -> tuple[Policy, ControllerConfig, float
         raise UsageError(str(err)) from err
     if interval <= 0 or step <= 0 or window < step:
         raise UsageError("--interval and --step must be > 0 and --history-window >= --step")
+    if cycle_timeout <= 0:
+        raise UsageError(f"--cycle-timeout must be > 0, got {args.cycle_timeout}")
     config = ControllerConfig(
         source=MetricsSource(args.metrics_source),
         history=HistoryParams(
@@ -136,6 +147,7 @@ def _settings(args: argparse.Namespace) -> tuple[Policy, ControllerConfig, float
             horizon=policy.horizon_seconds,
         ),
         dry_run=not args.apply,
+        cycle_timeout=cycle_timeout,
     )
     return policy, config, interval
 
@@ -147,7 +159,12 @@ def _controller(
     wiring: Wiring,
     prom: PromClient,
     metrics: ReclaimerMetrics,
+    liveness: Liveness | None = None,
+    policy_file: PolicyFile | None = None,
 ) -> Controller:
+    feed = None
+    if policy_file is not None:
+        feed = PolicyFeed(policy_file.check, wiring.policy_rejected, wiring.use_policy)
     return Controller(
         read_cluster=wiring.read_cluster,
         prom=prom,
@@ -159,6 +176,8 @@ def _controller(
         clock=time.time,
         config=config,
         is_leader=wiring.is_leader,
+        heartbeat=liveness.beat if liveness is not None else lambda: None,
+        policy_feed=feed,
     )
 
 
@@ -238,11 +257,18 @@ async def _serve(
         loop.add_signal_handler(sig, stop.set)
     metrics = ReclaimerMetrics()
     host, port = parse_listen_address(args.listen)
+    liveness = Liveness(liveness_bound(interval, config.cycle_timeout), time.monotonic)
     async with PromClient(args.prometheus_url, credentials=args.prom_credentials) as prom:
         controller = _controller(
-            policy=policy, config=config, wiring=wiring, prom=prom, metrics=metrics
+            policy=policy,
+            config=config,
+            wiring=wiring,
+            prom=prom,
+            metrics=metrics,
+            liveness=liveness,
+            policy_file=args.policy_watch,
         )
-        app = make_app(controller, metrics, config.dry_run)
+        app = make_app(controller, metrics, config.dry_run, liveness)
         try:
             server = await serve(
                 app, host, port, config=args.web_config, open_paths=PROBES, limits=args.web_limits

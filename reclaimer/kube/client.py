@@ -5,11 +5,20 @@ kubeconfig). `call()` runs one blocking request with a timeout, returns the deco
 dicts (no model objects: the converter wants the wire shape, and decoding 10,000 pods into
 models is slow) and turns every failure into `KubeError` carrying the HTTP status (0 for
 transport errors and timeouts). Callers run these blocking calls off the event loop.
+
+The timeout urllib3 applies is per socket operation: an answer whose bytes trickle in (an
+overloaded API server or proxy) would hold a call as long as the server keeps sending. So
+`call()` reads a successful answer's body itself, a chunk of what has arrived at a time, and
+gives up once `timeout` has passed since the request started (`KubeError` status 0, reason
+`Timeout`; the connection is closed, never reused). A call thus lasts at most about twice
+`timeout` (the deadline, plus one socket read already under way). Answers that stall before
+their headers are left to the socket timeout and to the cycle's own deadline.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -89,9 +98,10 @@ def build_api(
 
 def call(api: KubeApi, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run one API method with the timeout; decoded JSON body, or `KubeError`."""
+    deadline = time.monotonic() + api.timeout
     try:
         response = method(*args, _request_timeout=api.timeout, _preload_content=False, **kwargs)
-        data = response.data
+        data = read_body(response, deadline, api.timeout)
     except k8s.ApiException as exc:
         raise KubeError(exc.status or 0, str(exc.reason or "error"), _message(exc.body)) from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -102,6 +112,30 @@ def call(api: KubeApi, method: Callable[..., Any], *args: Any, **kwargs: Any) ->
         return json.loads(data)
     except ValueError as exc:
         raise KubeError(0, "BadResponse", f"response is not JSON: {exc}") from exc
+
+
+CHUNK_BYTES = 1 << 16
+
+
+def read_body(response: Any, deadline: float, timeout: float) -> bytes:
+    """The body of a urllib3 response, read before `deadline` (monotonic) or `KubeError`."""
+    chunks: list[bytes] = []
+    received = 0
+    try:
+        while True:
+            if time.monotonic() >= deadline:
+                why = f"answer not complete within {timeout:g}s ({received} bytes received)"
+                raise KubeError(0, "Timeout", why)
+            chunk = response.read1(CHUNK_BYTES)  # what has arrived, up to one socket read
+            if not chunk:
+                break
+            chunks.append(chunk)
+            received += len(chunk)
+    except BaseException:
+        response.close()  # a half-read answer: the connection must not go back to the pool
+        raise
+    response.release_conn()
+    return b"".join(chunks)
 
 
 def _message(body: object) -> str:

@@ -8,6 +8,13 @@ successful renew: `is_leader()` turns False once `renew_deadline_s` has passed w
 success, which is before any other replica can see the Lease expire (`lease_duration_s`). The
 actuator asks `is_leader()` before every write. The Lease itself is always written for real,
 also in dry-run: coordination must work before the first `--apply`.
+
+Identity: the host name alone is not unique (hostNetwork pods, two processes on one VM, a pod
+template that sets `hostname:`), and two replicas with one identity would both take the Lease as
+"ours". `process_identity()` adds a random UUID, as kube-controller-manager does for client-go's
+leader election (kubernetes/kubernetes, cmd/kube-controller-manager/app/controllermanager.go:
+"add a uniquifier so that two processes on the same host don't accidentally both become
+active"; `id = hostname + "_" + uuid`).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,9 +34,14 @@ from reclaimer.kube.write import rfc3339_micro
 log = logging.getLogger(__name__)
 
 
+def process_identity(hostname: str, unique: uuid.UUID) -> str:
+    """Pure: this process's Lease identity, `<hostname>_<uuid>` (see the module docstring)."""
+    return f"{hostname}_{unique}"
+
+
 @dataclass(frozen=True)
 class LeaseConfig:
-    identity: str  # unique per replica, e.g. the pod name
+    identity: str  # unique per process: process_identity(), never the host name alone
     name: str = "gpu-reclaimer"
     namespace: str = "gpu-reclaim"
     lease_duration_s: float = 15.0
@@ -79,6 +92,7 @@ class LeaderElector:
         self._deadline: float | None = None
         self._observed: tuple[str, str, str] | None = None
         self._observed_at = 0.0
+        self._standing_by_for = ""  # the holder last logged as leading instead of us
         self.problem = ""  # why the last attempt did not lead (holder, or the API's answer)
 
     def is_leader(self) -> bool:
@@ -122,6 +136,9 @@ class LeaderElector:
             if not may_take(record[0], c.identity, self._observed_at, started, c.lease_duration_s):
                 self._deadline = None
                 self.problem = f"Lease {c.namespace}/{c.name} is held by {record[0]}"
+                if record[0] != self._standing_by_for:
+                    self._standing_by_for = record[0]
+                    log.info("%s; %s stands by", self.problem, c.identity)
                 return False
             meta: dict[str, str] = {"name": c.name, "namespace": c.namespace}
             body = {
@@ -148,6 +165,7 @@ class LeaderElector:
         self._observed, self._observed_at = record_of(written), started
         if self._deadline is None:
             log.info("lease %s/%s acquired by %s", c.namespace, c.name, c.identity)
+        self._standing_by_for = ""
         self._deadline = started + c.renew_deadline_s
         self.problem = ""
         return True

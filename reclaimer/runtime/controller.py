@@ -10,6 +10,14 @@ than the policy's `maxDataAge`), every planned action becomes a `Skip` with `Inc
 `StaleData` and nothing reaches the actuator, whatever the planner said; the cycle counts as
 `skipped`. Prometheus unreachable is `skipped` as well. Any exception is logged and counted as
 `error`, and the loop goes on. A replica that is not the leader plans but never acts.
+Deadline: the reads (cluster and Prometheus) must finish within `cycle_timeout`, or the cycle ends
+as `error` saying so, with nothing planned or acted on. Actions are never cut short (a stop
+abandoned between its steps is worse than a late one); each of their API calls has its own
+deadline (`reclaimer.kube.client`). After every cycle, whatever its result, `heartbeat()` tells
+`/healthz` that the loop is alive (`reclaimer.runtime.liveness`). Policy: each cycle starts by
+checking the policy file (`reclaimer.runtime.policy_file`): a valid new version is in force from
+that cycle on; an invalid one is refused (log, `gpu_reclaimer_policy_rejected`, a Warning Event)
+and the last good policy stays.
 Forecast accuracy: idle forecasts are remembered and judged after their horizon
 (`forecast_check`). The clock is injected; nothing here reads the wall time itself.
 """
@@ -38,6 +46,7 @@ from reclaimer.prometheus.reads import MetricsRead, MetricsUnavailable, probe_re
 from reclaimer.report.cycle import CycleReport, CycleResult
 from reclaimer.report.fleet import summarize
 from reclaimer.report.usage import recent_usage
+from reclaimer.runtime.policy_file import PolicyFeed, changed_settings
 from reclaimer.runtime.telemetry import ReclaimerMetrics
 
 log = logging.getLogger("gpu_reclaimer.controller")
@@ -60,6 +69,7 @@ class ControllerConfig:
     history: HistoryParams = field(default_factory=HistoryParams)
     dry_run: bool = True
     reprobe_seconds: float = 3600.0  # while the recording rules do not cover the window yet
+    cycle_timeout: float = 300.0  # the reads' deadline (--cycle-timeout); see the docstring
 
 
 def build_snapshot(view: ClusterView, read: MetricsRead) -> Snapshot:
@@ -101,6 +111,8 @@ class Controller:
         clock: Callable[[], float],
         config: ControllerConfig = ControllerConfig(),
         is_leader: Callable[[], bool] = lambda: True,
+        heartbeat: Callable[[], None] = lambda: None,
+        policy_feed: PolicyFeed | None = None,
     ) -> None:
         self._read_cluster = read_cluster
         self._prom = prom
@@ -112,6 +124,8 @@ class Controller:
         self._clock = clock
         self._config = config
         self._is_leader = is_leader
+        self._heartbeat = heartbeat
+        self._policy_feed = policy_feed
         self._recorded: bool | None = None  # recording rules cover the window (probed)
         self._probed_at = float("-inf")
         self._checks: tuple[forecast_check.PendingCheck, ...] = ()
@@ -124,6 +138,7 @@ class Controller:
         """Run one cycle; never raises (except cancellation)."""
         start = self._clock()
         try:
+            await self._reload_policy()
             report = await self._cycle(start)
         except asyncio.CancelledError:
             raise
@@ -134,7 +149,31 @@ class Controller:
         self._account(report)
         self.last = report
         self.ready = self.ready or report.result is not CycleResult.ERROR
+        self._heartbeat()
         return report
+
+    async def _reload_policy(self) -> None:
+        """Take a changed policy file's new version, or keep the policy in force and say why."""
+        feed = self._policy_feed
+        change = await asyncio.to_thread(feed.check) if feed is not None else None
+        if feed is None or change is None:
+            return
+        if change.policy is None:
+            log.error("%s\nkeeping the policy in force until the file changes", change.problem)
+            self._metrics.policy_rejected.set(1)
+            await asyncio.to_thread(feed.rejected, change.problem)
+            return
+        changed = changed_settings(self._policy, change.policy)
+        self._policy = policy = change.policy
+        history = replace(
+            self._config.history,
+            max_age=policy.max_data_age_seconds,
+            horizon=policy.horizon_seconds,
+        )
+        self._config = replace(self._config, history=history)
+        feed.accepted(policy)
+        self._metrics.policy_rejected.set(0)
+        log.info("policy reloaded; changed: %s", ", ".join(changed) or "nothing")
 
     async def _probe_recorded(self, now: float) -> None:
         """Probe the recording rules first, then hourly until they cover the whole window.
@@ -153,7 +192,8 @@ class Controller:
             self._pods = None
         self._recorded = found
 
-    async def _cycle(self, now: float) -> CycleReport:
+    async def _observe(self, now: float) -> tuple[ClusterView, MetricsRead] | CycleReport:
+        """The cycle's reads: the cluster, then Prometheus; a `CycleReport` when skipped."""
         view = await asyncio.to_thread(self._read_cluster)
         for problem in view.problems:
             log.warning("cluster: %s", problem)
@@ -174,6 +214,22 @@ class Controller:
             requests = self._prom.requests - before
             return CycleReport(CycleResult.SKIPPED, now, 0.0, str(err), requests=requests)
         self._recorded, self._pods = read.recorded, read.pod_history
+        return view, read
+
+    async def _cycle(self, now: float) -> CycleReport:
+        limit = self._config.cycle_timeout
+        try:
+            observed = await asyncio.wait_for(self._observe(now), limit)
+        except TimeoutError:
+            why = (
+                f"cycle deadline: the cluster and Prometheus reads did not finish within "
+                f"{limit:g}s (--cycle-timeout); nothing planned or acted on"
+            )
+            log.error("cycle failed: %s", why)
+            return CycleReport(CycleResult.ERROR, now, 0.0, why)
+        if isinstance(observed, CycleReport):
+            return observed
+        view, read = observed
         snapshot = build_snapshot(view, read)
         forecasts = self._forecaster(read.jobs, self._policy, now)
         self._track_forecasts(forecasts, read.jobs, view, now)

@@ -6,7 +6,8 @@ one. `/plan` is the operator's view: the cycle's result and data quality, the fl
 planned action with its reason and evidence, every skipped candidate with its reason, and what the
 actuator answered. `/` is the same for people: an HTML page (`reclaimer.report.status.page`),
 rendered once per cycle report and served with its strict security headers. `/readyz` turns
-200 after the first cycle that completed (success or skipped).
+200 after the first cycle that completed (success or skipped). `/healthz` answers 503 once the
+loop has not finished a cycle within its bound (`reclaimer.runtime.liveness`), 200 before.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +26,7 @@ from reclaimer.report.cycle import CycleReport
 from reclaimer.report.plan_table import forecast_to_dict, plan_to_dict
 from reclaimer.report.status.page import render_page, security_headers
 from reclaimer.runtime.controller import Controller
+from reclaimer.runtime.liveness import Liveness
 from reclaimer.runtime.telemetry import ReclaimerMetrics
 
 
@@ -65,11 +68,18 @@ def report_dict(report: CycleReport | None, dry_run: bool) -> dict[str, Any]:
     }
 
 
+log = logging.getLogger("gpu_reclaimer.server")
+
 PROBES = ("/healthz", "/readyz")
 """Open without credentials under a web config, so kubelet probes work (they say nothing)."""
 
 
-def make_app(controller: Controller, metrics: ReclaimerMetrics, dry_run: bool) -> web.Application:
+def make_app(
+    controller: Controller,
+    metrics: ReclaimerMetrics,
+    dry_run: bool,
+    liveness: Liveness | None = None,
+) -> web.Application:
     async def metrics_handler(_: web.Request) -> web.Response:
         body = metrics.exposition()
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -93,6 +103,10 @@ def make_app(controller: Controller, metrics: ReclaimerMetrics, dry_run: bool) -
         )
 
     async def healthz(_: web.Request) -> web.Response:
+        stuck = liveness.problem() if liveness is not None else None
+        if stuck is not None:
+            log.error("/healthz: %s", stuck)
+            return web.Response(status=503, text=stuck + "\n")
         return web.Response(text="ok\n")
 
     async def readyz(_: web.Request) -> web.Response:

@@ -52,6 +52,7 @@ class ReclaimerMetrics:
         self.gpus_releasing = _gauge(r, "gpu_reclaimer_gpus_releasing")
         self.releases_overdue = _gauge(r, "gpu_reclaimer_releases_overdue")
         self.usage_unknown = _gauge(r, "gpu_reclaimer_jobs_usage_unknown")
+        self.policy_rejected = _gauge(r, "gpu_reclaimer_policy_rejected")
         for result in ("success", "skipped", "error"):
             self.cycles.labels(result=result)
         for result in ("correct", "wrong"):

@@ -6,7 +6,8 @@
   confidence. Planner: `reclaimer.plan.planner.plan`. Actuator:
   `reclaimer.runtime.actuator.Actuator`, dry-run unless `--apply`; none in cluster-file mode.
 - Leader election (`--leader-elect`): `reclaimer.kube.lease.LeaderElector` renews a Lease
-  (gpu-reclaim/gpu-reclaimer, identity = host name = pod name) beside the loop. Every replica
+  (gpu-reclaim/gpu-reclaimer, identity = `<host name>_<random UUID>`, unique per process even
+  where replicas share a host name) beside the loop. Every replica
   plans and serves `/plan`; only the leader acts (the controller and the actuator both ask
   `is_leader()`). On SIGTERM the cycle in flight finishes first, then the Lease is released.
   With `--once` the Lease is taken before the cycle (and renewed during it) or the run exits 2
@@ -20,16 +21,19 @@ import asyncio
 import logging
 import socket
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from reclaimer.forecast.forecaster import forecast
 from reclaimer.forecast.history import History
 from reclaimer.forecast.params import for_policy
-from reclaimer.kube.client import KubeConfigError, build_api
+from reclaimer.kube.client import KubeApi, KubeConfigError, KubeError, build_api, call
 from reclaimer.kube.dumps import ClusterFileError, load_cluster_file
-from reclaimer.kube.lease import LeaderElector, LeaseConfig
+from reclaimer.kube.lease import LeaderElector, LeaseConfig, process_identity
 from reclaimer.kube.read import read_cluster_sync
+from reclaimer.kube.write import event_body
 from reclaimer.model import ClusterView, Forecast
 from reclaimer.plan.planner import plan
 from reclaimer.policy.settings import Policy
@@ -56,6 +60,8 @@ class Wiring:
     run_loop: RunLoop
     close: Callable[[], None]
     elector: LeaderElector | None = None  # with --leader-elect
+    use_policy: Callable[[Policy], None] = lambda _: None  # a reloaded policy, for the actuator
+    policy_rejected: Callable[[str], None] = lambda _: None  # a Warning Event on our own Pod
 
 
 def policy_forecaster(history: History, policy: Policy, now: float) -> Mapping[str, Forecast]:
@@ -86,11 +92,15 @@ async def _plain_loop(controller: Controller, interval: float, stop: asyncio.Eve
 
 
 def wire(
-    args: argparse.Namespace, policy: Policy, config: ControllerConfig, clock: Callable[[], float]
+    args: argparse.Namespace,
+    policy: Policy,
+    config: ControllerConfig,
+    clock: Callable[[], float],
+    env: Mapping[str, str],
 ) -> Wiring:
     if args.cluster_file:
         return _file_wiring(args.cluster_file, clock)
-    return _live_wiring(args, policy, config, clock)
+    return _live_wiring(args, policy, config, clock, own_pod(env))
 
 
 def _file_wiring(path: str, clock: Callable[[], float]) -> Wiring:
@@ -110,7 +120,11 @@ def _file_wiring(path: str, clock: Callable[[], float]) -> Wiring:
 
 
 def _live_wiring(
-    args: argparse.Namespace, policy: Policy, config: ControllerConfig, clock: Callable[[], float]
+    args: argparse.Namespace,
+    policy: Policy,
+    config: ControllerConfig,
+    clock: Callable[[], float],
+    pod: Mapping[str, str] | None,
 ) -> Wiring:
     try:
         api = build_api(args.kubeconfig)
@@ -120,8 +134,9 @@ def _live_wiring(
     run_loop: RunLoop = _plain_loop
     elector: LeaderElector | None = None
     if args.leader_elect:
+        identity = process_identity(socket.gethostname(), uuid.uuid4())
         elector = LeaderElector(
-            api, LeaseConfig(identity=socket.gethostname()), wall=clock, monotonic=time.monotonic
+            api, LeaseConfig(identity=identity), wall=clock, monotonic=time.monotonic
         )
         is_leader, run_loop = elector.is_leader, _elected_loop(elector)
     actuator = Actuator(
@@ -136,4 +151,36 @@ def _live_wiring(
         run_loop=run_loop,
         close=api.close,
         elector=elector if args.leader_elect else None,
+        use_policy=partial(setattr, actuator, "policy"),
+        policy_rejected=partial(_policy_event, api, pod, clock),
     )
+
+
+POLICY_REJECTED = "GpuReclaimPolicyRejected"
+
+
+def own_pod(env: Mapping[str, str]) -> dict[str, str] | None:
+    """The controller's own Pod as an Event's involvedObject, from the downward API's env
+    (POD_NAME, POD_NAMESPACE, POD_UID: `kubectl describe pod` matches Events by uid); pure."""
+    name, namespace = env.get("POD_NAME", ""), env.get("POD_NAMESPACE", "")
+    if not name or not namespace:
+        return None
+    ref = {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": namespace}
+    return {**ref, "uid": env.get("POD_UID", "")}
+
+
+def _policy_event(
+    api: KubeApi, pod: Mapping[str, str] | None, clock: Callable[[], float], why: str
+) -> None:
+    """A Warning Event on our own Pod saying the policy file was refused. Written for real even
+    in dry-run, and by every replica (each reads its own copy), like the Lease: it describes the
+    controller, not an action on the cluster's workloads. Never raises."""
+    if pod is None:
+        log.warning("no %s Event: POD_NAME and POD_NAMESPACE are not set", POLICY_REJECTED)
+        return
+    message = f"{why}\nkeeping the policy in force until the file changes"
+    body = event_body(pod, POLICY_REJECTED, message, clock(), instance=pod["name"], warning=True)
+    try:
+        call(api, api.core.create_namespaced_event, pod["namespace"], body)
+    except KubeError as err:
+        log.warning("%s Event not recorded: %s", POLICY_REJECTED, err)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, replace
@@ -84,18 +85,28 @@ async def test_a_hung_nvml_call_fails_healthz_until_it_returns() -> None:
             await asyncio.sleep(0.01)
         assert await get("/healthz") == (200, "ok\n")
         lib.inject_hang("nvmlDeviceGetPowerUsage")
-        await asyncio.sleep(0.5)
-        status, reason = await get("/healthz")  # type: ignore[misc]
+        status, reason = await poll(get, "/healthz", 503)
         ready, _ = await get("/readyz")  # type: ignore[misc]
         lib.release_hangs()  # the call returns (GpuIsLost) and cycles complete again
         lib.clear_faults()
-        await asyncio.sleep(0.3)
-        after = await get("/healthz")
+        after = await poll(get, "/healthz", 200)
         stop.set()
         await asyncio.wait_for(loop_task, 10)
     assert status == 503 and "the last collect cycle completed" in reason
     assert ready == 503
     assert after == (200, "ok\n")
+
+
+async def poll(get: Callable[[str], object], path: str, status: int) -> tuple[int, str]:
+    """GET `path` until it answers `status`, or fail at a deadline (never a fixed sleep: the
+    shared machine may run the loop late by seconds)."""
+    deadline = time.monotonic() + 30
+    while True:
+        answer: tuple[int, str] = await get(path)  # type: ignore[misc]
+        if answer[0] == status:
+            return answer
+        assert time.monotonic() < deadline, f"{path} still answers {answer} after 30 s"
+        await asyncio.sleep(0.02)
 
 
 class FailingPods:

@@ -3,7 +3,8 @@
 Paths are parsed the way the API server lays them out (`/api/v1/...`, `/apis/GROUP/VERSION/...`,
 optional `namespaces/NS/`, then PLURAL[/NAME[/SUBRESOURCE]]). Every request is recorded before it
 is answered; an injected fault answers instead of the store (after an optional delay, which is how
-tests make the client time out).
+tests make the client time out), or trickles the answer's body a byte at a time (a stalled answer
+that per-read socket timeouts never end).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from fakeapi.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from fakeapi.store import FakeCluster, Recorded
+from fakeapi.store import FakeCluster, Fault, Recorded
 
 Res = tuple[str, str, str]
 
@@ -109,13 +110,33 @@ class FakeApiServer:
                     await asyncio.wait_for(self._stopping.wait(), fault.delay)
             if fault.status is not None:
                 err = ApiError(fault.status, "Injected", f"injected fault {fault.status}")
-                return web.json_response(err.status(), status=fault.status)
+                return await self._answer(request, err.status(), fault.status, fault)
         try:
             with self.lock:
                 code, answer = self._dispatch(request.method, request.path, query, body, ctype, rec)
         except ApiError as err:
-            return web.json_response(err.status(), status=err.code)
-        return web.json_response(answer, status=code)
+            return await self._answer(request, err.status(), err.code, fault)
+        return await self._answer(request, answer, code, fault)
+
+    async def _answer(
+        self, request: web.Request, payload: Any, code: int, fault: Fault | None
+    ) -> web.StreamResponse:
+        if fault is None or not fault.trickle:
+            return web.json_response(payload, status=code)
+        body = json.dumps(payload).encode()
+        response = web.StreamResponse(status=code, headers={"Content-Type": "application/json"})
+        response.content_length = len(body)
+        await response.prepare(request)
+        for i in range(len(body)):
+            try:
+                await response.write(body[i : i + 1])
+            except ConnectionError:  # the client gave up on the answer: nothing more to send
+                return response
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), fault.trickle)
+            if self._stopping.is_set():
+                break
+        return response
 
     def _dispatch(
         self,

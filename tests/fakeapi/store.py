@@ -90,13 +90,20 @@ class Recorded:
 
 @dataclass
 class Fault:
-    """The next `times` requests matching method and path regex answer `status` (after `delay`)."""
+    """The next `times` requests matching method and path regex answer `status` (after `delay`).
+
+    `status=None` answers what the store would. `trickle` > 0 sends the answer's body one byte
+    every `trickle` seconds after the status line and headers: a stalled answer whose bytes keep
+    coming, which a client's per-read socket timeout never ends (an API server or proxy under
+    load, a half-dead connection through a load balancer).
+    """
 
     method: str | None
     path: str
     status: int | None = 500
     delay: float = 0.0
     times: int = 1
+    trickle: float = 0.0
 
     def matches(self, method: str, path: str) -> bool:
         return (self.method is None or self.method == method) and re.search(
@@ -152,8 +159,9 @@ class FakeCluster:
         *,
         delay: float = 0.0,
         times: int = 1,
+        trickle: float = 0.0,
     ) -> None:
-        self.faults.append(Fault(method, path, status, delay, times))
+        self.faults.append(Fault(method, path, status, delay, times, trickle))
 
     def writes(self) -> list[Recorded]:
         return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]

@@ -17,6 +17,10 @@ from webconfig.server import serve
 SCRAPE = b"GET /metrics HTTP/1.1\r\nHost: node\r\n\r\n"
 HALF = b"GET /metrics HTTP/1.1\r\nHost: node\r\n"
 QUICK = Limits(header_timeout=0.3, request_timeout=0.3)
+# How long a test waits for a close it expects: a deadline, not a measured bound (the shared
+# 2-core machine may run the server late by seconds). How promptly the guard closes is measured
+# in bench/webconfig_held_bench.py.
+CLOSE_DEADLINE_S = 30.0
 
 
 async def exchange(port: int, data: bytes, timeout: float = 5.0, **tls: object) -> bytes:
@@ -54,13 +58,12 @@ async def until(condition: object, seconds: float = 5.0) -> None:
 
 async def test_a_half_sent_request_is_closed_after_the_header_timeout() -> None:
     async with running(limits=QUICK) as server:
+        started = time.monotonic()  # before the connection: the server's clock starts later
         reader, _ = await held(server.port, HALF)
-        started = time.monotonic()
-        assert await closed_within(reader, 3)
-        elapsed = time.monotonic() - started
-        assert 0.2 < elapsed < 1.5
-        await until(lambda: server.counts().pending == 0)
-        assert server.counts().header_timeouts == 1
+        assert await closed_within(reader, CLOSE_DEADLINE_S)
+        assert time.monotonic() - started >= QUICK.header_timeout - 0.01  # not before it
+        await until(lambda: server.counts().pending == 0, CLOSE_DEADLINE_S)
+        assert server.counts().header_timeouts == 1  # closed by the header timeout, not else
 
 
 async def test_a_silent_tls_client_is_closed_after_the_same_timeout(
