@@ -47,7 +47,7 @@ import pandas as pd
 import gpu_contract as gc
 from reclaimer.forecast.history import History
 from reclaimer.forecast.params import ForecastParams
-from reclaimer.model import ClusterView, GpuStats
+from reclaimer.model import CLOCK_SKEW_TOLERANCE_S, ClusterView, GpuStats
 from reclaimer.policy.settings import Policy
 from reclaimer.prometheus.coverage import Recent
 from reclaimer.prometheus.fold import UNREADABLE, jobs_of, pod_history_of
@@ -71,6 +71,9 @@ class HistoryParams:
     max_age: float = _POLICY.max_data_age_seconds  # newest sample older: the data is stale
     horizon: float = _POLICY.horizon_seconds  # every sample of this recent span must be there
     refetch_steps: int = 5  # later cycles re-read this many recent steps (late scrapes)
+    # The freshness query looks this far past now, for samples dated after the controller's
+    # clock (more than CLOCK_SKEW_TOLERANCE_S: the cycle is gated).
+    lookahead: float = 2 * CLOCK_SKEW_TOLERANCE_S
     points_per_request: int = 100_000  # pods x steps per history answer: bounds the JSON held
     # Pods named per history request: Prometheus looks a regex of at most 256 alternatives up as
     # a set, a longer one is matched against every pod name (model/labels/regexp.go).
@@ -153,10 +156,13 @@ def busiest(per_gpu: str) -> str:
     return f"max by (namespace, pod) ({per_gpu}) + 0 * sum by (namespace, pod) ({per_gpu})"
 
 
-def freshness_query(source: MetricsSource) -> str:
-    """Time of the newest raw sample the utilization comes from."""
+def freshness_query(source: MetricsSource, lookahead: float) -> str:
+    """Time of the newest raw sample the utilization comes from, evaluated `lookahead` seconds
+    after now (`reads.read_metrics`): a sample dated after the controller's clock is seen, so
+    `plan.data_gate` can tell the clocks disagree. The `offset` branch answers as a query at now
+    would (the 5-minute lookback back from now), when nothing is newer than the lookback."""
     metric = gc.DCGM_GPU_UTIL if source is MetricsSource.DCGM else gc.POD_ALLOCATED
-    return f"max(timestamp({metric}))"
+    return f"max(timestamp({metric})) or max(timestamp({metric} offset {int(lookahead)}s))"
 
 
 def node_stats_queries(window: float) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 Requests per read: the recording-rule probe (only when the caller has no answer yet; the
 controller probes at start, then hourly until the rules cover the window), one freshness query
-(`max(timestamp(...))`, the newest raw sample), the history's `query_range`s, and three instant
+(`max(timestamp(...))`, the newest raw sample, looking `lookahead` past now for samples from the
+future), the history's `query_range`s, and three instant
 queries for node GPU stats. The history is fetched per (pod shard x time chunk): shards of at most
 `pods_per_request` of the view's GPU pods (`fold.pod_shards`, named by a pod-name regex), time
 chunks of the window to fetch (the first read's whole window, then only the new tail) short
@@ -14,7 +15,8 @@ pods, for the few new steps). A failed
 utilization or freshness query raises `MetricsUnavailable` (nothing to plan on); a failed stats
 query or Prometheus warnings clear `complete`; jobs missing series (left out of the history, so
 never forecast idle, listed in `unknown` with why) are reported in `problems`; whether the data
-is too old is the planner's `data_gate` to say, from `metrics_at`.
+is too old (or dated after `now`: the clocks disagree) is the planner's `data_gate` to say, from
+`metrics_at`.
 """
 
 from __future__ import annotations
@@ -116,7 +118,7 @@ async def read_metrics(
     start = fetch_start(previous, now, params)
     window_start, end = align(now - params.window, params.step), align(now, params.step)
     stats_q = node_stats_queries(params.stats_window)
-    side = [client.query(freshness_query(source), at=now)]
+    side = [client.query(freshness_query(source, params.lookahead), at=now + params.lookahead)]
     side += [client.query(q, at=now) for q in stats_q.values()]
     side_task = asyncio.gather(*side, return_exceptions=True)
     pods = pod_matrix(

@@ -377,3 +377,24 @@ async def test_a_nan_on_one_gpu_of_a_pod_makes_its_usage_unknown(
             read = await read_metrics(client, only_a, base + SPAN * MIN, params, source)
     assert "team-a/train-a" not in read.jobs.keys  # never forecast, so never idle
     assert read.unknown["team-a/train-a"].startswith("team-a/a-0: GPU unreadable at 1 recent")
+
+
+@pytest.mark.parametrize(
+    ("now_after", "newest_after"),
+    [(7.0, -10.0), (200.0, -10.0), (-600.0, -600.0 + 110.0)],
+    ids=["fresh", "older-than-the-lookahead-window", "samples-after-now"],
+)
+async def test_freshness_sees_the_newest_sample_and_samples_after_now(
+    prom: PromServer, base: float, now_after: float, newest_after: float
+) -> None:
+    """`metrics_at` is the newest sample up to now + lookahead (120 s): 3.5 minutes old still
+    reads as it is (the query's offset branch), and one dated after `now` is seen."""
+    end = base + SPAN * MIN
+    params = HistoryParams(window=30 * MIN, step=MIN)
+    async with PromClient(prom.url) as client:
+        read = await read_metrics(
+            client, cluster(), end + now_after, params, MetricsSource.GPU_RECLAIM
+        )
+    assert read.metrics_at == end + newest_after
+    ahead = read.metrics_at - (end + now_after)
+    assert (ahead > 60.0) == (now_after < 0)  # more than CLOCK_SKEW_TOLERANCE_S: gated
