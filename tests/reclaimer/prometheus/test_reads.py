@@ -398,3 +398,26 @@ async def test_freshness_sees_the_newest_sample_and_samples_after_now(
     assert read.metrics_at == end + newest_after
     ahead = read.metrics_at - (end + now_after)
     assert (ahead > 60.0) == (now_after < 0)  # more than CLOCK_SKEW_TOLERANCE_S: gated
+
+
+async def test_a_read_prometheus_refuses_as_too_many_samples_is_split_until_it_fits(
+    prom: PromServer, tmp_path: Path, base: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Prometheus whose --query.max-samples is too low for the 44 pods x 61 steps of one
+    request answers 422: the read splits the request (fewer pods, then a shorter range) until
+    each answer fits, gives the history an unlimited Prometheus gives, and says so."""
+    now = base + SPAN * MIN
+    params = HistoryParams(window=60 * MIN, step=MIN)
+    async with PromClient(prom.url) as client:
+        whole = await read_metrics(client, cluster(40), now, params, MetricsSource.GPU_RECLAIM)
+    text = fleet_history(base, extra_pods=40)
+    limit = ["--query.max-samples=3000"]
+    with start_prometheus(tmp_path, history=text, flags=limit) as server:
+        async with PromClient(server.url) as client:
+            read = await read_metrics(client, cluster(40), now, params, MetricsSource.GPU_RECLAIM)
+    assert read.complete, read.problems
+    np.testing.assert_array_equal(read.pod_history.values, whole.pod_history.values)
+    assert read.jobs.keys == whole.jobs.keys and read.unknown == whole.unknown
+    assert read.requests > whole.requests
+    (line,) = [r.getMessage() for r in caplog.records if "too many samples" in r.getMessage()]
+    assert "--query.max-samples" in line and "read in requests of at most" in line
