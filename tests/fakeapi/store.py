@@ -85,13 +85,15 @@ class Recorded:
 
 @dataclass
 class Fault:
-    """The next `times` requests matching method and path regex answer `status` (after `delay`)."""
+    """The next `times` requests matching method and path regex answer `status` (after `delay`).
+    With `retry_after`, the answer is kube-apiserver's throttling one instead (see server.py)."""
 
     method: str | None
     path: str
     status: int | None = 500
     delay: float = 0.0
     times: int = 1
+    retry_after: str | None = None
 
     def matches(self, method: str, path: str) -> bool:
         return (self.method is None or self.method == method) and re.search(
@@ -146,8 +148,9 @@ class FakeCluster:
         *,
         delay: float = 0.0,
         times: int = 1,
+        retry_after: str | None = None,
     ) -> None:
-        self.faults.append(Fault(method, path, status, delay, times))
+        self.faults.append(Fault(method, path, status, delay, times, retry_after))
 
     def writes(self) -> list[Recorded]:
         return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]
