@@ -29,6 +29,7 @@ class Reason(StrEnum):
     NODE_MEMORY_PRESSURE = "NodeMemoryPressure"
     # skips
     STALE_DATA = "StaleData"
+    CLOCK_SKEW = "ClockSkew"  # samples dated after the controller's clock: history not trusted
     INCOMPLETE_DATA = "IncompleteData"
     NOT_RECLAIMABLE = "QueueNotReclaimable"
     OPTED_OUT = "OptedOut"

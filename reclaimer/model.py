@@ -156,6 +156,11 @@ class PendingDemand:
     mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # of gpus: MIG, by resource
 
 
+CLOCK_SKEW_TOLERANCE_S = 60.0
+"""A newest sample dated more than this after the controller's clock means the two clocks
+disagree: the history read up to the controller's `now` misses the latest minutes."""
+
+
 @dataclass(frozen=True)
 class DataQuality:
     """How trustworthy this cycle's measurements are; the planner acts on none that are not."""

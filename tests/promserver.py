@@ -114,10 +114,12 @@ def start_prometheus(
     scrape_interval: str = "1s",
     rule_files: Sequence[Path] = (),
     target_labels: Mapping[str, str] | None = None,
+    flags: Sequence[str] = (),
 ) -> Iterator[PromServer]:
     """Run Prometheus until the block exits; `history` is OpenMetrics text to backfill first.
 
-    `target_labels` are added to every scraped series (a static_configs `labels` block).
+    `target_labels` are added to every scraped series (a static_configs `labels` block); `flags`
+    are extra command-line flags (e.g. `--query.max-samples=1000`).
     """
     require_prometheus()
     data_dir = workdir / "tsdb"
@@ -145,6 +147,7 @@ def start_prometheus(
             f"--web.listen-address=127.0.0.1:{port}",
             "--storage.tsdb.retention.time=30d",
             "--log.level=warn",
+            *flags,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,

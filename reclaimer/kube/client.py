@@ -4,7 +4,8 @@
 kubeconfig). `call()` runs one blocking request with a timeout, returns the decoded JSON as plain
 dicts (no model objects: the converter wants the wire shape, and decoding 10,000 pods into
 models is slow) and turns every failure into `KubeError` carrying the HTTP status (0 for
-transport errors and timeouts). Callers run these blocking calls off the event loop.
+transport errors and timeouts) and the answer's `Retry-After`. Callers run these blocking calls
+off the event loop; `KubeApi.sleep` is how they wait before sending a throttled call again.
 
 The timeout urllib3 applies is per socket operation: an answer whose bytes trickle in (an
 overloaded API server or proxy) would hold a call as long as the server keeps sending. So
@@ -18,6 +19,7 @@ their headers are left to the socket timeout and to the cycle's own deadline.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,13 +34,17 @@ DEFAULT_TIMEOUT_S = 10.0
 
 
 class KubeError(Exception):
-    """A failed API call: `status` is the HTTP code, 0 for timeouts and connection errors."""
+    """A failed API call: `status` is the HTTP code, 0 for timeouts and connection errors;
+    `retry_after` the seconds of the answer's `Retry-After` header, when it had one."""
 
-    def __init__(self, status: int, reason: str, message: str = "") -> None:
+    def __init__(
+        self, status: int, reason: str, message: str = "", retry_after: float | None = None
+    ) -> None:
         super().__init__(f"{status} {reason}: {message}" if message else f"{status} {reason}")
         self.status = status
         self.reason = reason
         self.message = message
+        self.retry_after = retry_after
 
 
 class KubeConfigError(Exception):
@@ -51,6 +57,7 @@ class KubeApi:
 
     client: Any  # kubernetes.client.ApiClient
     timeout: float = DEFAULT_TIMEOUT_S
+    sleep: Callable[[float], None] = time.sleep  # waits before a throttled call is sent again
 
     @property
     def core(self) -> Any:
@@ -72,10 +79,12 @@ class KubeApi:
         self.client.close()
 
 
-def api_from_configuration(cfg: Any, timeout: float = DEFAULT_TIMEOUT_S) -> KubeApi:
+def api_from_configuration(
+    cfg: Any, timeout: float = DEFAULT_TIMEOUT_S, sleep: Callable[[float], None] = time.sleep
+) -> KubeApi:
     """A `KubeApi` from a ready `kubernetes.client.Configuration` (tests pass host=http://...)."""
     cfg.retries = False  # one attempt per call: the cycle, not urllib3, decides about retrying
-    return KubeApi(k8s.ApiClient(cfg), timeout)
+    return KubeApi(k8s.ApiClient(cfg), timeout, sleep)
 
 
 def build_api(
@@ -103,7 +112,9 @@ def call(api: KubeApi, method: Callable[..., Any], *args: Any, **kwargs: Any) ->
         response = method(*args, _request_timeout=api.timeout, _preload_content=False, **kwargs)
         data = read_body(response, deadline, api.timeout)
     except k8s.ApiException as exc:
-        raise KubeError(exc.status or 0, str(exc.reason or "error"), _message(exc.body)) from exc
+        status, reason = exc.status or 0, str(exc.reason or "error")
+        wait = _retry_after(exc.headers)
+        raise KubeError(status, reason, _message(exc.body), wait) from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise KubeError(0, type(exc).__name__, str(exc)) from exc
     if not data:
@@ -136,6 +147,18 @@ def read_body(response: Any, deadline: float, timeout: float) -> bytes:
         raise
     response.release_conn()
     return b"".join(chunks)
+
+
+def _retry_after(headers: Any) -> float | None:
+    """`Retry-After` in seconds; kube-apiserver's throttling filters (max-in-flight, priority
+    and fairness: apiserver/pkg/server/filters) send whole seconds, as client-go reads it
+    (rest/request.go `retryAfterSeconds`). A date or junk reads as none."""
+    raw = headers.get("Retry-After") if headers is not None else None
+    try:
+        seconds = float(raw) if raw is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _message(body: object) -> str:

@@ -1,7 +1,9 @@
 """One cluster snapshot per cycle from the API server: list everything, then convert (pure).
 
 Blocking `kubernetes` calls run in a worker thread (`read_cluster` wraps `read_cluster_sync` in
-`asyncio.to_thread`). Lists are paged; an expired continue token (410) restarts a list once. A
+`asyncio.to_thread`). Lists are paged; an expired continue token (410) restarts a list once; a
+throttled page (429) is asked again after the `Retry-After` the API server gives (bounded, a
+few times, one log line each). A
 custom resource whose group/version the server does not serve (404: Volcano or Kubeflow not
 installed) is read as empty and noted in `problems`, so the planner runs without what needs it; any
 other failure raises `ClusterReadError`, which the loop turns into "incomplete data, no actions".
@@ -22,6 +24,8 @@ from reclaimer.model import ClusterView
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 500
+THROTTLE_RETRIES = 3  # a page answered 429 is asked again this many times
+MAX_RETRY_AFTER_S = 10.0  # a longer Retry-After waits this long: the cycle has a deadline
 _DISABLED = {
     r.QUEUES: "Volcano Queues not served (scheduling.volcano.sh/v1beta1): queue shares unknown",
     r.PODGROUPS: "Volcano PodGroups not served (scheduling.volcano.sh/v1beta1): no pending demand",
@@ -39,27 +43,56 @@ class ClusterReadError(Exception):
     """The snapshot is incomplete: the cycle must not act on it."""
 
 
-def _paged(api: KubeApi, method: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
+def _paged(
+    api: KubeApi, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any
+) -> list[Any]:
     """Every item, page by page; a 410 Expired (the list's revision was compacted between
     pages) starts the list again, once: a consistent list, never a mix of two."""
     try:
-        return _pages(api, method, *args, **kwargs)
+        return _pages(api, what, method, *args, **kwargs)
     except KubeError as exc:
         if exc.status != 410:
             raise
         log.info("list restarted: its continue token expired (%s)", exc.message)
-        return _pages(api, method, *args, **kwargs)
+        return _pages(api, what, method, *args, **kwargs)
 
 
-def _pages(api: KubeApi, method: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
+def _pages(
+    api: KubeApi, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any
+) -> list[Any]:
     items: list[Any] = []
     token: str | None = None
     while True:
-        page = call(api, method, *args, limit=PAGE_SIZE, _continue=token, **kwargs)
+        page = _page(api, what, method, *args, limit=PAGE_SIZE, _continue=token, **kwargs)
         items.extend(page.get("items") or [])
         token = (page.get("metadata") or {}).get("continue") or None
         if token is None:
             return items
+
+
+def _page(api: KubeApi, what: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """One page; a throttled answer (429) is asked again after its `Retry-After` (1 s when it
+    has none, at most `MAX_RETRY_AFTER_S`), up to `THROTTLE_RETRIES` times, with one log line
+    each: the API server sheds load this way (priority and fairness) and says when to return."""
+    for attempt in range(THROTTLE_RETRIES + 1):
+        try:
+            return call(api, method, *args, **kwargs)
+        except KubeError as exc:
+            if exc.status != 429 or attempt == THROTTLE_RETRIES:
+                raise
+            asked = 1.0 if exc.retry_after is None else exc.retry_after
+            wait = min(asked, MAX_RETRY_AFTER_S)
+            log.warning(
+                "listing %s: throttled by the API server (429, Retry-After %s); asking again"
+                " in %gs (%d/%d)",
+                what,
+                "none" if exc.retry_after is None else f"{exc.retry_after:g}s",
+                wait,
+                attempt + 1,
+                THROTTLE_RETRIES,
+            )
+            api.sleep(wait)
+    raise AssertionError("unreachable")  # the last attempt returned or raised
 
 
 def _with_kind(items: list[Any], res: r.Resource) -> list[Any]:
@@ -75,7 +108,12 @@ def list_custom(api: KubeApi, res: r.Resource, problems: list[str]) -> list[Any]
     """Every object of a custom resource, or [] (with a problem) when its CRD is absent."""
     try:
         items = _paged(
-            api, api.custom.list_cluster_custom_object, res.group, res.version, res.plural
+            api,
+            f"{res.plural}.{res.group}",
+            api.custom.list_cluster_custom_object,
+            res.group,
+            res.version,
+            res.plural,
         )
     except KubeError as exc:
         if exc.status == 404:
@@ -113,7 +151,7 @@ def _optional(api: KubeApi, resources: list[r.Resource], problems: list[str]) ->
 
 def _list_core(api: KubeApi, res: r.Resource, method: Callable[..., Any], **kw: Any) -> list[Any]:
     try:
-        return _with_kind(_paged(api, method, **kw), res)
+        return _with_kind(_paged(api, res.plural, method, **kw), res)
     except KubeError as exc:
         raise ClusterReadError(f"listing {res.plural}: {exc}") from exc
 

@@ -4,14 +4,14 @@
 order, give the same plan. The controller applies the plan through its actuator (or only logs it
 in dry-run), the simulator replays it, and `reclaimer.report.plan_table` renders it for people.
 
-Order of work: a data gate first (metrics older than `maxDataAge`, or an incomplete snapshot,
-means no action of any kind this cycle); then the inputs are sorted into canonical order and
-the cycle's GPU ledger is built (`capacity`), counting slots still being released as future
-free; pending jobs whose room is already in flight are served first from it (`inflight`); then
-preemption for starved queues (`victims`, `preempt`), resumes of jobs the reclaimer suspended
-(`resume`) on the slots left over, and time-slice reshapes (`reshape`). Each stage returns
-actions and the skips that explain every candidate it left alone; what an operator must look
-at (a release overdue) comes back as the plan's `warnings`.
+Order of work: a data gate first (metrics older than `maxDataAge`, samples dated after `now`,
+or an incomplete snapshot, means no action of any kind this cycle); then the inputs are sorted
+into canonical order and the cycle's GPU ledger is built (`capacity`), counting slots still
+being released as future free; pending jobs whose room is already in flight are served first
+from it (`inflight`); then preemption for starved queues (`victims`, `preempt`), resumes of jobs
+the reclaimer suspended (`resume`) on the slots left over, and time-slice reshapes (`reshape`).
+Each stage returns actions and the skips that explain every candidate it left alone; what an
+operator must look at (a release overdue) comes back as the plan's `warnings`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from reclaimer.decisions import Action, Plan, Reason, Skip
-from reclaimer.model import DataQuality, Forecast, PendingDemand, Snapshot
+from reclaimer.model import CLOCK_SKEW_TOLERANCE_S, DataQuality, Forecast, PendingDemand, Snapshot
 from reclaimer.plan.capacity import (
     FreePool,
     Placement,
@@ -142,7 +142,8 @@ def _demands(snap: Snapshot) -> list[PendingDemand]:
 
 
 def data_gate(quality: DataQuality, policy: Policy, now: float) -> Skip | None:
-    """The skip that stops the whole cycle, when metrics are missing, stale or incomplete.
+    """The skip that stops the whole cycle, when metrics are missing, stale, dated after `now`
+    (the clocks disagree) or incomplete.
 
     The one place staleness is decided: the controller gates any plan with it too.
     """
@@ -150,6 +151,13 @@ def data_gate(quality: DataQuality, policy: Policy, now: float) -> Skip | None:
         why = "no utilization samples in the last 5 minutes: is the exporter scraped?"
         return Skip(CLUSTER, Reason.STALE_DATA, why)
     age = now - quality.metrics_at
+    if -age > CLOCK_SKEW_TOLERANCE_S:
+        why = (
+            f"a utilization sample is dated {format_duration(-age)} after this controller's"
+            f" clock (tolerance {format_duration(CLOCK_SKEW_TOLERANCE_S)}): Prometheus' clock or"
+            " this node's is off, so the history read up to now misses the latest minutes"
+        )
+        return Skip(CLUSTER, Reason.CLOCK_SKEW, why)
     if age > policy.max_data_age_seconds:
         limit = format_duration(policy.max_data_age_seconds)
         return Skip(

@@ -44,6 +44,13 @@ class PromError(Exception):
         self.detail = detail
         self.status = status
 
+    @property
+    def too_many_samples(self) -> bool:
+        """Prometheus refused the query as over its `--query.max-samples` (HTTP 422, "query
+        processing would load too many samples into memory", promql.ErrTooManySamples): the
+        same query over fewer series or a shorter range may pass."""
+        return self.status == 422 and "too many samples" in self.detail
+
 
 @dataclass(frozen=True)
 class RetryPolicy:

@@ -21,14 +21,16 @@ for callers that want one. Per source:
   they do): rules deployed a minute ago have a minute of history, which no forecaster can use.
 - dcgm: dcgm-exporter's `DCGM_FI_DEV_GPU_UTIL` series that carry a `pod` label, percent / 100.
   `--kubernetes-virtual-gpus` copies the device value to every sharing pod under the same name,
-  so series are combined with `max`, never `sum`.
+  so series are combined with `max`, never `sum` (see below).
 
 A pod on several GPUs counts as busy as its busiest GPU, and a job as busy as its busiest pod
 (`max`, not `mean`): the reclaimer only acts on jobs that are idle everywhere, so one working
-rank keeps its whole gang. A job whose recent usage is unknown (`prometheus.coverage`: a sample
-missing or unreadable over the last horizon, or none within `max_age`) is left out of the job
-history (no forecast) and listed with its reason, so a node whose exporter went quiet or a GPU NVML
-cannot read never makes its jobs look idle.
+rank keeps its whole gang. A NaN on any of a pod's GPUs makes the pod's step NaN (`busiest`:
+PromQL's `max` alone would skip it), that is unreadable: unknown, never idle. A job whose
+recent usage is unknown (`prometheus.coverage`: a sample missing or unreadable over the last
+horizon, or none within `max_age`) is left out of the job history (no forecast) and listed with
+its reason, so a node whose exporter went quiet or a GPU NVML cannot read never makes its jobs
+look idle. dcgm-exporter's copies are combined with `max`; the `sum` only carries the NaN.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import pandas as pd
 import gpu_contract as gc
 from reclaimer.forecast.history import History
 from reclaimer.forecast.params import ForecastParams
-from reclaimer.model import ClusterView, GpuStats
+from reclaimer.model import CLOCK_SKEW_TOLERANCE_S, ClusterView, GpuStats
 from reclaimer.policy.settings import Policy
 from reclaimer.prometheus.coverage import Recent
 from reclaimer.prometheus.fold import UNREADABLE, jobs_of, pod_history_of
@@ -69,6 +71,9 @@ class HistoryParams:
     max_age: float = _POLICY.max_data_age_seconds  # newest sample older: the data is stale
     horizon: float = _POLICY.horizon_seconds  # every sample of this recent span must be there
     refetch_steps: int = 5  # later cycles re-read this many recent steps (late scrapes)
+    # The freshness query looks this far past now, for samples dated after the controller's
+    # clock (more than CLOCK_SKEW_TOLERANCE_S: the cycle is gated).
+    lookahead: float = 2 * CLOCK_SKEW_TOLERANCE_S
     points_per_request: int = 100_000  # pods x steps per history answer: bounds the JSON held
     # Pods named per history request: Prometheus looks a regex of at most 256 alternatives up as
     # a set, a longer one is matched against every pod name (model/labels/regexp.go).
@@ -125,24 +130,39 @@ def pod_utilization_query(
     if source is MetricsSource.DCGM:
         util = gc.DCGM_GPU_UTIL
         extra = f",{pods}" if pods else ""
-        return f'{by} (avg_over_time({util}{{pod!=""{extra}}}{rng})) / 100'
+        per_gpu = f'avg_over_time({util}{{pod!=""{extra}}}{rng})'
+        return f"({busiest(per_gpu)}) / 100"
     if recorded:
         util_rec, alloc_rec = gc.RECORDED_POD_UTILIZATION_5M, gc.RECORDED_POD_ALLOCATED
         return (
-            f"{by} ({util_rec}{sel})"
+            f"({busiest(util_rec + sel)})"
             f" or on (namespace, pod) ({UNREADABLE:g} * {by} ({alloc_rec}{sel}))"
         )
     util, alloc = gc.POD_UTILIZATION, gc.POD_ALLOCATED
+    per_gpu = f"avg_over_time({util}{sel}{rng})"
     return (
-        f"{by} (avg_over_time({util}{sel}{rng}))"
+        f"({busiest(per_gpu)})"
         f" or on (namespace, pod) ({UNREADABLE:g} * {by} (max_over_time({alloc}{sel}{rng})))"
     )
 
 
-def freshness_query(source: MetricsSource) -> str:
-    """Time of the newest raw sample the utilization comes from."""
+def busiest(per_gpu: str) -> str:
+    """Each pod's busiest GPU of `per_gpu`, NaN when any of its GPUs is NaN.
+
+    PromQL's `max` skips NaN (promql/engine.go: a NaN is replaced by any number), so a pod
+    whose one GPU reads NaN and another 0 would read 0, idle. `sum` keeps NaN, so adding
+    `0 * sum` turns such a pod NaN, which the fold reads as unreadable (unknown, never idle).
+    """
+    return f"max by (namespace, pod) ({per_gpu}) + 0 * sum by (namespace, pod) ({per_gpu})"
+
+
+def freshness_query(source: MetricsSource, lookahead: float) -> str:
+    """Time of the newest raw sample the utilization comes from, evaluated `lookahead` seconds
+    after now (`reads.read_metrics`): a sample dated after the controller's clock is seen, so
+    `plan.data_gate` can tell the clocks disagree. The `offset` branch answers as a query at now
+    would (the 5-minute lookback back from now), when nothing is newer than the lookback."""
     metric = gc.DCGM_GPU_UTIL if source is MetricsSource.DCGM else gc.POD_ALLOCATED
-    return f"max(timestamp({metric}))"
+    return f"max(timestamp({metric})) or max(timestamp({metric} offset {int(lookahead)}s))"
 
 
 def node_stats_queries(window: float) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 Requests per read: the recording-rule probe (only when the caller has no answer yet; the
 controller probes at start, then hourly until the rules cover the window), one freshness query
-(`max(timestamp(...))`, the newest raw sample), the history's `query_range`s, and three instant
+(`max(timestamp(...))`, the newest raw sample, looking `lookahead` past now for samples from the
+future), the history's `query_range`s, and three instant
 queries for node GPU stats. The history is fetched per (pod shard x time chunk): shards of at most
 `pods_per_request` of the view's GPU pods (`fold.pod_shards`, named by a pod-name regex), time
 chunks of the window to fetch (the first read's whole window, then only the new tail) short
@@ -10,16 +11,22 @@ enough that one answer holds at most `points_per_request` points (and at most 10
 most `requests_in_flight` answers are in flight; each is folded into the per-pod float32
 `History` and dropped as it lands, so a read never holds a whole fleet's JSON: memory stays flat
 in the fleet size, the request count grows with it (a steady-state read: one request per 256
-pods, for the few new steps). A failed
+pods, for the few new steps). A history request Prometheus refuses as too many samples (HTTP
+422, over its `--query.max-samples`) is split in two (its pods, else its time range) and sent
+again, and the read's later requests larger than half the refused one are split before they go,
+so a large fleet reads (and plans) again; one log line says so (after `MAX_REFUSALS` refusals
+the read gives up). A failed
 utilization or freshness query raises `MetricsUnavailable` (nothing to plan on); a failed stats
 query or Prometheus warnings clear `complete`; jobs missing series (left out of the history, so
 never forecast idle, listed in `unknown` with why) are reported in `problems`; whether the data
-is too old is the planner's `data_gate` to say, from `metrics_at`.
+is too old (or dated after `now`: the clocks disagree) is the planner's `data_gate` to say, from
+`metrics_at`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +62,8 @@ from reclaimer.prometheus.history import (
     unknown_problems,
 )
 from reclaimer.prometheus.series import QueryResult
+
+log = logging.getLogger(__name__)
 
 
 class MetricsUnavailable(Exception):
@@ -116,7 +125,7 @@ async def read_metrics(
     start = fetch_start(previous, now, params)
     window_start, end = align(now - params.window, params.step), align(now, params.step)
     stats_q = node_stats_queries(params.stats_window)
-    side = [client.query(freshness_query(source), at=now)]
+    side = [client.query(freshness_query(source, params.lookahead), at=now + params.lookahead)]
     side += [client.query(q, at=now) for q in stats_q.values()]
     side_task = asyncio.gather(*side, return_exceptions=True)
     pods = pod_matrix(
@@ -164,6 +173,18 @@ def _spans(
     return [(rows, first, end) for rows, first in ((whole, window_start), (tail, start)) if rows]
 
 
+Request = tuple[Sequence[str], float, float]  # pods, first and last grid time
+
+
+@dataclass
+class _Fit:
+    """What Prometheus refused this read as too many samples: requests larger than `points`
+    (pods x steps) are split before they are sent."""
+
+    points: float = math.inf
+    refused: int = 0
+
+
 async def _fetch_history(
     client: PromClient,
     pods: History,
@@ -173,8 +194,9 @@ async def _fetch_history(
 ) -> list[str]:
     """Fetch each span's rows over its times in (pod shard x time chunk)
     requests, at most `requests_in_flight` at once, folding each answer in as it lands;
-    returns the warnings."""
-    requests = []
+    returns the warnings. A request refused as too many samples (422) is split in two (its
+    pods, else its time range) and retried, at most `MAX_REFUSALS` times a read."""
+    requests: list[Request] = []
     for keys, first, end in spans:
         size = max(1, min(params.pods_per_request, len(keys)))
         steps = max(1, min(params.max_points, params.points_per_request // size))
@@ -183,19 +205,62 @@ async def _fetch_history(
     rows = {k: i for i, k in enumerate(pods.keys)}
     gate = asyncio.Semaphore(max(1, params.requests_in_flight))
     warnings: list[str] = []
+    fit = _Fit()
 
-    async def one(shard: Sequence[str], s: float, e: float) -> None:
-        query = query_for(pod_selector(shard))
+    async def one(req: Request) -> None:
+        halves = _halves(req, params.step)
+        if halves and _points(req, params.step) > fit.points:
+            for half in halves:  # one after the other: memory stays that of one answer
+                await one(half)
+            return
+        shard, s, e = req
         async with gate:
             try:
-                result = await client.query_range(query, s, e, params.step)
+                result = await client.query_range(query_for(pod_selector(shard)), s, e, params.step)
             except PromError as err:
-                raise MetricsUnavailable(f"utilization history unavailable: {err}") from err
-            fold(pods, rows, result)
-            warnings.extend(_warnings([result]))
+                if not (err.too_many_samples and halves and fit.refused < MAX_REFUSALS):
+                    raise MetricsUnavailable(f"utilization history unavailable: {err}") from err
+                result = None
+        if result is None:
+            assert halves is not None  # refused and splittable, else raised above
+            fit.refused += 1
+            fit.points = min(fit.points, _points(req, params.step) / 2)
+            for half in halves:
+                await one(half)
+            return
+        fold(pods, rows, result)
+        warnings.extend(_warnings([result]))
 
-    await asyncio.gather(*(one(shard, s, e) for shard, s, e in requests))
+    await asyncio.gather(*(one(req) for req in requests))
+    if fit.refused:
+        log.warning(
+            "prometheus refused %d history request(s) as too many samples (its"
+            " --query.max-samples): read in requests of at most %d pods x steps instead",
+            fit.refused,
+            fit.points,
+        )
     return warnings
+
+
+MAX_REFUSALS = 64  # 422s a read splits on before it gives up (a limit too low for one pod)
+
+
+def _points(req: Request, step: float) -> int:
+    shard, s, e = req
+    return len(shard) * (round((e - s) / step) + 1)
+
+
+def _halves(req: Request, step: float) -> tuple[Request, Request] | None:
+    """`req` in two: its pods, or with one pod its time range; None for one pod, one step."""
+    shard, s, e = req
+    if len(shard) > 1:
+        mid = len(shard) // 2
+        return (shard[:mid], s, e), (shard[mid:], s, e)
+    steps = round((e - s) / step) + 1
+    if steps < 2:
+        return None
+    cut = s + (steps // 2 - 1) * step
+    return (shard, s, cut), (shard, cut + step, e)
 
 
 def _required(answers: Sequence[QueryResult | BaseException]) -> list[QueryResult]:

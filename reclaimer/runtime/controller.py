@@ -36,6 +36,7 @@ from reclaimer.decisions import ActionKind, ActionResult, Plan, Reason, Skip
 from reclaimer.forecast import checks as forecast_check
 from reclaimer.forecast.history import History
 from reclaimer.forecast.methods import UNDECIDED_METHODS
+from reclaimer.kube.read import ClusterReadError
 from reclaimer.model import ClusterView, DataQuality, Forecast, Snapshot
 from reclaimer.plan.capacity import releasing
 from reclaimer.plan.planner import data_gate
@@ -142,6 +143,9 @@ class Controller:
             report = await self._cycle(start)
         except asyncio.CancelledError:
             raise
+        except ClusterReadError as err:  # an answer the API gave (403, 429, 5xx): one line
+            log.error("cycle failed, no actions: cluster unreadable: %s", err)
+            report = CycleReport(CycleResult.ERROR, start, 0.0, f"cycle failed: {err}")
         except Exception as err:  # the loop must survive anything one cycle hits
             log.exception("cycle failed")
             report = CycleReport(CycleResult.ERROR, start, 0.0, f"cycle failed: {err!r}")

@@ -52,6 +52,19 @@ def _split(path: str) -> tuple[Res, str | None, str | None, str | None]:
     return (group, version, rest[0]), ns, name, sub
 
 
+def _throttled(retry_after: str) -> web.Response:
+    """kube-apiserver's answer to a request its max-in-flight or priority-and-fairness filter
+    sheds (k8s.io/apiserver/pkg/server/filters, `tooManyRequests`): 429 with a `Retry-After`
+    header ("1" there) and a plain-text body written by net/http's `http.Error`, not a Status."""
+    return web.Response(
+        status=429,
+        text="Too many requests, please try again later.\n",
+        content_type="text/plain",
+        charset="utf-8",
+        headers={"Retry-After": retry_after, "X-Content-Type-Options": "nosniff"},
+    )
+
+
 class FakeApiServer:
     """Serves a `FakeCluster` on 127.0.0.1:<free port> until `stop()`."""
 
@@ -108,6 +121,8 @@ class FakeApiServer:
             if fault.delay:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), fault.delay)
+            if fault.retry_after is not None:
+                return _throttled(fault.retry_after)
             if fault.status is not None:
                 err = ApiError(fault.status, "Injected", f"injected fault {fault.status}")
                 return await self._answer(request, err.status(), fault.status, fault)

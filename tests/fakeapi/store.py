@@ -96,6 +96,7 @@ class Fault:
     every `trickle` seconds after the status line and headers: a stalled answer whose bytes keep
     coming, which a client's per-read socket timeout never ends (an API server or proxy under
     load, a half-dead connection through a load balancer).
+    With `retry_after`, the answer is kube-apiserver's throttling one instead (see server.py).
     """
 
     method: str | None
@@ -104,6 +105,7 @@ class Fault:
     delay: float = 0.0
     times: int = 1
     trickle: float = 0.0
+    retry_after: str | None = None
 
     def matches(self, method: str, path: str) -> bool:
         return (self.method is None or self.method == method) and re.search(
@@ -160,8 +162,9 @@ class FakeCluster:
         delay: float = 0.0,
         times: int = 1,
         trickle: float = 0.0,
+        retry_after: str | None = None,
     ) -> None:
-        self.faults.append(Fault(method, path, status, delay, times, trickle))
+        self.faults.append(Fault(method, path, status, delay, times, trickle, retry_after))
 
     def writes(self) -> list[Recorded]:
         return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]

@@ -135,17 +135,23 @@ def _labels(job: str, gpu: int) -> dict[str, str]:
     }
 
 
-def history(now: float, *, unreadable_idle_for: float = 0.0, step: float = 60.0) -> str:
+def history(
+    now: float, *, unreadable_idle_for: float = 0.0, step: float = 60.0, clock_ahead: float = 0.0
+) -> str:
     """Per-pod utilization for 24 h up to 15 s before `now`. With `unreadable_idle_for`, the
     idle job's GPUs stop yielding utilization that long before `now` (the exporter leaves the
-    sample out when NVML fails) while their allocation is still reported."""
+    sample out when NVML fails) while their allocation is still reported. With `clock_ahead`,
+    Prometheus' clock runs that far ahead of the controller's: samples are dated up to
+    `now + clock_ahead`, and the idle job has been busy in those minutes."""
     rng = np.random.default_rng(11)
-    times = np.arange(now - HISTORY_S, now - 15.0, step)
+    times = np.arange(now + clock_ahead - HISTORY_S, now + clock_ahead - 15.0, step)
     series = []
     for job, level, first_gpu in (("notebook", 0.0, 0), ("train", 0.8, 2)):
         for gpu in (first_gpu, first_gpu + 1):
             lab = _labels(job, gpu)
             vals = np.clip(level + 0.1 * rng.standard_normal(len(times)) * (level > 0), 0, 1)
+            if clock_ahead and job == "notebook":
+                vals = np.where(times >= now, 0.9, vals)
             cut = now - unreadable_idle_for if job == "notebook" and unreadable_idle_for else now
             util = [(float(t), float(v)) for t, v in zip(times, vals, strict=True) if t < cut]
             series.append((gc.POD_UTILIZATION, lab, util))

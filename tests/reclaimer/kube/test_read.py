@@ -129,3 +129,54 @@ def test_build_api_from_a_kubeconfig_file(server, tmp_path) -> None:
 def test_build_api_refuses_a_bad_kubeconfig(tmp_path) -> None:
     with pytest.raises(KubeConfigError):
         build_api(str(tmp_path / "missing"))
+
+
+@pytest.fixture
+def waits() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def patient_api(server: FakeApiServer, waits: list[float]):
+    """The real client on the fake API server; its waits before a throttled call are recorded
+    instead of slept."""
+    kube = api_from_configuration(
+        k8s.Configuration(host=server.url), timeout=TIMEOUT_S, sleep=waits.append
+    )
+    try:
+        yield kube
+    finally:
+        kube.close()
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "waited"),
+    [("2", [2.0, 2.0]), ("3600", [10.0, 10.0]), ("soon", [1.0, 1.0])],
+    ids=["as-asked", "bounded", "unreadable-header-waits-1s"],
+)
+def test_a_throttled_list_waits_as_retry_after_says_and_logs_one_line_each(
+    patient_api,
+    cluster: FakeCluster,
+    waits: list[float],
+    caplog: pytest.LogCaptureFixture,
+    retry_after: str,
+    waited: list[float],
+) -> None:
+    """kube-apiserver sheds load with 429 and a Retry-After (priority and fairness): the pod
+    list is asked again after it (at most 10 s), and the read completes."""
+    cluster.inject("GET", "^/api/v1/pods$", 429, times=2, retry_after=retry_after)
+    view = read_cluster_sync(patient_api, now=0.0)
+    assert len(view.pods) == 7
+    assert waits == waited
+    lines = [r for r in caplog.records if "throttled" in r.getMessage()]
+    assert len(lines) == 2 and all(r.exc_info is None for r in lines)  # no traceback
+    assert "listing pods: throttled by the API server (429" in lines[0].getMessage()
+
+
+def test_a_list_still_throttled_after_its_retries_makes_the_read_incomplete(
+    patient_api, cluster: FakeCluster, waits: list[float]
+) -> None:
+    cluster.inject("GET", "^/api/v1/nodes$", 429, times=100, retry_after="1")
+    with pytest.raises(ClusterReadError, match="listing nodes: 429 Too Many Requests"):
+        read_cluster_sync(patient_api, now=0.0)
+    assert waits == [1.0, 1.0, 1.0]  # THROTTLE_RETRIES, then it gives up

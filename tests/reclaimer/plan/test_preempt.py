@@ -449,6 +449,7 @@ def _set(limits: Limits) -> dict[str, int]:
     [
         pytest.param(DataQuality(metrics_at=NOW - 3600), Reason.STALE_DATA, id="stale"),
         pytest.param(DataQuality(metrics_at=None), Reason.STALE_DATA, id="no-metrics"),
+        pytest.param(DataQuality(metrics_at=NOW + 600), Reason.CLOCK_SKEW, id="from-the-future"),
         pytest.param(
             DataQuality(metrics_at=NOW, complete=False, problems=("q failed",)),
             Reason.INCOMPLETE_DATA,

@@ -66,7 +66,7 @@ def test_align_is_on_the_step_grid(t: float, step: float, want: float) -> None:
             MetricsSource.GPU_RECLAIM,
             False,
             [gc.POD_UTILIZATION, gc.POD_ALLOCATED, "or on (namespace, pod)", "[60s]"],
-            ["sum"],
+            ["avg by"],
             id="exporter-raw",
         ),
         pytest.param(
@@ -79,8 +79,8 @@ def test_align_is_on_the_step_grid(t: float, step: float, want: float) -> None:
         pytest.param(
             MetricsSource.DCGM,
             False,
-            [gc.DCGM_GPU_UTIL, 'pod!=""', "/ 100", "max by"],
-            ["sum"],
+            [gc.DCGM_GPU_UTIL, 'pod!=""', "/ 100", "max by", "+ 0 * sum by"],  # sum: NaN only
+            ["avg by"],
             id="dcgm-percent-deduplicated",
         ),
     ],

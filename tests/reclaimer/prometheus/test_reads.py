@@ -324,7 +324,7 @@ async def test_pod_shards_bound_each_answer_and_give_the_same_history(
         many = await read_metrics(client, cluster(40), now, sharded, MetricsSource.GPU_RECLAIM)
     ranges = [f for f in rec.forms if "start" in f]
     assert len(ranges) == 5 * 3  # 44 GPU pods, 10 per answer; 61 steps, 30 per answer
-    assert all(f["query"].count("pod=~`") == 2 for f in ranges)
+    assert all(f["query"].count("pod=~`") == 3 for f in ranges)  # max, NaN check, allocation
     np.testing.assert_array_equal(many.pod_history.values, one.pod_history.values)
     assert many.jobs.keys == one.jobs.keys and many.unknown == one.unknown
     np.testing.assert_array_equal(many.jobs.values, one.jobs.values)
@@ -353,3 +353,71 @@ async def test_a_pod_new_to_a_later_read_gets_its_whole_window(
     assert starts == [now - 60 * MIN, first_at - 2 * MIN]  # new pods whole, a-0 its tail
     assert later.jobs.keys == full.jobs.keys and "team-c/wave-c" in later.jobs.keys
     np.testing.assert_array_equal(later.jobs.values, full.jobs.values)
+
+
+@pytest.mark.parametrize("source", [MetricsSource.GPU_RECLAIM, MetricsSource.DCGM])
+async def test_a_nan_on_one_gpu_of_a_pod_makes_its_usage_unknown(
+    tmp_path: Path, base: float, source: MetricsSource
+) -> None:
+    """team-a/a-0 holds two GPUs, both idle; one sample of GPU 1 reads NaN three minutes ago.
+    `max by` alone skips the NaN and the pod reads GPU 0's 0: idle. It must be unknown."""
+    nan_at = base + (SPAN - 3) * MIN - 25.0
+    flaky = [(t, float("nan") if t == nan_at else 0.0) for t, _ in samples(base, lambda t: 0.0)]
+    zero = samples(base, lambda t: 0.0)
+    series = []
+    for gpu, points in (("0", zero), ("1", flaky)):
+        series.append((gc.POD_UTILIZATION, pod("team-a", "a-0", gpu), points))
+        series.append((gc.POD_ALLOCATED, pod("team-a", "a-0", gpu), samples(base, lambda t: 1.0)))
+        dcgm = dev(gpu, pod="a-0", namespace="team-a", container="main")
+        series.append((gc.DCGM_GPU_UTIL, dcgm, [(t, 100 * v) for t, v in points]))
+    only_a = view([job_with_pods("team-a", "train-a", "qa", [("a-0", 2)])])
+    params = HistoryParams(window=30 * MIN, step=MIN)
+    with start_prometheus(tmp_path, history=openmetrics(series)) as server:
+        async with PromClient(server.url) as client:
+            read = await read_metrics(client, only_a, base + SPAN * MIN, params, source)
+    assert "team-a/train-a" not in read.jobs.keys  # never forecast, so never idle
+    assert read.unknown["team-a/train-a"].startswith("team-a/a-0: GPU unreadable at 1 recent")
+
+
+@pytest.mark.parametrize(
+    ("now_after", "newest_after"),
+    [(7.0, -10.0), (200.0, -10.0), (-600.0, -600.0 + 110.0)],
+    ids=["fresh", "older-than-the-lookahead-window", "samples-after-now"],
+)
+async def test_freshness_sees_the_newest_sample_and_samples_after_now(
+    prom: PromServer, base: float, now_after: float, newest_after: float
+) -> None:
+    """`metrics_at` is the newest sample up to now + lookahead (120 s): 3.5 minutes old still
+    reads as it is (the query's offset branch), and one dated after `now` is seen."""
+    end = base + SPAN * MIN
+    params = HistoryParams(window=30 * MIN, step=MIN)
+    async with PromClient(prom.url) as client:
+        read = await read_metrics(
+            client, cluster(), end + now_after, params, MetricsSource.GPU_RECLAIM
+        )
+    assert read.metrics_at == end + newest_after
+    ahead = read.metrics_at - (end + now_after)
+    assert (ahead > 60.0) == (now_after < 0)  # more than CLOCK_SKEW_TOLERANCE_S: gated
+
+
+async def test_a_read_prometheus_refuses_as_too_many_samples_is_split_until_it_fits(
+    prom: PromServer, tmp_path: Path, base: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Prometheus whose --query.max-samples is too low for the 44 pods x 61 steps of one
+    request answers 422: the read splits the request (fewer pods, then a shorter range) until
+    each answer fits, gives the history an unlimited Prometheus gives, and says so."""
+    now = base + SPAN * MIN
+    params = HistoryParams(window=60 * MIN, step=MIN)
+    async with PromClient(prom.url) as client:
+        whole = await read_metrics(client, cluster(40), now, params, MetricsSource.GPU_RECLAIM)
+    text = fleet_history(base, extra_pods=40)
+    limit = ["--query.max-samples=3000"]
+    with start_prometheus(tmp_path, history=text, flags=limit) as server:
+        async with PromClient(server.url) as client:
+            read = await read_metrics(client, cluster(40), now, params, MetricsSource.GPU_RECLAIM)
+    assert read.complete, read.problems
+    np.testing.assert_array_equal(read.pod_history.values, whole.pod_history.values)
+    assert read.jobs.keys == whole.jobs.keys and read.unknown == whole.unknown
+    assert read.requests > whole.requests
+    (line,) = [r.getMessage() for r in caplog.records if "too many samples" in r.getMessage()]
+    assert "--query.max-samples" in line and "read in requests of at most" in line
