@@ -3,7 +3,7 @@
 Paths are parsed the way the API server lays them out (`/api/v1/...`, `/apis/GROUP/VERSION/...`,
 optional `namespaces/NS/`, then PLURAL[/NAME[/SUBRESOURCE]]). Every request is recorded before it
 is answered; an injected fault answers instead of the store (after an optional delay, which is how
-tests make the client time out).
+tests make the client time out), or after it (`store`: the write happened, the answer says not).
 """
 
 from __future__ import annotations
@@ -104,6 +104,11 @@ class FakeApiServer:
             self.cluster.requests.append(rec)
             fault = self.cluster.take_fault(request.method, request.path)
         if fault is not None:
+            if fault.before is not None:
+                fault.before()
+            if fault.store:  # carried out, whatever the answer says
+                with self.lock, contextlib.suppress(ApiError):
+                    self._dispatch(request.method, request.path, query, body, ctype, rec)
             if fault.delay:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), fault.delay)

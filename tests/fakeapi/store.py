@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,13 +86,21 @@ class Recorded:
 
 @dataclass
 class Fault:
-    """The next `times` requests matching method and path regex answer `status` (after `delay`)."""
+    """The next `times` requests matching method and path regex answer `status` (after `delay`).
+
+    `store`: the request is carried out first (stored), then answered `status` anyway, as a
+    kube-apiserver answers 504 when etcd commits after the request's deadline, or as a client
+    that timed out never hears the 201. `before`: called first (a test kills the client process
+    there, to stop it at exactly this request).
+    """
 
     method: str | None
     path: str
     status: int | None = 500
     delay: float = 0.0
     times: int = 1
+    store: bool = False
+    before: Callable[[], object] | None = None
 
     def matches(self, method: str, path: str) -> bool:
         return (self.method is None or self.method == method) and re.search(
@@ -146,8 +155,10 @@ class FakeCluster:
         *,
         delay: float = 0.0,
         times: int = 1,
+        store: bool = False,
+        before: Callable[[], object] | None = None,
     ) -> None:
-        self.faults.append(Fault(method, path, status, delay, times))
+        self.faults.append(Fault(method, path, status, delay, times, store, before))
 
     def writes(self) -> list[Recorded]:
         return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]

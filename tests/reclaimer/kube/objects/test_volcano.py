@@ -83,7 +83,7 @@ def test_refusal(obj: dict[str, Any], action: CommandAction, says: str | None) -
 
 @pytest.mark.parametrize("action", [ABORT, RESUME], ids=["abort", "resume"])
 def test_command_shape_follows_vcctl(action: CommandAction) -> None:
-    cmd = command(job("Running"), action, "x" * 5000)
+    cmd = command(job("Running"), action, "x" * 5000, f"sim-sweep-{action.lower()}-1700000000")
     ref = {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
@@ -95,7 +95,7 @@ def test_command_shape_follows_vcctl(action: CommandAction) -> None:
     assert cmd["action"] == {ABORT: "AbortJob", RESUME: "ResumeJob"}[action]
     assert cmd["target"] == ref
     assert cmd["metadata"] == {
-        "generateName": f"sim-sweep-{cmd['action'].lower()}-",
+        "name": f"sim-sweep-{cmd['action'].lower()}-1700000000",
         "namespace": "research",
         "ownerReferences": [ref],
     }
