@@ -8,6 +8,9 @@ process has only the cluster to go by.
   more), and never takes a second victim for the same pending job.
 - A Command create answered 504 (or a client timeout) after the Command was stored: read back, the
   stop happened; the record stays, and the next process counts the room as in flight.
+- The same for a bare pod, killed between its eviction record and the eviction itself.
+- A resume killed before its ResumeJob Command leaves the record, so the next process resumes
+  the job: never an aborted job without the record that says the reclaimer must resume it.
 - Killed after a PyTorchJob's stop but before its Event: the next process writes the Event, once.
 - The reclaimed-GPUs counter counts a stop only once it took effect and the pods let go.
 
@@ -29,12 +32,14 @@ from pathlib import Path
 from typing import Any
 
 import e2e_world as vc
+import numpy as np
 import pytest
 import safety_world as pt
 from fakeapi import FakeCluster, served_kubeconfig
-from promserver import PromServer, free_port, start_prometheus
+from promserver import PromServer, free_port, openmetrics, start_prometheus
 from repo_paths import REPO
 
+import gpu_contract as gc
 from reclaimer.kube.objects import resources as r
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
@@ -85,6 +90,54 @@ def pytorch(now: float, tmp_path: Path) -> Iterator[tuple[FakeCluster, Path]]:
     yield from _served(c, tmp_path)
 
 
+def _bare_history(now: float) -> str:
+    """24 h of the Volcano world's busy job, and of `research/scratch`, an idle bare pod."""
+    times = np.arange(now - vc.HISTORY_S, now - 15.0, 60.0)
+    series = []
+    for pod, level, gpu in (("train-w-0", 0.8, 0), ("train-w-1", 0.8, 1), ("scratch", 0.0, 2)):
+        lab = {"namespace": "research", "pod": pod, "container": "w", "gpu": str(gpu)}
+        lab |= {"Hostname": "gpu-node-1", "UUID": f"GPU-{pod}"}
+        series.append((gc.POD_UTILIZATION, lab, [(float(t), level) for t in times]))
+        series.append((gc.POD_ALLOCATED, lab, [(float(t), 1.0) for t in times]))
+    return openmetrics(series)
+
+
+def _scratch_pod(now: float) -> dict[str, Any]:
+    """A bare 2-GPU pod of the research queue where the idle Volcano Job was."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "scratch",
+            "namespace": "research",
+            "uid": "44444444-0000-0000-0000-000000000001",
+            "labels": {"volcano.sh/queue-name": "research"},
+            "creationTimestamp": vc._ts(now - vc.HISTORY_S - 3600),
+        },
+        "spec": {
+            "nodeName": "gpu-node-1",
+            "containers": [
+                {"name": "w", "image": "w:1", "resources": {"limits": {"nvidia.com/gpu": "2"}}}
+            ],
+        },
+        "status": {"phase": "Running", "startTime": vc._ts(now - vc.HISTORY_S - 3000)},
+    }
+
+
+@pytest.fixture(scope="module")
+def bare_prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
+    with start_prometheus(tmp_path_factory.mktemp("prom-bare"), history=_bare_history(now)) as s:
+        yield s
+
+
+@pytest.fixture
+def bare(now: float, tmp_path: Path) -> Iterator[tuple[FakeCluster, Path]]:
+    c = FakeCluster()
+    keep = [o for o in vc.cluster_objects(now) if "sim-sweep" not in o["metadata"]["name"]]
+    c.add(*keep, _scratch_pod(now))
+    yield from _served(c, tmp_path)
+
+
 def argv(prom: PromServer, kubeconfig: Path, *extra: str) -> list[str]:
     base = [sys.executable, "-m", "reclaimer", "run", "--prometheus-url", prom.url]
     return [*base, "--kubeconfig", str(kubeconfig), "--apply", *extra]
@@ -113,7 +166,7 @@ def killed_at(
 
     cluster.inject(method, path, 503, before=kill)
     try:
-        out, err = proc.communicate(timeout=120)
+        _out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -177,6 +230,51 @@ def test_a_stop_killed_before_its_command_is_cleared_when_no_longer_wanted(
     (event,) = events(cluster, "sim-sweep", "GpuReclaimStopCleared")
     assert event["type"] == "Warning" and "no AbortJob Command" in event["message"]
     assert cluster.all(*CMD) == [] and r.SUSPENDED_BY not in notes(cluster, VCJ, "train")
+
+
+def test_an_eviction_killed_after_its_record_is_finished_not_doubled(
+    bare_prom: PromServer, bare: tuple[FakeCluster, Path], policy: Path
+) -> None:
+    cluster, kubeconfig = bare
+    evict = "/pods/scratch/eviction$"
+    cluster.inject("POST", evict, None)  # the dry-run probe goes through
+    killed_at(cluster, bare_prom, kubeconfig, "POST", evict, "--policy-file", str(policy))
+    assert notes(cluster, PODS, "scratch")[r.ROOM_FOR] == vc.PENDING_JOB  # the record only
+
+    report = cycle(bare_prom, kubeconfig, "--policy-file", str(policy))
+    assert preempted(report) == ["research/scratch"]  # the same pod, evicted this time
+    assert [o["outcome"] for o in report["outcomes"]] == ["applied"]
+    assert cluster.get(*PODS, "scratch", "research") is None
+    assert r.SUSPENDED_BY not in notes(cluster, VCJ, "train") and cluster.all(*CMD) == []
+
+
+def test_a_resume_killed_before_its_command_keeps_the_record_and_is_resumed_next(
+    vc_prom: PromServer, volcano: tuple[FakeCluster, Path], policy: Path, now: float
+) -> None:
+    cluster, kubeconfig = volcano
+    job = cluster.get(*VCJ, "sim-sweep", "research")
+    job["status"]["state"]["phase"] = "Aborted"  # aborted by the reclaimer two hours ago
+    job["metadata"]["annotations"] = {
+        r.SUSPENDED_BY: "gpu-reclaimer",
+        r.SUSPENDED_AT: vc._ts(now - 7200),
+        r.SUSPEND_REASON: "IdleJobForStarvedQueue",
+    }
+    cluster.objects[PODS] = {
+        k: v for k, v in cluster.objects[PODS].items() if not k[1].startswith("sim-sweep-")
+    }
+    del cluster.objects[PODGROUPS][("prod", "llm")]  # nothing waits: the queue has room
+    killed_at(cluster, vc_prom, kubeconfig, "POST", "/commands$", "--policy-file", str(policy))
+    assert notes(cluster, VCJ, "sim-sweep")[r.SUSPENDED_BY] == "gpu-reclaimer"
+
+    report = cycle(vc_prom, kubeconfig, "--policy-file", str(policy))
+    assert [(a["kind"], a["target"]) for a in report["plan"]["actions"]] == [
+        ("resume", vc.IDLE_JOB)
+    ]
+    assert [o["outcome"] for o in report["outcomes"]] == ["applied"]
+    (cmd,) = cluster.all(*CMD)
+    assert (cmd["action"], cmd["target"]["name"]) == ("ResumeJob", "sim-sweep")
+    left = notes(cluster, VCJ, "sim-sweep")
+    assert r.SUSPENDED_BY not in left and r.RESUMED_AT in left
 
 
 @pytest.mark.parametrize("answer", ["504", "timeout"])

@@ -78,9 +78,7 @@ def test_volcano_command_refused_rolls_back_the_record(api, cluster: FakeCluster
 
 
 @pytest.mark.parametrize("stored", [True, False], ids=["stored", "not-stored"])
-def test_volcano_command_answered_504_is_read_back(
-    api, cluster: FakeCluster, stored: bool
-) -> None:
+def test_volcano_command_answered_504_is_read_back(api, cluster: FakeCluster, stored: bool) -> None:
     """A 504 may come after the Command was stored: read back, it is a stop made; not found
     (Volcano may have taken it up already), the record stays for the next snapshot to judge."""
     cluster.inject("POST", "/commands$", 504, store=stored)
