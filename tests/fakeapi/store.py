@@ -88,10 +88,10 @@ class Recorded:
 class Fault:
     """The next `times` requests matching method and path regex answer `status` (after `delay`).
 
-    `store`: the request is carried out first (stored), then answered `status` anyway, as a
-    kube-apiserver answers 504 when etcd commits after the request's deadline, or as a client
-    that timed out never hears the 201. `before`: called first (a test kills the client process
-    there, to stop it at exactly this request).
+    `store` (with a `status`): the request is carried out first (stored), then answered
+    `status` anyway, as a kube-apiserver answers 504 when etcd commits after the request's
+    deadline, or as a client that timed out (a `delay`) never hears the 201. `before`: called
+    first (a test kills the client process there, to stop it at exactly this request).
     """
 
     method: str | None
