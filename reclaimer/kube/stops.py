@@ -77,10 +77,13 @@ def _undo(obj: Obj) -> Obj:
 
 
 def needs_event(job: Job, now: float) -> bool:
-    """A stop of the reclaimer's that took effect recently enough for its Event to matter."""
+    """A stop of the reclaimer's that took effect recently enough for its Event to matter: a
+    job it suspended or aborted, or a bare pod it evicted that is still terminating."""
+    stopped = job.suspended and job.suspended_by_reclaimer
+    evicted = job.kind is JobKind.POD and r.EVICTED_AT in job.annotations
     return (
-        job.suspended
-        and job.suspended_by_reclaimer
+        (stopped or evicted)
+        and not job.unfinished_stop
         and job.stopped_at is not None
         and now - job.stopped_at <= EVENT_TTL_S
     )
@@ -97,4 +100,4 @@ def found_message(job: Job) -> str:
     if job.room_for:
         parts.append(f"for pending {job.room_for}")
     parts.append("the Event of this stop was not written (the controller stopped before it)")
-    return "preempt " + job.key + ": " + "; ".join(parts)
+    return f"preempt {job.key}: " + "; ".join(parts)
