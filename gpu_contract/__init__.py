@@ -196,7 +196,7 @@ RECLAIMER_METRICS: tuple[MetricSpec, ...] = (
         "gpu_reclaimer_reclaimed_gpu_seconds_total",
         C,
         "seconds",
-        "GPU-seconds freed by preemptions (would-be, in dry-run).",
+        "GPU-seconds freed by completed preemptions: stopped, pods gone (would-be, in dry-run).",
     ),
     _rec(
         "gpu_reclaimer_gpus_releasing",

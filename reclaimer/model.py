@@ -94,6 +94,9 @@ class Job:
     room_for: str | None = None  # pending job the reclaimer stopped this one for (annotation)
     stopped_at: float | None = None  # when the reclaimer stopped it (suspended or evicted)
     disruption_block: str = ""  # a PodDisruptionBudget that forbids stopping it, and why
+    # a stop record on a job whose stop never happened (interrupted mid-stop), and why; such a
+    # record is not taken as a stop: no room in flight, no cool-down, cleared by the actuator
+    unfinished_stop: str = ""
     managed_by: str = ""  # another controller admits it (Kueue): stopping it would be undone
     controlled_by: str = ""  # its controller owner is a kind the reclaimer does not manage
     mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # of gpus: MIG, by resource

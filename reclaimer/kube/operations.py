@@ -13,13 +13,21 @@ re-runs the operation once. Order matters:
   together (atomic), sent with `fieldValidation=Strict`: a training-operator older than v1.7 has
   no `runPolicy.suspend` in its CRD, and the API server would otherwise prune the field silently
   while the job keeps running; Strict makes it answer 400, reported as a failed action.
-- Volcano Job: annotate, then create the `bus.volcano.sh/v1alpha1` Command (AbortJob/ResumeJob);
-  if the Command fails the annotation is rolled back, so the record never claims a suspension
-  that did not happen. `kube.volcano` says when Volcano would act on the Command at all, and
-  refuses to abort a job whose resume would spend its last retry (and fail it).
+- Volcano Job, stop: annotate, then create the `bus.volcano.sh/v1alpha1` AbortJob Command. A
+  create refused outright (4xx) rolls the annotation back, so the record never claims a stop that
+  did not happen. A create answered 5xx or timed out may have been stored (`may_have_happened`):
+  the Command is read back by its name; found, the stop happened; not found or unreadable, the
+  record stays and `Unconfirmed` is raised: Volcano may already have taken the Command up (it
+  deletes it first), and the next cycle's snapshot tells (an aborted job, a pending Command, or
+  neither: then `kube.stops` clears the record). Resume: the ResumeJob Command first, then the
+  record is cleared, so an interrupted resume leaves a record on a running job (cleared the same
+  way), never a stopped job without one. No Command is sent while one is still pending for the
+  job. `kube.volcano` says when Volcano would act on the Command at all, and refuses to abort a
+  job whose resume would spend its last retry (and fail it).
 - Bare pod: a dry-run eviction first (a PDB answers 429 before anything is written), then the
-  annotation, then the real eviction.
-Reshapes are `kube.reshaping`.
+  annotation, then the real eviction; a refused eviction rolls the annotation back, one answered
+  5xx or timed out is read back (the pod gone or terminating: it happened).
+Reshapes are `kube.reshaping`; interrupted stops and lost Events are `kube.stops`.
 """
 
 from __future__ import annotations
@@ -29,10 +37,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reclaimer.kube.client import KubeError
-from reclaimer.kube.objects import disruption, kinds, management, volcano
+from reclaimer.kube.objects import disruption, gangs, kinds, management, volcano
 from reclaimer.kube.objects import fields as f
 from reclaimer.kube.objects import resources as r
-from reclaimer.kube.write import KubeWriter, rfc3339
+from reclaimer.kube.write import KubeWriter, NotLeader, rfc3339
 from reclaimer.model import Job, Pod
 
 Obj = dict[str, Any]
@@ -40,6 +48,27 @@ Obj = dict[str, Any]
 
 class Precondition(Exception):
     """The live object is not in the state the plan assumed: skip, nothing was written."""
+
+
+class Unconfirmed(Exception):
+    """A write of a stop answered 5xx or timed out and reading back could not tell whether it
+    happened: the stop record stays, and the next cycle's snapshot decides."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status  # the write's answer (0: none)
+
+
+# the stop record's keys, as a stop writes them (`suspend_record`, `evict_bare_pod`)
+STOP_RECORD: tuple[str, ...] = (
+    r.SUSPENDED_BY, r.SUSPENDED_AT, r.SUSPEND_REASON, r.ROOM_FOR, r.EVICTED_AT,
+)  # fmt: skip
+
+
+def may_have_happened(exc: KubeError) -> bool:
+    """A 5xx (a 504 gateway timeout may come after the write was stored) or no answer at all
+    (status 0: a client timeout, a dropped connection): the write may have been carried out."""
+    return exc.status == 0 or exc.status >= 500
 
 
 def _check_uid(obj: Obj, uid: str, what: str) -> None:
@@ -180,7 +209,8 @@ def volcano_command(
     message: str,
     *,
     pods: Sequence[Pod] = (),
-) -> Obj:
+) -> tuple[Obj, str]:
+    """Abort or resume a Volcano Job by a Command; (the Job as read, a note on the create)."""
     obj = w.get_custom(r.VOLCANO_JOBS, job.namespace, job.name)
     _check_uid(obj, job.uid, job.key)
     if abort:
@@ -191,19 +221,56 @@ def volcano_command(
     why = volcano.refusal(obj, action)
     if why is not None:
         raise Precondition(f"{job.key} {why}")
+    uid = str(f.dig(obj, "metadata", "uid") or "")
+    waiting = volcano.pending_actions(w.list_custom(r.VOLCANO_COMMANDS, job.namespace), uid)
+    if waiting:
+        names = " and ".join(sorted(waiting))
+        raise Precondition(f"{job.key} has a {names} Command that Volcano has not taken up yet")
+    at = f.timestamp(record.get(r.SUSPENDED_AT if abort else r.RESUMED_AT)) or 0.0
+    body = volcano.command(obj, action, message, volcano.command_name(job.name, action, at))
+    if not abort:  # the Command first: an interrupted resume leaves a record, never a lost job
+        note = _create_command(w, job, body)
+        cleared = {"metadata": {"annotations": dict(record)}}  # no resourceVersion: Volcano
+        w.patch_custom(r.VOLCANO_JOBS, job.namespace, job.name, cleared)  # updates its status
+        return obj, note
     patch = {"metadata": {"resourceVersion": _rv(obj), "annotations": dict(record)}}
     w.patch_custom(r.VOLCANO_JOBS, job.namespace, job.name, patch)
     try:
-        w.create_custom(r.VOLCANO_COMMANDS, job.namespace, volcano.command(obj, action, message))
-    except KubeError:
+        note = _create_command(w, job, body)
+    except KubeError:  # refused outright: it was not stored
         undo = {k: _annotations(obj).get(k) for k in record}
-        # best effort: with the Command failed, a stale record would only cause a no-op resume
-        with contextlib.suppress(KubeError):
+        # best effort: with the Command refused, a stale record is cleared by `kube.stops`
+        with contextlib.suppress(KubeError, NotLeader):
             w.patch_custom(
                 r.VOLCANO_JOBS, job.namespace, job.name, {"metadata": {"annotations": undo}}
             )
         raise
-    return obj
+    return obj, note
+
+
+def _create_command(w: KubeWriter, job: Job, body: Obj) -> str:
+    """Create the Command; '' when it was stored, a note when that was learnt by reading back.
+    Raises `KubeError` when it was refused, `Unconfirmed` when that cannot be known now."""
+    name = str(body["metadata"]["name"])
+    try:
+        w.create_custom(r.VOLCANO_COMMANDS, job.namespace, body)
+    except KubeError as exc:
+        if exc.status == 409:  # only an earlier try of this very Command has its name
+            return f"Command {name} was already stored"
+        if not may_have_happened(exc):
+            raise
+        try:
+            w.get_custom(r.VOLCANO_COMMANDS, job.namespace, name)
+        except KubeError as again:
+            raise Unconfirmed(
+                f"creating Command {name} answered {exc}; reading it back answered {again}: "
+                "Volcano may have taken it up already, so the stop record stays and the next "
+                "cycle clears it unless the job was aborted",
+                exc.status,
+            ) from exc
+        answer = exc.status or "no answer"
+        return f"the create answered {answer}; read back, Command {name} was stored"
+    return ""
 
 
 def evict_bare_pod(
@@ -223,6 +290,31 @@ def evict_bare_pod(
     w.patch_pod(
         job.namespace, job.name, {"metadata": {"resourceVersion": _rv(obj), "annotations": record}}
     )
-    if not w.dry_run:
+    if w.dry_run:
+        return obj
+    try:
         w.evict_pod(job.namespace, job.name)
+    except KubeError as exc:
+        if may_have_happened(exc) and _evicted(w, job):
+            return obj
+        if may_have_happened(exc):
+            raise Unconfirmed(
+                f"evicting {job.key} answered {exc} and the pod is not terminating yet: the "
+                "record stays, and the next cycle clears it unless the pod was evicted",
+                exc.status,
+            ) from exc
+        undo = {k: _annotations(obj).get(k) for k in record}
+        with contextlib.suppress(KubeError, NotLeader):
+            w.patch_pod(job.namespace, job.name, {"metadata": {"annotations": undo}})
+        raise
     return obj
+
+
+def _evicted(w: KubeWriter, job: Job) -> bool:
+    """Read back after an unanswered eviction: the pod is gone, replaced or terminating."""
+    try:
+        obj = w.get_pod(job.namespace, job.name)
+    except KubeError as exc:
+        return exc.status == 404
+    replaced = bool(job.uid) and f.dig(obj, "metadata", "uid") != job.uid
+    return replaced or gangs.is_releasing(obj)

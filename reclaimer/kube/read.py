@@ -160,10 +160,15 @@ def list_objects(api: KubeApi, device_plugin: r.ConfigMapRef) -> ClusterObjects:
     """Every object the converter needs (blocking). Raises `ClusterReadError`."""
     problems: list[str] = []
     live_pods = "status.phase!=Succeeded,status.phase!=Failed"
+    queues = list_custom(api, r.QUEUES, problems)
+    podgroups = list_custom(api, r.PODGROUPS, problems)
+    volcano_jobs = list_custom(api, r.VOLCANO_JOBS, problems)
     return ClusterObjects(
-        queues=list_custom(api, r.QUEUES, problems),
-        podgroups=list_custom(api, r.PODGROUPS, problems),
-        volcano_jobs=list_custom(api, r.VOLCANO_JOBS, problems),
+        queues=queues,
+        podgroups=podgroups,
+        volcano_jobs=volcano_jobs,
+        # Commands Volcano has not taken up yet: an AbortJob waiting is a stop made
+        commands=list_custom(api, r.VOLCANO_COMMANDS, problems) if volcano_jobs else [],
         workloads=_optional(api, [w.resource for w in kinds.SUSPENDABLE], problems),
         controllers=_optional(api, list(kinds.OWNER_CHAIN), problems),
         pods=_list_core(

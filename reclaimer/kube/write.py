@@ -79,6 +79,13 @@ class KubeWriter:
         obj: Obj = call(self.api, self.api.core.read_namespaced_config_map, ref.name, ref.namespace)
         return obj
 
+    def list_custom(self, res: r.Resource, namespace: str) -> list[Obj]:
+        c = self.api.custom
+        found = call(
+            self.api, c.list_namespaced_custom_object, res.group, res.version, namespace, res.plural
+        )
+        return list(found.get("items") or [])
+
     def list_pdbs(self, namespace: str) -> list[Obj]:
         pdbs = call(self.api, self.api.policy.list_namespaced_pod_disruption_budget, namespace)
         return list(pdbs.get("items") or [])
@@ -175,16 +182,19 @@ def event_body(
     *,
     instance: str,
     warning: bool = False,
+    name: str | None = None,
 ) -> Obj:
-    """A core/v1 Event about `involved` (apiVersion, kind, name, namespace, uid).
+    """A core/v1 Event about `involved` (apiVersion, kind, name, namespace, uid), named `name`
+    when given (so that writing it twice answers 409), else generated.
 
     Legacy-style (no `eventTime`): firstTimestamp/lastTimestamp/count, which every kubectl shows.
     """
     namespace = involved.get("namespace") or "default"
+    meta = {"name": name} if name else {"generateName": f"{involved['name']}."}
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
+        "metadata": {**meta, "namespace": namespace},
         "involvedObject": {k: v for k, v in involved.items() if v},
         "reason": reason,
         "message": message[:1024],

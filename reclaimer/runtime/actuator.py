@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
 
 from reclaimer.decisions import (
     Action,
@@ -30,7 +29,7 @@ from reclaimer.decisions import (
 from reclaimer.devices import count
 from reclaimer.forecast import wording
 from reclaimer.kube import operations as ops
-from reclaimer.kube import reshaping
+from reclaimer.kube import reshaping, stops
 from reclaimer.kube.client import KubeApi, KubeError
 from reclaimer.kube.objects import kinds
 from reclaimer.kube.objects import resources as r
@@ -39,14 +38,12 @@ from reclaimer.kube.write import KubeWriter, NotLeader, event_body
 from reclaimer.model import ClusterView, JobKind
 from reclaimer.plan.refusals import CycleBudget
 from reclaimer.policy.settings import Policy
+from reclaimer.runtime.settle import Recorder, Settler
 
 log = logging.getLogger(__name__)
 
 
-class EventRecorder(Protocol):
-    def record(
-        self, involved: Mapping[str, str], reason: str, message: str, now: float, warning: bool
-    ) -> None: ...
+EventRecorder = Recorder  # how the actuator writes Events (`KubeEventRecorder`)
 
 
 class KubeEventRecorder:
@@ -56,9 +53,18 @@ class KubeEventRecorder:
         self.writer, self.instance = writer, instance
 
     def record(
-        self, involved: Mapping[str, str], reason: str, message: str, now: float, warning: bool
+        self,
+        involved: Mapping[str, str],
+        reason: str,
+        message: str,
+        now: float,
+        warning: bool,
+        *,
+        name: str | None = None,
     ) -> None:
-        body = event_body(involved, reason, message, now, instance=self.instance, warning=warning)
+        body = event_body(
+            involved, reason, message, now, instance=self.instance, warning=warning, name=name
+        )
         self.writer.create_event(body["metadata"]["namespace"], body)
 
 
@@ -127,6 +133,13 @@ class Actuator:
         self.device_plugin = device_plugin or r.ConfigMapRef()
         self.events: EventRecorder = events or KubeEventRecorder(self.writer, identity)
         self._warned: set[tuple[str, str, float | None]] = set()
+        self.settler = Settler(self.writer, self.events, clock, may_write)
+
+    def settle(self, view: ClusterView, results: Sequence[ActionResult]) -> list[str]:
+        """After `apply`: clear the records of stops that never happened and write the Events
+        of stops found without one (`runtime.settle`), leaving the jobs this cycle wrote to."""
+        touched = {res.action.target for res in results if res.writes > 0}
+        return self.settler.settle(view, touched)
 
     def warn(self, warnings: Sequence[Skip], view: ClusterView) -> int:
         """A Warning Event on each job a plan warning names, once per job and stop per process
@@ -199,6 +212,8 @@ class Actuator:
             return involved, f"{detail} (after a conflict)"
 
     def _failure(self, action: Action, exc: Exception) -> ActionResult:
+        if isinstance(exc, ops.Unconfirmed):
+            return ActionResult(action, Outcome.FAILED, f"not confirmed: {exc}", None, exc.status)
         if isinstance(exc, ops.Precondition | NotLeader):
             return ActionResult(action, Outcome.SKIPPED, str(exc))
         if isinstance(exc, KubeError):
@@ -221,13 +236,17 @@ class Actuator:
     def _record_event(
         self, action: Action, involved: Mapping[str, str], now: float, detail: str
     ) -> str:
+        # a stop's Event is named after its record, so a later process can tell it was written
+        stop = action.kind is ActionKind.PREEMPT
+        name = stops.event_name(involved["name"], now) if stop else None
+        message = describe(action, self.dry_run)
         try:
-            self.events.record(
-                involved, EVENT_REASONS[action.kind], describe(action, self.dry_run), now, False
-            )
+            self.events.record(involved, EVENT_REASONS[action.kind], message, now, False, name=name)
         except (KubeError, NotLeader) as exc:
             log.warning("event for %s %s not recorded: %s", action.kind, action.target, exc)
             return f"{detail}; event not recorded: {exc}"
+        if name is not None and not self.dry_run:
+            self.settler.recorded.add(name)
         return detail
 
     def _execute(self, action: Action, view: ClusterView, now: float) -> tuple[dict[str, str], str]:
@@ -248,10 +267,11 @@ class Actuator:
             obj = ops.set_suspended(w, job, preempt, record, pods)
             return ops.involved(obj, wk.resource), _stopped_detail(wk, preempt)
         if job.kind is JobKind.VOLCANO_JOB:
-            obj = ops.volcano_command(
+            obj, note = ops.volcano_command(
                 w, job, preempt, record, describe(action, self.dry_run), pods=pods
             )
-            return ops.involved(obj, r.VOLCANO_JOBS), "AbortJob" if preempt else "ResumeJob"
+            done = "AbortJob" if preempt else "ResumeJob"
+            return ops.involved(obj, r.VOLCANO_JOBS), f"{done} ({note})" if note else done
         if not preempt:
             raise ops.Precondition("a bare pod cannot be resumed; its owner recreates it")
         obj = ops.evict_bare_pod(w, job, now, str(action.reason), room_for=room_for, pods=pods)

@@ -37,7 +37,7 @@ from reclaimer.forecast import checks as forecast_check
 from reclaimer.forecast.history import History
 from reclaimer.forecast.methods import UNDECIDED_METHODS
 from reclaimer.kube.read import ClusterReadError
-from reclaimer.model import ClusterView, DataQuality, Forecast, Snapshot
+from reclaimer.model import ClusterView, DataQuality, Forecast, PodPhase, Snapshot
 from reclaimer.plan.capacity import releasing
 from reclaimer.plan.planner import data_gate
 from reclaimer.policy.settings import Policy
@@ -62,6 +62,8 @@ class Applier(Protocol):
     def apply(self, plan: Plan, view: ClusterView) -> Sequence[ActionResult]: ...
 
     def warn(self, warnings: Sequence[Skip], view: ClusterView) -> int: ...
+
+    def settle(self, view: ClusterView, results: Sequence[ActionResult]) -> Sequence[str]: ...
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,17 @@ def gate(plan: Plan, quality: DataQuality, now: float, policy: Policy) -> tuple[
     why = stop.detail
     skips = tuple(Skip(a.target, stop.reason, f"{a.kind} withheld: {why}") for a in plan.actions)
     return replace(plan, actions=(), skipped=plan.skipped + skips), why
+
+
+def reclaimed_gpus(view: ClusterView) -> int:
+    """GPUs the reclaimer's completed stops hold free: jobs it stopped whose stop took effect
+    and whose pods hold no device any more. A record alone is not a stop (one cut short, or an
+    AbortJob Volcano has not carried out), nor is a job whose pods still terminate; pure."""
+    holding = (PodPhase.RUNNING, PodPhase.PENDING)
+    bound = {p.job for p in view.pods if p.job and p.node and p.gpus > 0 and p.phase in holding}
+    return sum(
+        j.gpus for j in view.jobs if j.suspended and j.suspended_by_reclaimer and j.key not in bound
+    )
 
 
 class Controller:
@@ -249,6 +262,8 @@ class Controller:
             result, message = CycleResult.SKIPPED, withheld
         acted = bool(plan.actions) and self._actuator is not None and self._is_leader()
         outcomes = await self._act(plan, view) if acted else ()
+        if self._actuator is not None and self._is_leader():
+            await asyncio.to_thread(self._actuator.settle, view, outcomes)
         await self._warn(plan, view)
         self._count_safety(snapshot, plan)
         self._count_reclaimed(view, now)
@@ -305,7 +320,7 @@ class Controller:
                 a.evidence.gpus_freed for a in prev.plan.actions if a.kind is ActionKind.PREEMPT
             )
         else:
-            gpus = sum(j.gpus for j in view.jobs if j.suspended_by_reclaimer)
+            gpus = reclaimed_gpus(view)
         self._metrics.reclaimed_gpu_seconds.inc(max(0.0, gpus * (now - prev.at)))
 
     def _account(self, report: CycleReport) -> None:

@@ -4,7 +4,8 @@ Paths are parsed the way the API server lays them out (`/api/v1/...`, `/apis/GRO
 optional `namespaces/NS/`, then PLURAL[/NAME[/SUBRESOURCE]]). Every request is recorded before it
 is answered; an injected fault answers instead of the store (after an optional delay, which is how
 tests make the client time out), or trickles the answer's body a byte at a time (a stalled answer
-that per-read socket timeouts never end).
+that per-read socket timeouts never end), or answers after carrying the request out (`store`:
+the write happened, the answer says not).
 """
 
 from __future__ import annotations
@@ -118,6 +119,11 @@ class FakeApiServer:
             self.cluster.requests.append(rec)
             fault = self.cluster.take_fault(request.method, request.path)
         if fault is not None:
+            if fault.before is not None:
+                fault.before()
+            if fault.store:  # carried out, whatever the answer says
+                with self.lock, contextlib.suppress(ApiError):
+                    self._dispatch(request.method, request.path, query, body, ctype, rec)
             if fault.delay:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), fault.delay)

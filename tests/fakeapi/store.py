@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,6 +98,10 @@ class Fault:
     coming, which a client's per-read socket timeout never ends (an API server or proxy under
     load, a half-dead connection through a load balancer).
     With `retry_after`, the answer is kube-apiserver's throttling one instead (see server.py).
+    `store` (with a `status`): the request is carried out first (stored), then answered
+    `status` anyway, as a kube-apiserver answers 504 when etcd commits after the request's
+    deadline, or as a client that timed out (a `delay`) never hears the 201. `before`: called
+    first (a test kills the client process there, to stop it at exactly this request).
     """
 
     method: str | None
@@ -106,6 +111,8 @@ class Fault:
     times: int = 1
     trickle: float = 0.0
     retry_after: str | None = None
+    store: bool = False
+    before: Callable[[], object] | None = None
 
     def matches(self, method: str, path: str) -> bool:
         return (self.method is None or self.method == method) and re.search(
@@ -163,8 +170,12 @@ class FakeCluster:
         times: int = 1,
         trickle: float = 0.0,
         retry_after: str | None = None,
+        store: bool = False,
+        before: Callable[[], object] | None = None,
     ) -> None:
-        self.faults.append(Fault(method, path, status, delay, times, trickle, retry_after))
+        self.faults.append(
+            Fault(method, path, status, delay, times, trickle, retry_after, store, before)
+        )
 
     def writes(self) -> list[Recorded]:
         return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]

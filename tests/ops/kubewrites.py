@@ -50,7 +50,7 @@ class FakeApiServer:
     def __init__(self, objects: list[Obj]) -> None:
         self.store: dict[tuple[str, str, str, str], Obj] = {}
         self.sent: list[Write] = []
-        self.fail_creates = False  # answer 500 to every create (a Command that fails)
+        self.fail_creates = False  # refuse every create with 422 (a Command that is refused)
         self._rv = itertools.count(1000)
         for obj in objects:
             self.add(obj)
@@ -104,6 +104,10 @@ class FakeApiServer:
             return self.get(group, plural, ns, obj_name)
         if name == "list_cluster_custom_object":
             return {"items": []}  # no GPU operator ClusterPolicy
+        if name == "list_namespaced_custom_object":  # Volcano Commands still waiting
+            group, _version, ns, plural = args
+            found = [o for k, o in self.store.items() if k[:3] == (group, plural, ns)]
+            return {"items": copy.deepcopy(found)}
         if name == "list_namespaced_pod_disruption_budget":
             return {"items": []}
         if name == "read_namespaced_pod":
@@ -169,7 +173,7 @@ class FakeApiServer:
         request = self._request("CREATE", gvr, new["kind"], ns, meta["name"], dry)
         self.sent.append(Write(request, new, None))
         if self.fail_creates:
-            raise KubeError(500, "InternalError", "create failed")
+            raise KubeError(422, "Invalid", "create refused")
         if not dry:
             self.store[(group, plural, ns, meta["name"])] = copy.deepcopy(new)
         return new

@@ -147,10 +147,12 @@ def _volcano(*, fail: bool = False) -> Callable[[FakeApiServer], None]:
         try:
             operations.volcano_command(w, job, True, record, "idle for 2h")
         except KubeError:
-            assert fail  # the Command failed: the record was rolled back
+            assert fail  # the Command was refused: the record was rolled back
             return
         stored = server.store[FakeApiServer._key(VOLCANO_JOB)]
-        stored["status"]["state"]["phase"] = "Aborted"
+        stored["status"]["state"]["phase"] = "Aborted"  # as Volcano's job controller does,
+        for key in [k for k in server.store if k[1] == "commands"]:  # taking the Command up
+            del server.store[key]
         operations.volcano_command(w, job, False, operations.resume_record(NOW + 600), "resume")
 
     return flow

@@ -146,7 +146,7 @@ RECLAIMER_DRY_RUN = {
     *(("cluster", "scheduling.k8s.io", "priorityclasses", v) for v in READ),
     *(("cluster", "scheduling.volcano.sh", r, v) for r in ("queues", "podgroups") for v in READ),
     *(("cluster", "batch.volcano.sh", "jobs", v) for v in (*READ, "patch")),
-    ("cluster", "bus.volcano.sh", "commands", "create"),
+    *(("cluster", "bus.volcano.sh", "commands", v) for v in ("get", "list", "create")),
     *(
         ("cluster", "kubeflow.org", r, v)
         for r in ("pytorchjobs", "tfjobs", "mpijobs", "xgboostjobs", "paddlejobs", "jaxjobs")

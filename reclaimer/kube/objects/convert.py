@@ -36,6 +36,7 @@ class ClusterObjects:
     queues: Sequence[Obj] = ()
     podgroups: Sequence[Obj] = ()
     volcano_jobs: Sequence[Obj] = ()
+    commands: Sequence[Obj] = ()  # Volcano Commands not yet taken up by its job controller
     workloads: Sequence[Obj] = ()  # every suspendable kind (`kube.kinds.SUSPENDABLE`)
     controllers: Sequence[Obj] = ()  # between pods and workloads (`kube.kinds.OWNER_CHAIN`)
     pods: Sequence[Obj] = ()
@@ -51,6 +52,7 @@ KIND_FIELDS: Mapping[tuple[str, str], str] = {
     (r.QUEUES.group, "Queue"): "queues",
     (r.PODGROUPS.group, "PodGroup"): "podgroups",
     (r.VOLCANO_JOBS.group, "Job"): "volcano_jobs",
+    (r.VOLCANO_COMMANDS.group, "Command"): "commands",
     **{w.key: "workloads" for w in kinds.SUSPENDABLE},
     **{(c.group, c.kind): "controllers" for c in kinds.OWNER_CHAIN},
     ("", "Pod"): "pods",
@@ -91,7 +93,9 @@ def _jobs(
     """Every top workload as a gang; one owned by another known workload (a JobSet's Jobs) is
     part of that one's gang, not a gang of its own."""
     jobs: dict[str, Job] = {}
-    made = [(obj, partial(gangs.volcano_job, obj, prio)) for obj in objs.volcano_jobs]
+    made = [
+        (obj, partial(gangs.volcano_job, obj, prio, objs.commands)) for obj in objs.volcano_jobs
+    ]
     made += [
         (obj, partial(workloads.build, obj, prio))
         for obj in objs.workloads
@@ -216,7 +220,10 @@ def _with_budgets(jobs: Sequence[Job], pods: Sequence[Pod], pdbs: Sequence[Obj])
 def _last_actions(jobs: Iterable[Job], nodes: Sequence[Obj]) -> dict[str, float]:
     out: dict[str, float] = {}
     for job in jobs:
-        t = gangs.last_action_time(job.annotations)
+        notes = job.annotations
+        if job.unfinished_stop:  # a stop that did not happen starts no cool-down
+            notes = {k: v for k, v in notes.items() if k not in (r.SUSPENDED_AT, r.EVICTED_AT)}
+        t = gangs.last_action_time(notes)
         if t is not None:
             out[job.key] = t
     for obj in nodes:

@@ -71,11 +71,28 @@ def job_from_meta(obj: Obj, kind: JobKind, **values: object) -> Job:
     )
 
 
-def volcano_job(obj: Obj, priorities: Mapping[str, int]) -> Job | None:
-    """A Volcano batch Job as a gang; None once it completed, failed or terminated."""
+def unfinished(job: Job, why: str) -> Job:
+    """`job` with its stop record set aside: the stop it records did not happen (`why`)."""
+    return dataclasses.replace(
+        job, suspended_by_reclaimer=False, room_for=None, stopped_at=None, unfinished_stop=why
+    )
+
+
+def volcano_job(
+    obj: Obj, priorities: Mapping[str, int], commands: Sequence[Obj] = ()
+) -> Job | None:
+    """A Volcano batch Job as a gang; None once it completed, failed or terminated.
+
+    It counts as stopped once aborting or aborted, or while an AbortJob Command for it waits
+    for Volcano (`commands`: the listed Commands). A reclaimer stop record on a job that is
+    neither is an unfinished stop: the controller died, or lost the lease, between the record
+    and the Command, or someone resumed the job.
+    """
     phase = f.dig(obj, "status", "state", "phase") or "Pending"
     if phase in _VOLCANO_FINISHED:
         return None
+    waiting = volcano.pending_actions(commands, str(f.meta(obj).get("uid", "")))
+    stopped = phase in _VOLCANO_SUSPENDED or volcano.CommandAction.ABORT in waiting
     tasks = f.dig(obj, "spec", "tasks") or []
     replicas = [f.int_field(t.get("replicas"), 1) for t in tasks]
     slots = sum(
@@ -87,7 +104,7 @@ def volcano_job(obj: Obj, priorities: Mapping[str, int]) -> Job | None:
     )
     spec = obj.get("spec") or {}
     used, max_retry = volcano.retries(obj)
-    return job_from_meta(
+    job = job_from_meta(
         obj,
         JobKind.VOLCANO_JOB,
         retries_left=max_retry - used,
@@ -97,8 +114,12 @@ def volcano_job(obj: Obj, priorities: Mapping[str, int]) -> Job | None:
         min_member=f.int_field(spec.get("minAvailable"), sum(replicas) or 1),
         priority=priority_of(spec.get("priorityClassName"), priorities),
         start_time=f.created_at(obj),
-        suspended=phase in _VOLCANO_SUSPENDED,
+        suspended=stopped,
     )
+    if job.suspended_by_reclaimer and not stopped:
+        why = f"{phase}, and no AbortJob Command for it is waiting: the stop was not carried out"
+        return unfinished(job, why)
+    return job
 
 
 def _pod_phase(obj: Obj) -> PodPhase:
@@ -155,9 +176,11 @@ def is_releasing(obj: Obj) -> bool:
 
 
 def bare_pod_job(obj: Obj, p: Pod, queue: str, priorities: Mapping[str, int]) -> Job:
+    """A bare pod as a gang of one; an eviction record on a pod that is not terminating is an
+    unfinished stop (the controller died between the record and the eviction)."""
     spec = obj.get("spec") or {}
     priority = spec.get("priority")
-    return job_from_meta(
+    job = job_from_meta(
         obj,
         JobKind.POD,
         queue=queue,
@@ -169,6 +192,9 @@ def bare_pod_job(obj: Obj, p: Pod, queue: str, priorities: Mapping[str, int]) ->
         start_time=p.start_time,
         pods=(p.key,),
     )
+    if EVICTED_AT in job.annotations and not p.releasing:
+        return unfinished(job, "not terminating: the eviction was not carried out")
+    return job
 
 
 def attach_pods(

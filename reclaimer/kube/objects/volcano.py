@@ -17,10 +17,16 @@ The Command also carries the Job as its controlling owner, so the garbage collec
 Command left behind by a deleted Job. Not `blockOwnerDeletion`: with the
 OwnerReferencesPermissionEnforcement admission plugin, setting it needs `update` on
 `jobs/finalizers`, which this controller has no other use for.
+Its name is fixed by the job, the action and the second of the record it goes with
+(`command_name`), not generated: after a create answered 5xx or timed out, a GET by that name
+tells whether it was stored, and a repeated create answers 409. A Command still listed has not
+been taken up by Volcano yet (`pending_actions`): an AbortJob waiting for a Running job is a stop
+made, which Volcano has yet to carry out.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Final
 
@@ -72,8 +78,28 @@ def refusal(job: Obj, action: CommandAction) -> str | None:
     return None
 
 
-def command(job: Obj, action: CommandAction, message: str) -> Obj:
-    """The Command that makes Volcano's job controller apply `action` to `job`."""
+def command_name(job_name: str, action: CommandAction, at: float) -> str:
+    """The Command's name: job, action and the whole second of its record (a DNS subdomain)."""
+    return f"{job_name}-{action.lower()}-{int(at)}"[:253]
+
+
+def pending_actions(commands: Iterable[Mapping[str, Any]], uid: str) -> frozenset[CommandAction]:
+    """The actions of the listed Commands that target the Job with this uid, not yet taken up
+    (Volcano deletes each Command before it acts on it)."""
+    found: set[CommandAction] = set()
+    for cmd in commands:
+        target = cmd.get("target")
+        if not isinstance(target, dict) or not uid or target.get("uid") != uid:
+            continue
+        if target.get("kind") != VOLCANO_JOBS.kind:
+            continue
+        if cmd.get("action") in CommandAction._value2member_map_:
+            found.add(CommandAction(cmd["action"]))
+    return frozenset(found)
+
+
+def command(job: Obj, action: CommandAction, message: str, name: str) -> Obj:
+    """The Command named `name` that makes Volcano's job controller apply `action` to `job`."""
     meta = job["metadata"]
     owner = {
         "apiVersion": VOLCANO_JOBS.api_version,
@@ -86,7 +112,7 @@ def command(job: Obj, action: CommandAction, message: str) -> Obj:
         "apiVersion": VOLCANO_COMMANDS.api_version,
         "kind": VOLCANO_COMMANDS.kind,
         "metadata": {
-            "generateName": f"{meta['name']}-{action.lower()}-",
+            "name": name,
             "namespace": meta["namespace"],
             "ownerReferences": [owner],
         },

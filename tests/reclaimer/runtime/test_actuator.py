@@ -69,12 +69,29 @@ def test_preempt_volcano_job_creates_abort_command(api, cluster: FakeCluster) ->
     assert events_for(cluster, "sim-sweep")
 
 
-def test_volcano_command_failure_rolls_back_the_record(api, cluster: FakeCluster) -> None:
-    cluster.inject("POST", "/commands$", 500)
+def test_volcano_command_refused_rolls_back_the_record(api, cluster: FakeCluster) -> None:
+    cluster.inject("POST", "/commands$", 422)
     [res] = run(api, [preempt("research/sim-sweep")])
-    assert res.outcome is Outcome.FAILED and res.http_status == 500
+    assert res.outcome is Outcome.FAILED and res.http_status == 422
     job = cluster.get(*VCJ, "sim-sweep", "research")
     assert r.SUSPENDED_BY not in (job["metadata"].get("annotations") or {})
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["stored", "not-stored"])
+def test_volcano_command_answered_504_is_read_back(api, cluster: FakeCluster, stored: bool) -> None:
+    """A 504 may come after the Command was stored: read back, it is a stop made; not found
+    (Volcano may have taken it up already), the record stays for the next snapshot to judge."""
+    cluster.inject("POST", "/commands$", 504, store=stored)
+    [res] = run(api, [preempt("research/sim-sweep")])
+    job = cluster.get(*VCJ, "sim-sweep", "research")
+    assert job["metadata"]["annotations"][r.SUSPENDED_BY] == "gpu-reclaimer"
+    assert len(cluster.all(*CMD)) == int(stored)
+    if stored:
+        assert res.outcome is Outcome.APPLIED, res
+        assert "read back" in res.detail and events_for(cluster, "sim-sweep")
+    else:
+        assert res.outcome is Outcome.FAILED and res.http_status == 504
+        assert res.detail.startswith("not confirmed: ") and not events_for(cluster, "sim-sweep")
 
 
 def test_resume_pytorchjob_only_what_it_suspended(api, cluster: FakeCluster) -> None:
@@ -120,7 +137,8 @@ def _volcano_state(cluster: FakeCluster, phase: str, retry: int, suspended: bool
         (preempt, "Restarting", 0, "is Restarting"),
         (preempt, "Aborted", 0, "is Aborted"),
         (preempt, "Running", 2, "has used 2 of maxRetry 3"),
-        (resume, "Running", 0, "is Running"),
+        # a record on a Running job is a stop never carried out, not a suspension to resume
+        (resume, "Running", 0, "was not suspended by the reclaimer"),
         (resume, "Aborted", 2, "has used 2 of maxRetry 3"),
     ],
     ids=[

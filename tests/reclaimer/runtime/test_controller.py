@@ -69,6 +69,9 @@ class RecordingActuator:
     def warn(self, warnings: object, view: ClusterView) -> int:
         return 0
 
+    def settle(self, view: ClusterView, results: object) -> list[str]:
+        return []
+
 
 def make(
     url: str,

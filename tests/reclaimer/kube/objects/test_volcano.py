@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from reclaimer.kube.objects.volcano import CommandAction, command, refusal
+from reclaimer.kube.objects.volcano import (
+    CommandAction,
+    command,
+    command_name,
+    pending_actions,
+    refusal,
+)
 
 ABORT, RESUME = CommandAction.ABORT, CommandAction.RESUME
 
@@ -83,7 +89,7 @@ def test_refusal(obj: dict[str, Any], action: CommandAction, says: str | None) -
 
 @pytest.mark.parametrize("action", [ABORT, RESUME], ids=["abort", "resume"])
 def test_command_shape_follows_vcctl(action: CommandAction) -> None:
-    cmd = command(job("Running"), action, "x" * 5000)
+    cmd = command(job("Running"), action, "x" * 5000, f"sim-sweep-{action.lower()}-1700000000")
     ref = {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
@@ -95,8 +101,28 @@ def test_command_shape_follows_vcctl(action: CommandAction) -> None:
     assert cmd["action"] == {ABORT: "AbortJob", RESUME: "ResumeJob"}[action]
     assert cmd["target"] == ref
     assert cmd["metadata"] == {
-        "generateName": f"sim-sweep-{cmd['action'].lower()}-",
+        "name": f"sim-sweep-{cmd['action'].lower()}-1700000000",
         "namespace": "research",
         "ownerReferences": [ref],
     }
     assert cmd["reason"] == "GpuReclaim" and len(cmd["message"]) == 1024
+
+
+def test_pending_actions_are_those_aimed_at_this_job_by_uid() -> None:
+    def cmd(action: object, uid: str, kind: str = "Job") -> dict[str, Any]:
+        return {"action": action, "target": {"kind": kind, "name": "sim-sweep", "uid": uid}}
+
+    listed = [
+        cmd("AbortJob", "u-1"),
+        cmd("ResumeJob", "u-2"),  # the same name, an older job: not this one
+        cmd("AbortJob", "u-1", kind="Queue"),  # not a Job: Volcano ignores it
+        cmd("RestartJob", "u-1"),  # not an action the reclaimer sends
+        {"action": "ResumeJob"},  # no target
+    ]
+    assert pending_actions(listed, "u-1") == {ABORT}
+    assert pending_actions(listed, "") == set()
+
+
+def test_command_name_is_fixed_by_job_action_and_second() -> None:
+    assert command_name("sim-sweep", ABORT, 1796000000.9) == "sim-sweep-abortjob-1796000000"
+    assert command_name("sim-sweep", RESUME, 1796000000.0) == "sim-sweep-resumejob-1796000000"
