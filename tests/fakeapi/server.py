@@ -133,7 +133,7 @@ class FakeApiServer:
         dry = rec.dry_run
         strict = query.get("fieldValidation", [""])[0] == "Strict"
         if sub == "eviction" and res == ("", "v1", "pods") and method == "POST" and name:
-            return 201, c.evict(scope, name, dry)
+            return 201, c.evict(scope, name, dry, body)
         if sub is not None:
             raise ApiError(404, "NotFound", f"subresource {sub} not served by the fake")
         if name is None:
@@ -149,7 +149,7 @@ class FakeApiServer:
         if method == "PATCH":
             return 200, c.patch(res, scope, name, body, ctype, dry, strict)
         if method == "DELETE":
-            return 200, c.delete(res, scope, name, dry)
+            return 200, c.delete(res, scope, name, dry, body)
         raise ApiError(405, "MethodNotAllowed", method)
 
     def _list_page(

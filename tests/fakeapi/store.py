@@ -4,19 +4,36 @@ Objects are stored by (group, version, plural) and (namespace, name). Each write
 resourceVersion; a write carrying `metadata.resourceVersion` that is not current answers 409.
 `dryRun=All` runs every check and answers as usual but stores nothing. Strategic-merge patches
 are applied as JSON merge patches: the reclaimer only patches maps (labels, annotations, data,
-spec fields), where the two agree. Evictions check PodDisruptionBudgets like the real server:
-429 when the budget allows no disruption, 500 when more than one budget selects the pod.
-Creates are checked first as the real server checks them (`fakeapi.validation`).
+spec fields), where the two agree. Evictions check PodDisruptionBudgets like the real server
+(`fakeapi.disruption`): 429 when the budget allows no disruption, 500 when more than one budget
+selects the pod. Creates are checked first as the real server checks them (`fakeapi.validation`).
+
+Deleting (or evicting) a pod is graceful, as kube-apiserver's pod strategy makes it
+(pkg/registry/core/pod/strategy.go `CheckGracefulDelete`, then the generic registry's
+`BeforeDelete`): the grace period is the delete options' `gracePeriodSeconds`, else the pod's
+`spec.terminationGracePeriodSeconds` (defaulted to 30), and 0 for a pod on no node or one that
+has finished. With a grace period the pod stays, Terminating: `metadata.deletionTimestamp` is set
+to now plus the grace period and `deletionGracePeriodSeconds` to it, until the kubelet confirms it
+is gone. Here the tests play the kubelet: `finish_termination` removes terminating pods, and
+`advance` moves the fake's clock and removes those whose grace period is over.
 """
 
 from __future__ import annotations
 
 import copy
 import re
+import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from fakeapi.disruption import check_budget, refresh_status, selects
+from fakeapi.disruption import (
+    ScaleError,
+    budget_status,
+    can_ignore_budgets,
+    check_eviction,
+    selects,
+)
 from fakeapi.errors import ApiError
 from fakeapi.schema import prune
 from fakeapi.validation import check_create
@@ -47,6 +64,9 @@ KNOWN: dict[tuple[str, str, str], tuple[str, bool]] = {
     ("kubeflow.org", "v1", "notebooks"): ("Notebook", True),
     ("batch", "v1", "jobs"): ("Job", True),
     ("apps", "v1", "statefulsets"): ("StatefulSet", True),
+    ("apps", "v1", "replicasets"): ("ReplicaSet", True),
+    ("apps", "v1", "deployments"): ("Deployment", True),
+    ("", "v1", "replicationcontrollers"): ("ReplicationController", True),
     ("jobset.x-k8s.io", "v1alpha2", "jobsets"): ("JobSet", True),
     ("ray.io", "v1", "rayjobs"): ("RayJob", True),
     ("ray.io", "v1", "rayclusters"): ("RayCluster", True),
@@ -54,6 +74,14 @@ KNOWN: dict[tuple[str, str, str], tuple[str, bool]] = {
 }
 PODS = ("", "v1", "pods")
 PDBS = ("policy", "v1", "poddisruptionbudgets")
+DEFAULT_GRACE_S = 30  # core/v1 defaults: DefaultTerminationGracePeriodSeconds
+# controllers whose scale the disruption controller reads from spec.replicas (its `finders`)
+SCALED = {
+    ("apps", "StatefulSet"): ("apps", "v1", "statefulsets"),
+    ("apps", "ReplicaSet"): ("apps", "v1", "replicasets"),
+    ("apps", "Deployment"): ("apps", "v1", "deployments"),
+    ("", "ReplicationController"): ("", "v1", "replicationcontrollers"),
+}
 CRD_GROUPS = frozenset(
     {
         "scheduling.volcano.sh",
@@ -125,6 +153,7 @@ class FakeCluster:
     training_operator: str = "v1.8"  # PyTorchJob CRD schema (v1.6: no runPolicy.suspend)
     compacted: int = 0  # continue tokens issued before this resourceVersion answer 410
     compact_during: str | None = None  # compact after serving a first page of this plural
+    clock_offset: float = 0.0  # seconds `advance` has moved the fake's clock past the wall clock
 
     # --- test-side helpers -------------------------------------------------------------
     def add(self, *objs: Obj) -> None:
@@ -148,6 +177,37 @@ class FakeCluster:
         times: int = 1,
     ) -> None:
         self.faults.append(Fault(method, path, status, delay, times))
+
+    def now(self) -> float:
+        return time.time() + self.clock_offset
+
+    def terminating(self) -> list[Obj]:
+        """Pods being deleted that the kubelet has not confirmed gone yet."""
+        return [p for p in self.all(*PODS) if p["metadata"].get("deletionTimestamp")]
+
+    def finish_termination(self, ns: str | None = None, name: str | None = None) -> int:
+        """As the kubelet does once a terminating pod's containers are gone: remove it (all
+        terminating pods, or the one named). Returns how many went."""
+        gone = [
+            p
+            for p in self.terminating()
+            if (ns is None or p["metadata"].get("namespace") == ns)
+            and (name is None or p["metadata"]["name"] == name)
+        ]
+        for pod in gone:
+            del self.objects[PODS][(pod["metadata"].get("namespace", ""), pod["metadata"]["name"])]
+            self.version += 1
+        return len(gone)
+
+    def advance(self, seconds: float) -> int:
+        """Move the fake's clock; terminating pods whose grace period is over are removed (the
+        kubelet kills what is left at the end of it). Returns how many went."""
+        self.clock_offset += seconds
+        now = _iso(self.now())
+        done = [p for p in self.terminating() if p["metadata"]["deletionTimestamp"] <= now]
+        for pod in done:
+            self.finish_termination(pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+        return len(done)
 
     def writes(self) -> list[Recorded]:
         return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]
@@ -205,8 +265,26 @@ class FakeCluster:
         if res == PDBS and obj.get("spec"):
             ns = obj["metadata"].get("namespace", "")
             pods = [p for k, p in self.objects.get(PODS, {}).items() if k[0] == ns]
-            refresh_status(obj, pods)
+            obj["status"] = budget_status(obj, pods, self._scale)
         return obj
+
+    def _scale(self, ref: Obj, ns: str) -> int:
+        """The scale of a pod's controller, as the disruption controller's finders read it."""
+        api = str(ref.get("apiVersion", ""))
+        group = api.rsplit("/", 1)[0] if "/" in api else ""
+        res = SCALED.get((group, str(ref.get("kind"))))
+        if res is None:
+            raise ScaleError(f"{ref.get('kind')} does not implement the scale subresource")
+        obj = self.objects.get(res, {}).get((ns, str(ref.get("name"))))
+        if obj is None or obj["metadata"].get("uid") != ref.get("uid"):
+            raise ScaleError(f"found no controllers for pod of {ref.get('kind')} {ref.get('name')}")
+        above = next(
+            (o for o in obj["metadata"].get("ownerReferences") or [] if o.get("controller")), None
+        )
+        if res[2] == "replicasets" and above is not None and above.get("kind") == "Deployment":
+            return self._scale(above, ns)
+        replicas = (obj.get("spec") or {}).get("replicas")
+        return 1 if replicas is None else int(replicas)
 
     def list(
         self, res: tuple[str, str, str], ns: str | None, start: int = 0, end: int | None = None
@@ -297,32 +375,41 @@ class FakeCluster:
         merged["metadata"]["name"], merged["metadata"]["uid"] = name, current["metadata"]["uid"]
         return merged if dry else copy.deepcopy(self._store(res, merged))
 
-    def delete(self, res: tuple[str, str, str], ns: str, name: str, dry: bool) -> Obj:
+    def delete(
+        self, res: tuple[str, str, str], ns: str, name: str, dry: bool, options: Any = None
+    ) -> Obj:
+        """Delete an object; a pod with a grace period is only marked Terminating."""
         obj = self.current(res, ns, name)
+        grace = _grace_period(obj, options) if res == PODS else 0
+        if grace > 0 or (res == PODS and obj["metadata"].get("deletionTimestamp")):
+            if not obj["metadata"].get("deletionTimestamp"):
+                marked = copy.deepcopy(obj)
+                marked["metadata"]["deletionTimestamp"] = _iso(self.now() + grace)
+                marked["metadata"]["deletionGracePeriodSeconds"] = grace
+                obj = marked if dry else self._store(res, marked)
+            return copy.deepcopy(obj)
         if not dry:
             del self.objects[res][(ns, name)]
             self.version += 1
         return copy.deepcopy(obj)
 
-    def evict(self, ns: str, name: str, dry: bool) -> Obj:
-        pod = self.current(("", "v1", "pods"), ns, name)
-        labels = pod["metadata"].get("labels") or {}
-        budgets = [
-            p
-            for p in self.list(("policy", "v1", "poddisruptionbudgets"), ns)
-            if selects(p["spec"].get("selector"), labels)
-        ]
-        if len(budgets) > 1:
-            raise ApiError(
-                500,
-                "InternalError",
-                "This pod has more than one PodDisruptionBudget, which the eviction "
-                "subresource does not support.",
-            )
-        if budgets and (pod.get("status") or {}).get("phase") == "Running":
-            check_budget(budgets[0], self.list(("", "v1", "pods"), ns))
-        if not dry:
-            self.delete(("", "v1", "pods"), ns, name, dry=False)
+    def evict(self, ns: str, name: str, dry: bool, body: Any = None) -> Obj:
+        """The pods/eviction subresource (eviction.go `Create`); see `fakeapi.disruption`."""
+        pod = self.current(PODS, ns, name)
+        options = (body or {}).get("deleteOptions") if isinstance(body, dict) else None
+        if not can_ignore_budgets(pod):
+            labels = pod["metadata"].get("labels") or {}
+            budgets = [p for p in self.list(PDBS, ns) if selects(p["spec"].get("selector"), labels)]
+            if len(budgets) > 1:
+                raise ApiError(
+                    500,
+                    "InternalError",
+                    "This pod has more than one PodDisruptionBudget, which the eviction "
+                    "subresource does not support.",
+                )
+            if budgets:
+                check_eviction(budgets[0], pod)
+        self.delete(PODS, ns, name, dry, options)
         return {
             "kind": "Status",
             "apiVersion": "v1",
@@ -330,3 +417,20 @@ class FakeCluster:
             "status": "Success",
             "code": 201,
         }
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _grace_period(pod: Obj, options: Any) -> int:
+    """pod strategy `CheckGracefulDelete`: the options' period, else the pod's (default 30);
+    0 for a pod bound to no node or one that has finished."""
+    asked = options.get("gracePeriodSeconds") if isinstance(options, dict) else None
+    spec = pod.get("spec") or {}
+    period = asked if asked is not None else spec.get("terminationGracePeriodSeconds")
+    period = DEFAULT_GRACE_S if period is None else int(period)
+    phase = (pod.get("status") or {}).get("phase")
+    if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+        return 0
+    return max(0, period)
