@@ -8,33 +8,20 @@ spec fields), where the two agree. Evictions check PodDisruptionBudgets like the
 (`fakeapi.disruption`): 429 when the budget allows no disruption, 500 when more than one budget
 selects the pod. Creates are checked first as the real server checks them (`fakeapi.validation`).
 
-Deleting (or evicting) a pod is graceful, as kube-apiserver's pod strategy makes it
-(pkg/registry/core/pod/strategy.go `CheckGracefulDelete`, then the generic registry's
-`BeforeDelete`): the grace period is the delete options' `gracePeriodSeconds`, else the pod's
-`spec.terminationGracePeriodSeconds` (defaulted to 30), and 0 for a pod on no node or one that
-has finished. With a grace period the pod stays, Terminating: `metadata.deletionTimestamp` is set
-to now plus the grace period and `deletionGracePeriodSeconds` to it, until the kubelet confirms it
-is gone. Here the tests play the kubelet: `finish_termination` removes terminating pods, and
-`advance` moves the fake's clock and removes those whose grace period is over.
+Deleting (or evicting) a pod is graceful: it stays Terminating for its grace period until the
+tests, playing the kubelet, finish it (`fakeapi.lifecycle`).
 """
 
 from __future__ import annotations
 
 import copy
 import re
-import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from fakeapi.disruption import (
-    ScaleError,
-    budget_status,
-    can_ignore_budgets,
-    check_eviction,
-    selects,
-)
+from fakeapi.disruption import budget_status, can_ignore_budgets, check_eviction, selects
 from fakeapi.errors import ApiError
+from fakeapi.lifecycle import PODS, PodLifecycle, grace_period, iso
 from fakeapi.schema import prune
 from fakeapi.validation import check_create
 
@@ -72,16 +59,7 @@ KNOWN: dict[tuple[str, str, str], tuple[str, bool]] = {
     ("ray.io", "v1", "rayclusters"): ("RayCluster", True),
     ("nvidia.com", "v1", "clusterpolicies"): ("ClusterPolicy", False),
 }
-PODS = ("", "v1", "pods")
 PDBS = ("policy", "v1", "poddisruptionbudgets")
-DEFAULT_GRACE_S = 30  # core/v1 defaults: DefaultTerminationGracePeriodSeconds
-# controllers whose scale the disruption controller reads from spec.replicas (its `finders`)
-SCALED = {
-    ("apps", "StatefulSet"): ("apps", "v1", "statefulsets"),
-    ("apps", "ReplicaSet"): ("apps", "v1", "replicasets"),
-    ("apps", "Deployment"): ("apps", "v1", "deployments"),
-    ("", "ReplicationController"): ("", "v1", "replicationcontrollers"),
-}
 CRD_GROUPS = frozenset(
     {
         "scheduling.volcano.sh",
@@ -141,7 +119,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 @dataclass
-class FakeCluster:
+class FakeCluster(PodLifecycle):
     """Stored objects plus the request log and pending faults."""
 
     crd_groups: frozenset[str] = CRD_GROUPS
@@ -177,37 +155,6 @@ class FakeCluster:
         times: int = 1,
     ) -> None:
         self.faults.append(Fault(method, path, status, delay, times))
-
-    def now(self) -> float:
-        return time.time() + self.clock_offset
-
-    def terminating(self) -> list[Obj]:
-        """Pods being deleted that the kubelet has not confirmed gone yet."""
-        return [p for p in self.all(*PODS) if p["metadata"].get("deletionTimestamp")]
-
-    def finish_termination(self, ns: str | None = None, name: str | None = None) -> int:
-        """As the kubelet does once a terminating pod's containers are gone: remove it (all
-        terminating pods, or the one named). Returns how many went."""
-        gone = [
-            p
-            for p in self.terminating()
-            if (ns is None or p["metadata"].get("namespace") == ns)
-            and (name is None or p["metadata"]["name"] == name)
-        ]
-        for pod in gone:
-            del self.objects[PODS][(pod["metadata"].get("namespace", ""), pod["metadata"]["name"])]
-            self.version += 1
-        return len(gone)
-
-    def advance(self, seconds: float) -> int:
-        """Move the fake's clock; terminating pods whose grace period is over are removed (the
-        kubelet kills what is left at the end of it). Returns how many went."""
-        self.clock_offset += seconds
-        now = _iso(self.now())
-        done = [p for p in self.terminating() if p["metadata"]["deletionTimestamp"] <= now]
-        for pod in done:
-            self.finish_termination(pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
-        return len(done)
 
     def writes(self) -> list[Recorded]:
         return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]
@@ -267,24 +214,6 @@ class FakeCluster:
             pods = [p for k, p in self.objects.get(PODS, {}).items() if k[0] == ns]
             obj["status"] = budget_status(obj, pods, self._scale)
         return obj
-
-    def _scale(self, ref: Obj, ns: str) -> int:
-        """The scale of a pod's controller, as the disruption controller's finders read it."""
-        api = str(ref.get("apiVersion", ""))
-        group = api.rsplit("/", 1)[0] if "/" in api else ""
-        res = SCALED.get((group, str(ref.get("kind"))))
-        if res is None:
-            raise ScaleError(f"{ref.get('kind')} does not implement the scale subresource")
-        obj = self.objects.get(res, {}).get((ns, str(ref.get("name"))))
-        if obj is None or obj["metadata"].get("uid") != ref.get("uid"):
-            raise ScaleError(f"found no controllers for pod of {ref.get('kind')} {ref.get('name')}")
-        above = next(
-            (o for o in obj["metadata"].get("ownerReferences") or [] if o.get("controller")), None
-        )
-        if res[2] == "replicasets" and above is not None and above.get("kind") == "Deployment":
-            return self._scale(above, ns)
-        replicas = (obj.get("spec") or {}).get("replicas")
-        return 1 if replicas is None else int(replicas)
 
     def list(
         self, res: tuple[str, str, str], ns: str | None, start: int = 0, end: int | None = None
@@ -380,11 +309,11 @@ class FakeCluster:
     ) -> Obj:
         """Delete an object; a pod with a grace period is only marked Terminating."""
         obj = self.current(res, ns, name)
-        grace = _grace_period(obj, options) if res == PODS else 0
+        grace = grace_period(obj, options) if res == PODS else 0
         if grace > 0 or (res == PODS and obj["metadata"].get("deletionTimestamp")):
             if not obj["metadata"].get("deletionTimestamp"):
                 marked = copy.deepcopy(obj)
-                marked["metadata"]["deletionTimestamp"] = _iso(self.now() + grace)
+                marked["metadata"]["deletionTimestamp"] = iso(self.now() + grace)
                 marked["metadata"]["deletionGracePeriodSeconds"] = grace
                 obj = marked if dry else self._store(res, marked)
             return copy.deepcopy(obj)
@@ -417,20 +346,3 @@ class FakeCluster:
             "status": "Success",
             "code": 201,
         }
-
-
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _grace_period(pod: Obj, options: Any) -> int:
-    """pod strategy `CheckGracefulDelete`: the options' period, else the pod's (default 30);
-    0 for a pod bound to no node or one that has finished."""
-    asked = options.get("gracePeriodSeconds") if isinstance(options, dict) else None
-    spec = pod.get("spec") or {}
-    period = asked if asked is not None else spec.get("terminationGracePeriodSeconds")
-    period = DEFAULT_GRACE_S if period is None else int(period)
-    phase = (pod.get("status") or {}).get("phase")
-    if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
-        return 0
-    return max(0, period)

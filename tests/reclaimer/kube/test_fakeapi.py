@@ -194,3 +194,39 @@ def test_strategic_merge_patch_on_a_custom_resource_answers_415(api, cluster: Fa
     with pytest.raises(KubeError) as caught:
         _patch_suspend(api, _content_type="application/strategic-merge-patch+json")
     assert caught.value.status == 415
+
+
+GRACE_NS = "grace"
+
+
+def _bound_pod(cluster: FakeCluster, name: str, **spec: object) -> None:
+    cluster.add(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": GRACE_NS},
+            "spec": {"containers": [{"name": "c", "image": "c:1"}], **spec},
+            "status": {"phase": "Running"},
+        }
+    )
+
+
+def test_a_deleted_pod_terminates_for_its_grace_period(api, cluster: FakeCluster) -> None:
+    _bound_pod(cluster, "default-grace", nodeName="n1")
+    _bound_pod(cluster, "short-grace", nodeName="n1", terminationGracePeriodSeconds=5)
+    _bound_pod(cluster, "unscheduled")
+    for name in ("default-grace", "short-grace", "unscheduled"):
+        call(api, api.core.delete_namespaced_pod, name, GRACE_NS)
+    assert (
+        cluster.get("", "v1", "pods", "unscheduled", GRACE_NS) is None
+    )  # no node: deleted at once
+    marked = {p["metadata"]["name"]: p["metadata"] for p in cluster.terminating()}
+    assert {n: m["deletionGracePeriodSeconds"] for n, m in marked.items()} == {
+        "default-grace": 30,
+        "short-grace": 5,
+    }
+    listed = call(api, api.core.list_namespaced_pod, GRACE_NS)["items"]
+    assert {p["metadata"]["name"] for p in listed} == {"default-grace", "short-grace"}
+    assert cluster.advance(10) == 1  # the kubelet is done with the 5 s one
+    assert [p["metadata"]["name"] for p in cluster.terminating()] == ["default-grace"]
+    assert cluster.finish_termination() == 1 and cluster.terminating() == []
