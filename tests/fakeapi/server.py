@@ -2,14 +2,16 @@
 
 Paths are parsed the way the API server lays them out (`/api/v1/...`, `/apis/GROUP/VERSION/...`,
 optional `namespaces/NS/`, then PLURAL[/NAME[/SUBRESOURCE]]). Every request is recorded before it
-is answered; an injected fault answers instead of the store (after an optional delay, which is how
-tests make the client time out).
+is answered, and the record completed with the stored object it named and the answer; an
+injected fault answers instead of the store (after an optional delay, which is how tests make the
+client time out).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import threading
 from typing import Any
@@ -114,7 +116,9 @@ class FakeApiServer:
             with self.lock:
                 code, answer = self._dispatch(request.method, request.path, query, body, ctype, rec)
         except ApiError as err:
+            rec.code, rec.answer = err.code, err.status()
             return web.json_response(err.status(), status=err.code)
+        rec.code, rec.answer = code, copy.deepcopy(answer)
         return web.json_response(answer, status=code)
 
     def _dispatch(
@@ -131,6 +135,8 @@ class FakeApiServer:
         kind, namespaced = c.check_served(*res)
         scope = (ns or "") if namespaced else ""
         dry = rec.dry_run
+        if name is not None and method in ("PUT", "PATCH", "DELETE"):
+            rec.old = copy.deepcopy(c.objects.get(res, {}).get((scope, name)))
         strict = query.get("fieldValidation", [""])[0] == "Strict"
         if sub == "eviction" and res == ("", "v1", "pods") and method == "POST" and name:
             return 201, c.evict(scope, name, dry, body)

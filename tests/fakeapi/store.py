@@ -75,11 +75,17 @@ CRD_GROUPS = frozenset(
 
 @dataclass
 class Recorded:
+    """One request as it came, and (once answered by the store) how: the stored object it
+    named before (`old`, for PUT/PATCH/DELETE), the HTTP code and the answer's body."""
+
     method: str
     path: str
     query: dict[str, list[str]]
     body: Any
     content_type: str
+    old: Any = None
+    code: int = 0
+    answer: Any = None
 
     @property
     def dry_run(self) -> bool:
