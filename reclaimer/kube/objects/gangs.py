@@ -247,7 +247,7 @@ def pending_from_podgroup(
     if need.total <= 0:
         return None
     return PendingDemand(
-        queue=str(spec.get("queue") or (job.queue if job else DEFAULT_QUEUE)),
+        queue=str(spec.get("queue") or (job.queue if job else "") or DEFAULT_QUEUE),
         job=job.key if job else _podgroup_demand_key(pg),
         gpus=need.total,
         mig=need.mig,

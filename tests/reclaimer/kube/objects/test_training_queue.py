@@ -81,3 +81,12 @@ def test_the_queue_volcano_schedules_the_job_by(
     view = to_cluster_view(_objects(spec, template, group, owned), taken_at=0.0)
     (job,) = view.jobs
     assert job.queue == queue, view.problems
+
+
+def test_a_pending_podgroup_naming_no_queue_waits_in_default() -> None:
+    """Nothing names a queue: the training-operator writes "default" into the PodGroup."""
+    objs = _objects("", "", "", True)
+    group = {**objs.podgroups[0], "status": {"phase": "Pending"}}
+    group["spec"] = {**group["spec"], "minResources": {"nvidia.com/gpu": "1"}}
+    view = to_cluster_view(ClusterObjects(podgroups=[group], workloads=objs.workloads), 0.0)
+    assert [(d.queue, d.job) for d in view.pending] == [("default", "ns/j")]
