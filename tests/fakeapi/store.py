@@ -76,7 +76,7 @@ CRD_GROUPS = frozenset(
 @dataclass
 class Recorded:
     """One request as it came, and (once answered by the store) how: the stored object it
-    named before (`old`, for PUT/PATCH/DELETE), the HTTP code and the answer's body."""
+    named before (`old`, for PUT/PATCH/DELETE), the HTTP code and, for a write, the answer."""
 
     method: str
     path: str
