@@ -1,20 +1,43 @@
-"""PodDisruptionBudget arithmetic of the fake API server's eviction subresource.
+"""PodDisruptionBudget arithmetic of the fake API server, as kube-controller-manager and the
+eviction subresource do it.
 
-As the disruption controller computes it: pods selected by the budget are expected, Running ones
-healthy; `minAvailable` (count or percentage, rounded up) or `maxUnavailable` (rounded down)
-decides how many more may go. Pods that are not Running may always be evicted. The store keeps
-each budget's `status.disruptionsAllowed` current on every read (`refresh_status`), as the
-disruption controller (pkg/controller/disruption) keeps it in a real cluster.
+The disruption controller (kubernetes pkg/controller/disruption/disruption.go, `trySync`):
+- the pods are those of the budget's namespace its selector matches;
+- expected pods and desired healthy (`getExpectedPodCount`): an integer `minAvailable` is the
+  desired count and expects every selected pod; `maxUnavailable` and a percentage `minAvailable`
+  expect the sum of the scales of the pods' controllers (`getExpectedScale`: a ReplicaSet, a
+  Deployment above it, a StatefulSet or a ReplicationController by `spec.replicas`, any other
+  kind through its scale subresource), and scale the value against it rounding up
+  (`intstr.GetScaledValueFromIntOrPercent(..., true)`). A pod without a controller adds nothing
+  (it is reported as unmanaged); a controller that is gone, or a kind without a scale
+  subresource (no CRD here serves one), fails the sync, and `failSafe` leaves
+  `disruptionsAllowed` at 0;
+- a pod is healthy when it is not being deleted and is Ready (`countHealthyPods`);
+- allowed = healthy - desired, and 0 when that is negative or nothing is expected
+  (`updatePdbStatus`).
+
+The eviction subresource (pkg/registry/core/pod/storage/eviction.go, `Create`): a pod that is
+Pending, finished or already being deleted is deleted without looking at budgets
+(`canIgnorePDB`); more than one budget is a 500; an unready pod goes without spending the budget
+when `unhealthyPodEvictionPolicy` is AlwaysAllow or the budget is whole (healthy >= desired > 0);
+otherwise `checkAndDecrement` answers 429 while the budget allows no disruption.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from fakeapi.errors import ApiError
 
 Obj = dict[str, Any]
+# owner reference, namespace -> the controller's scale; raises ScaleError when there is none
+ScaleOf = Callable[[Obj, str], int]
+
+
+class ScaleError(Exception):
+    """The controller's scale cannot be had: the sync fails and the budget allows nothing."""
 
 
 def selects(selector: Obj | None, labels: dict[str, str]) -> bool:
@@ -39,41 +62,115 @@ def selects(selector: Obj | None, labels: dict[str, str]) -> bool:
     return True
 
 
-def amount(value: Any, total: int, round_up: bool) -> int:
+def scaled(value: Any, total: int) -> int:
+    """intstr.GetScaledValueFromIntOrPercent with roundUp=true."""
     if isinstance(value, str) and value.endswith("%"):
-        exact = int(value[:-1]) * total / 100
-        return math.ceil(exact) if round_up else math.floor(exact)
+        return math.ceil(int(value[:-1]) * total / 100)
     return int(value)
 
 
-def allowed(pdb: Obj, namespace_pods: list[Obj]) -> int:
-    """`status.disruptionsAllowed` as the disruption controller computes it."""
-    selector = pdb["spec"].get("selector")
-    pods = [p for p in namespace_pods if selects(selector, p["metadata"].get("labels") or {})]
-    expected = len(pods)
-    healthy = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
-    spec = pdb["spec"]
-    if "minAvailable" in spec:
-        allowed = healthy - amount(spec["minAvailable"], expected, round_up=True)
-    else:
-        allowed = amount(spec.get("maxUnavailable", 1), expected, round_up=False) - (
-            expected - healthy
-        )
-    return max(0, allowed)
+def is_ready(pod: Obj) -> bool:
+    """pkg/api/v1/pod IsPodReady: the Ready condition is True."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def refresh_status(pdb: Obj, namespace_pods: list[Obj]) -> None:
-    """Keep a stored budget's status current, as the disruption controller does."""
-    status = pdb.setdefault("status", {})
-    status["disruptionsAllowed"] = allowed(pdb, namespace_pods)
-    status["observedGeneration"] = pdb["metadata"].get("generation", 1)
+def _being_deleted(pod: Obj) -> bool:
+    return bool(pod["metadata"].get("deletionTimestamp"))
 
 
-def check_budget(pdb: Obj, namespace_pods: list[Obj]) -> None:
-    """Raise 429 when evicting one more healthy pod would break the budget."""
-    if allowed(pdb, namespace_pods) <= 0:
+def _controller(pod: Obj) -> Obj | None:
+    refs = pod["metadata"].get("ownerReferences") or []
+    return next((r for r in refs if r.get("controller")), None)
+
+
+def expected_scale(pods: list[Obj], ns: str, scale_of: ScaleOf) -> int:
+    """Sum of the scales of the pods' controllers, each counted once; ownerless pods add 0."""
+    scales: dict[str, int] = {}
+    for pod in pods:
+        ref = _controller(pod)
+        if ref is not None and ref.get("uid") not in scales:
+            scales[str(ref.get("uid"))] = scale_of(ref, ns)
+    return sum(scales.values())
+
+
+def budget_status(pdb: Obj, namespace_pods: list[Obj], scale_of: ScaleOf) -> Obj:
+    """The status the disruption controller writes for this budget."""
+    spec, ns = pdb.get("spec") or {}, pdb["metadata"].get("namespace", "")
+    generation = pdb["metadata"].get("generation", 1)
+    pods = [
+        p
+        for p in namespace_pods
+        if selects(spec.get("selector"), p["metadata"].get("labels") or {})
+    ]
+    try:
+        if spec.get("maxUnavailable") is not None:
+            expected = expected_scale(pods, ns, scale_of)
+            desired = max(0, expected - scaled(spec["maxUnavailable"], expected))
+        elif isinstance(spec.get("minAvailable"), int):
+            expected, desired = len(pods), spec["minAvailable"]
+        elif spec.get("minAvailable") is not None:
+            expected = expected_scale(pods, ns, scale_of)
+            desired = scaled(spec["minAvailable"], expected)
+        else:
+            expected = desired = 0
+    except ScaleError as exc:  # failSafe: nothing allowed, the generation not observed
+        old = pdb.get("status") or {}
+        condition = {"type": "DisruptionAllowed", "status": "False", "reason": "SyncFailed"}
+        return {
+            **old,
+            "disruptionsAllowed": 0,
+            "conditions": [{**condition, "message": str(exc)}],
+        }
+    healthy = sum(1 for p in pods if not _being_deleted(p) and is_ready(p))
+    allowed = healthy - desired
+    if expected <= 0 or allowed <= 0:
+        allowed = 0
+    return {
+        "currentHealthy": healthy,
+        "desiredHealthy": desired,
+        "expectedPods": expected,
+        "disruptionsAllowed": allowed,
+        "observedGeneration": generation,
+        "conditions": [
+            {
+                "type": "DisruptionAllowed",
+                "status": "True" if allowed > 0 else "False",
+                "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
+            }
+        ],
+    }
+
+
+def can_ignore_budgets(pod: Obj) -> bool:
+    """eviction.go canIgnorePDB: Pending or finished pods, and pods already being deleted."""
+    phase = (pod.get("status") or {}).get("phase")
+    return phase in ("Pending", "Succeeded", "Failed") or _being_deleted(pod)
+
+
+def check_eviction(pdb: Obj, pod: Obj) -> None:
+    """Raise 429 when the budget (with its current status) forbids evicting this pod."""
+    status = pdb.get("status") or {}
+    policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy")
+    if not is_ready(pod):
+        if policy == "AlwaysAllow":
+            return
+        desired = status.get("desiredHealthy", 0)
+        if status.get("currentHealthy", 0) >= desired > 0:
+            return
+    name = pdb["metadata"]["name"]
+    if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1):
         raise ApiError(
             429,
             "TooManyRequests",
-            "Cannot evict pod as it would violate the pod's disruption budget.",
+            "Cannot evict pod as it would violate the pod's disruption budget. "
+            f"The disruption budget {name} is still being processed by the server.",
+        )
+    if status.get("disruptionsAllowed", 0) <= 0:
+        raise ApiError(
+            429,
+            "TooManyRequests",
+            "Cannot evict pod as it would violate the pod's disruption budget. "
+            f"The disruption budget {name} needs {status.get('desiredHealthy', 0)} healthy "
+            f"pods and has {status.get('currentHealthy', 0)} currently",
         )

@@ -2,16 +2,18 @@
 
 Paths are parsed the way the API server lays them out (`/api/v1/...`, `/apis/GROUP/VERSION/...`,
 optional `namespaces/NS/`, then PLURAL[/NAME[/SUBRESOURCE]]). Every request is recorded before it
-is answered; an injected fault answers instead of the store (after an optional delay, which is how
-tests make the client time out), or trickles the answer's body a byte at a time (a stalled answer
-that per-read socket timeouts never end), or answers after carrying the request out (`store`:
-the write happened, the answer says not).
+is answered, and the record completed with the stored object it named and the answer; an
+injected fault answers instead of the store (after an optional delay, which is how tests make the
+client time out), or trickles the answer's body a byte at a time (a stalled answer that per-read
+socket timeouts never end), or answers after carrying the request out (`store`: the write
+happened, the answer says not).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import threading
 from typing import Any
@@ -136,7 +138,11 @@ class FakeApiServer:
             with self.lock:
                 code, answer = self._dispatch(request.method, request.path, query, body, ctype, rec)
         except ApiError as err:
+            rec.code, rec.answer = err.code, err.status()
             return await self._answer(request, err.status(), err.code, fault)
+        rec.code = code
+        if request.method != "GET":  # a write's answer, for tests that judge it (lists are big)
+            rec.answer = copy.deepcopy(answer)
         return await self._answer(request, answer, code, fault)
 
     async def _answer(
@@ -173,9 +179,11 @@ class FakeApiServer:
         kind, namespaced = c.check_served(*res)
         scope = (ns or "") if namespaced else ""
         dry = rec.dry_run
+        if name is not None and method in ("PUT", "PATCH", "DELETE"):
+            rec.old = copy.deepcopy(c.objects.get(res, {}).get((scope, name)))
         strict = query.get("fieldValidation", [""])[0] == "Strict"
         if sub == "eviction" and res == ("", "v1", "pods") and method == "POST" and name:
-            return 201, c.evict(scope, name, dry)
+            return 201, c.evict(scope, name, dry, body)
         if sub is not None:
             raise ApiError(404, "NotFound", f"subresource {sub} not served by the fake")
         if name is None:
@@ -191,7 +199,7 @@ class FakeApiServer:
         if method == "PATCH":
             return 200, c.patch(res, scope, name, body, ctype, dry, strict)
         if method == "DELETE":
-            return 200, c.delete(res, scope, name, dry)
+            return 200, c.delete(res, scope, name, dry, body)
         raise ApiError(405, "MethodNotAllowed", method)
 
     def _list_page(

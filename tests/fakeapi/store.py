@@ -4,11 +4,14 @@ Objects are stored by (group, version, plural) and (namespace, name). Each write
 resourceVersion; a write carrying `metadata.resourceVersion` that is not current answers 409.
 `dryRun=All` runs every check and answers as usual but stores nothing. Strategic-merge patches
 are applied as JSON merge patches: the reclaimer only patches maps (labels, annotations, data,
-spec fields), where the two agree. Evictions check PodDisruptionBudgets like the real server:
-429 when the budget allows no disruption, 500 when more than one budget selects the pod.
-Creates are checked first as the real server checks them (`fakeapi.validation`). After each
-accepted write the controllers the fake runs react to it (`fakeapi.trainer`: a TrainJob's suspend
-flows to its JobSet).
+spec fields), where the two agree. Evictions check PodDisruptionBudgets like the real server
+(`fakeapi.disruption`): 429 when the budget allows no disruption, 500 when more than one budget
+selects the pod. Creates are checked first as the real server checks them (`fakeapi.validation`).
+After each accepted write the controllers the fake runs react to it (`fakeapi.trainer`: a
+TrainJob's suspend flows to its JobSet).
+
+Deleting (or evicting) a pod is graceful: it stays Terminating for its grace period until the
+tests, playing the kubelet, finish it (`fakeapi.lifecycle`).
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakeapi import trainer
-from fakeapi.disruption import check_budget, refresh_status, selects
+from fakeapi.disruption import budget_status, can_ignore_budgets, check_eviction, selects
 from fakeapi.errors import ApiError
+from fakeapi.lifecycle import PODS, PodLifecycle, grace_period, iso
 from fakeapi.schema import prune
 from fakeapi.validation import check_create
 
@@ -51,13 +55,15 @@ KNOWN: dict[tuple[str, str, str], tuple[str, bool]] = {
     ("kubeflow.org", "v1", "notebooks"): ("Notebook", True),
     ("batch", "v1", "jobs"): ("Job", True),
     ("apps", "v1", "statefulsets"): ("StatefulSet", True),
+    ("apps", "v1", "replicasets"): ("ReplicaSet", True),
+    ("apps", "v1", "deployments"): ("Deployment", True),
+    ("", "v1", "replicationcontrollers"): ("ReplicationController", True),
     ("jobset.x-k8s.io", "v1alpha2", "jobsets"): ("JobSet", True),
     ("ray.io", "v1", "rayjobs"): ("RayJob", True),
     ("ray.io", "v1", "rayclusters"): ("RayCluster", True),
     ("trainer.kubeflow.org", "v1alpha1", "trainjobs"): ("TrainJob", True),
     ("nvidia.com", "v1", "clusterpolicies"): ("ClusterPolicy", False),
 }
-PODS = ("", "v1", "pods")
 PDBS = ("policy", "v1", "poddisruptionbudgets")
 CRD_GROUPS = frozenset(
     {
@@ -75,11 +81,17 @@ CRD_GROUPS = frozenset(
 
 @dataclass
 class Recorded:
+    """One request as it came, and (once answered by the store) how: the stored object it
+    named before (`old`, for PUT/PATCH/DELETE), the HTTP code and, for a write, the answer."""
+
     method: str
     path: str
     query: dict[str, list[str]]
     body: Any
     content_type: str
+    old: Any = None
+    code: int = 0
+    answer: Any = None
 
     @property
     def dry_run(self) -> bool:
@@ -134,7 +146,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 @dataclass
-class FakeCluster:
+class FakeCluster(PodLifecycle):
     """Stored objects plus the request log and pending faults."""
 
     crd_groups: frozenset[str] = CRD_GROUPS
@@ -147,6 +159,7 @@ class FakeCluster:
     trainer_release: str = "v2.3"  # TrainJob CRD schema (`fakeapi.schema.TRAINJOB_SPEC`)
     compacted: int = 0  # continue tokens issued before this resourceVersion answer 410
     compact_during: str | None = None  # compact after serving a first page of this plural
+    clock_offset: float = 0.0  # seconds `advance` has moved the fake's clock past the wall clock
 
     # --- test-side helpers -------------------------------------------------------------
     def add(self, *objs: Obj) -> None:
@@ -233,7 +246,7 @@ class FakeCluster:
         if res == PDBS and obj.get("spec"):
             ns = obj["metadata"].get("namespace", "")
             pods = [p for k, p in self.objects.get(PODS, {}).items() if k[0] == ns]
-            refresh_status(obj, pods)
+            obj["status"] = budget_status(obj, pods, self._scale)
         return obj
 
     def list(
@@ -351,32 +364,41 @@ class FakeCluster:
         merged["metadata"]["name"], merged["metadata"]["uid"] = name, current["metadata"]["uid"]
         return merged if dry else self._written(res, merged)
 
-    def delete(self, res: tuple[str, str, str], ns: str, name: str, dry: bool) -> Obj:
+    def delete(
+        self, res: tuple[str, str, str], ns: str, name: str, dry: bool, options: Any = None
+    ) -> Obj:
+        """Delete an object; a pod with a grace period is only marked Terminating."""
         obj = self.current(res, ns, name)
+        grace = grace_period(obj, options) if res == PODS else 0
+        if grace > 0 or (res == PODS and obj["metadata"].get("deletionTimestamp")):
+            if not obj["metadata"].get("deletionTimestamp"):
+                marked = copy.deepcopy(obj)
+                marked["metadata"]["deletionTimestamp"] = iso(self.now() + grace)
+                marked["metadata"]["deletionGracePeriodSeconds"] = grace
+                obj = marked if dry else self._store(res, marked)
+            return copy.deepcopy(obj)
         if not dry:
             del self.objects[res][(ns, name)]
             self.version += 1
         return copy.deepcopy(obj)
 
-    def evict(self, ns: str, name: str, dry: bool) -> Obj:
-        pod = self.current(("", "v1", "pods"), ns, name)
-        labels = pod["metadata"].get("labels") or {}
-        budgets = [
-            p
-            for p in self.list(("policy", "v1", "poddisruptionbudgets"), ns)
-            if selects(p["spec"].get("selector"), labels)
-        ]
-        if len(budgets) > 1:
-            raise ApiError(
-                500,
-                "InternalError",
-                "This pod has more than one PodDisruptionBudget, which the eviction "
-                "subresource does not support.",
-            )
-        if budgets and (pod.get("status") or {}).get("phase") == "Running":
-            check_budget(budgets[0], self.list(("", "v1", "pods"), ns))
-        if not dry:
-            self.delete(("", "v1", "pods"), ns, name, dry=False)
+    def evict(self, ns: str, name: str, dry: bool, body: Any = None) -> Obj:
+        """The pods/eviction subresource (eviction.go `Create`); see `fakeapi.disruption`."""
+        pod = self.current(PODS, ns, name)
+        options = (body or {}).get("deleteOptions") if isinstance(body, dict) else None
+        if not can_ignore_budgets(pod):
+            labels = pod["metadata"].get("labels") or {}
+            budgets = [p for p in self.list(PDBS, ns) if selects(p["spec"].get("selector"), labels)]
+            if len(budgets) > 1:
+                raise ApiError(
+                    500,
+                    "InternalError",
+                    "This pod has more than one PodDisruptionBudget, which the eviction "
+                    "subresource does not support.",
+                )
+            if budgets:
+                check_eviction(budgets[0], pod)
+        self.delete(PODS, ns, name, dry, options)
         return {
             "kind": "Status",
             "apiVersion": "v1",

@@ -1,7 +1,8 @@
 """gpu-reclaimer's own writes, as admission requests: `FLOWS` run its real operations
 (`kube.operations` for every stop and resume, `kube.reshaping`, `kube.lease`, the actuator's
-Event recorder) against a `kubewrites.FakeApiServer` holding the examples of deploy/examples, and
-`run_flow` returns what each sent. The admission policy tests check the policies against exactly
+Event recorder) through the real `kubernetes` client against the fake API server holding the
+examples of deploy/examples (`kubewrites.serving`), and `run_flow` returns what the server
+recorded, as admission sees it. The admission policy tests check the policies against exactly
 these writes, and derive every forbidden request from one of them.
 """
 
@@ -14,11 +15,11 @@ from typing import Any
 
 import yaml
 from admission import Write
-from kubernetes import client as k8s
-from kubewrites import FakeApiServer
+from fakeapi import FakeCluster
+from kubewrites import Served, admitted, serving
 
 from reclaimer.kube import lease, operations, reshaping
-from reclaimer.kube.client import KubeApi, KubeError
+from reclaimer.kube.client import KubeError
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.write import KubeWriter
 from reclaimer.model import Job, JobKind
@@ -113,23 +114,35 @@ GPU_NODE: Obj = {
 }
 
 
-def cluster() -> FakeApiServer:
+def objects() -> list[Obj]:
     config = _example("time-slicing-config.yaml")
     config["data"][STALE_KEY] = "version: v1\n"
-    objects = [_example(p) for p in WORKLOAD_FILES.values()]
-    return FakeApiServer([*objects, VOLCANO_JOB, BARE_POD, GPU_NODE, config])
+    workloads = [_example(p) for p in WORKLOAD_FILES.values()]
+    return [*workloads, VOLCANO_JOB, BARE_POD, GPU_NODE, config]
 
 
-def _job(server: FakeApiServer, kind: JobKind, obj: Obj) -> Job:
-    meta = server.get(*FakeApiServer._key(obj))["metadata"]
+def _stored(served: Served, obj: Obj) -> Obj:
+    meta = obj["metadata"]
+    found = [
+        o
+        for o in served.cluster.all(*served.cluster.resource_of(obj))
+        if o["metadata"]["name"] == meta["name"]
+        and o["metadata"].get("namespace", "") == meta.get("namespace", "")
+    ]
+    assert len(found) == 1, f"{obj['kind']} {meta['name']} is not stored"
+    return found[0]
+
+
+def _job(served: Served, kind: JobKind, obj: Obj) -> Job:
+    meta = _stored(served, obj)["metadata"]
     key = f"{meta['namespace']}/{meta['name']}"
     return Job(key, kind, meta["namespace"], meta["name"], "research", 1, uid=meta["uid"])
 
 
-def _stop(kind: JobKind, *, resume: bool, dry_run: bool = False) -> Callable[[FakeApiServer], None]:
-    def flow(server: FakeApiServer) -> None:
-        w = KubeWriter(KubeApi(k8s.ApiClient()), dry_run=dry_run)
-        job = _job(server, kind, _example(WORKLOAD_FILES[kind]))
+def _stop(kind: JobKind, *, resume: bool, dry_run: bool = False) -> Callable[[Served], None]:
+    def flow(served: Served) -> None:
+        w = KubeWriter(served.api, dry_run=dry_run)
+        job = _job(served, kind, _example(WORKLOAD_FILES[kind]))
         record = operations.suspend_record(IDENTITY, NOW, "idle 2h", room_for="team-b/pending")
         operations.set_suspended(w, job, True, record)
         if resume:
@@ -138,34 +151,58 @@ def _stop(kind: JobKind, *, resume: bool, dry_run: bool = False) -> Callable[[Fa
     return flow
 
 
-def _volcano(*, fail: bool = False) -> Callable[[FakeApiServer], None]:
-    def flow(server: FakeApiServer) -> None:
-        w = KubeWriter(KubeApi(k8s.ApiClient()), dry_run=False)
-        job = _job(server, JobKind.VOLCANO_JOB, VOLCANO_JOB)
+COMMANDS = ("bus.volcano.sh", "v1alpha1", "commands")
+
+
+def _volcano(*, fail: bool = False) -> Callable[[Served], None]:
+    def flow(served: Served) -> None:
+        w = KubeWriter(served.api, dry_run=False)
+        job = _job(served, JobKind.VOLCANO_JOB, VOLCANO_JOB)
         record = operations.suspend_record(IDENTITY, NOW, "idle 2h")
-        server.fail_creates = fail
+        if fail:  # the Command's create is refused after admission (a 5xx would be read back)
+            served.cluster.inject("POST", "/commands$", 422)
         try:
             operations.volcano_command(w, job, True, record, "idle for 2h")
         except KubeError:
             assert fail  # the Command was refused: the record was rolled back
             return
-        stored = server.store[FakeApiServer._key(VOLCANO_JOB)]
-        stored["status"]["state"]["phase"] = "Aborted"  # as Volcano's job controller does,
-        for key in [k for k in server.store if k[1] == "commands"]:  # taking the Command up
-            del server.store[key]
+        assert not fail, "the refused create was not reported"
+        _stored(served, VOLCANO_JOB)["status"]["state"]["phase"] = "Aborted"  # as Volcano's job
+        served.cluster.objects[COMMANDS].clear()  # controller does, taking the Command up
         operations.volcano_command(w, job, False, operations.resume_record(NOW + 600), "resume")
 
     return flow
 
 
-def _evict(server: FakeApiServer) -> None:
-    w = KubeWriter(KubeApi(k8s.ApiClient()), dry_run=False)
-    job = _job(server, JobKind.POD, BARE_POD)
+def _evict(served: Served) -> None:
+    w = KubeWriter(served.api, dry_run=False)
+    job = _job(served, JobKind.POD, BARE_POD)
     operations.evict_bare_pod(w, job, NOW, "idle 2h", room_for="team-b/pending")
 
 
-def _reshape(server: FakeApiServer) -> None:
-    w = KubeWriter(KubeApi(k8s.ApiClient()), dry_run=False)
+def _evict_refused(served: Served) -> None:
+    """A budget the disruption controller computes as allowing nothing: the dry-run eviction
+    answers 429 and nothing else is written."""
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "debug", "namespace": "team-a", "generation": 1},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "debug"}}},
+    }
+    served.cluster.add(budget)
+    w = KubeWriter(served.api, dry_run=False)
+    job = _job(served, JobKind.POD, BARE_POD)
+    try:
+        operations.evict_bare_pod(w, job, NOW, "idle 2h", room_for="team-b/pending")
+    except KubeError as exc:
+        assert exc.status == 429, exc
+    else:
+        raise AssertionError("the budget did not stop the eviction")
+    assert r.EVICTED_AT not in (_stored(served, BARE_POD)["metadata"].get("annotations") or {})
+
+
+def _reshape(served: Served) -> None:
+    w = KubeWriter(served.api, dry_run=False)
     ref = r.ConfigMapRef()
     args = {"from_replicas": 2, "to_replicas": 4, "projection": 60.0}
     reshaping.reshape_node(w, ref, "gpu-node-1", now=NOW, **args)  # the key, then the label
@@ -173,8 +210,8 @@ def _reshape(server: FakeApiServer) -> None:
     assert reshaping.clean_unused_keys(w, ref, {}) == [STALE_KEY]
 
 
-def _event(_server: FakeApiServer) -> None:
-    w = KubeWriter(KubeApi(k8s.ApiClient()), dry_run=False)
+def _event(served: Served) -> None:
+    w = KubeWriter(served.api, dry_run=False)
     involved = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
@@ -185,10 +222,10 @@ def _event(_server: FakeApiServer) -> None:
     KubeEventRecorder(w, IDENTITY).record(involved, "GpuReclaimPreempted", "idle 2h", NOW, False)
 
 
-def _lease(_server: FakeApiServer) -> None:
+def _lease(served: Served) -> None:
     ticks = itertools.count()
     elector = lease.LeaderElector(
-        KubeApi(k8s.ApiClient()),
+        served.api,
         lease.LeaseConfig(identity=IDENTITY),
         wall=lambda: NOW,
         monotonic=lambda: float(next(ticks)),
@@ -198,12 +235,13 @@ def _lease(_server: FakeApiServer) -> None:
     elector.release()  # update
 
 
-FLOWS: dict[str, Callable[[FakeApiServer], None]] = {
+FLOWS: dict[str, Callable[[Served], None]] = {
     **{f"{k.value}-stop-resume": _stop(k, resume=True) for k in WORKLOAD_FILES},
     "PyTorchJob-stop-dry-run": _stop(JobKind.PYTORCH_JOB, resume=False, dry_run=True),
     "VolcanoJob-abort-resume": _volcano(),
     "VolcanoJob-abort-rolled-back": _volcano(fail=True),
     "Pod-evict": _evict,
+    "Pod-evict-refused-by-budget": _evict_refused,
     "Node-reshape-and-cleanup": _reshape,
     "Event": _event,
     "Lease-acquire-renew-release": _lease,
@@ -211,8 +249,14 @@ FLOWS: dict[str, Callable[[FakeApiServer], None]] = {
 
 
 def run_flow(name: str) -> list[Write]:
-    server = cluster()
-    with server.serving():
-        FLOWS[name](server)
-    assert server.sent, f"{name} sent nothing"
-    return server.sent
+    """The writes of one flow, as admission sees them."""
+    writes = admitted(flow_cluster(name))
+    assert writes, f"{name} sent nothing"
+    return writes
+
+
+def flow_cluster(name: str) -> FakeCluster:
+    """The fake cluster after one flow ran against it, with every request it was sent."""
+    with serving(objects()) as served:
+        FLOWS[name](served)
+    return served.cluster

@@ -151,6 +151,8 @@ def _place_pod(
         return
     queue = gangs.pod_queue(obj, pg)
     ctx.pod_queues[pod.key] = queue
+    if pod.job is not None and pg is not None and f.dig(pg, "spec", "queue"):
+        ctx.group_queues.setdefault(pod.job, str(f.dig(pg, "spec", "queue")))
     if owner.key is None and not owner.other:  # a bare GPU pod
         if pod.node:
             ctx.jobs[pod.key] = gangs.bare_pod_job(obj, pod, queue, ctx.priorities)
@@ -179,6 +181,7 @@ class _Context:
     pending: list[PendingDemand] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     pod_queues: dict[str, str] = field(default_factory=dict)
+    group_queues: dict[str, str] = field(default_factory=dict)  # job key -> its PodGroup's queue
     unmanaged: dict[str, str] = field(default_factory=dict)  # GPU pod key -> why in no gang
 
 
@@ -249,12 +252,16 @@ def to_cluster_view(
         owners,
         problems=problems,
     )
+    for pg in objs.podgroups:  # a PodGroup its job owns names the queue Volcano uses
+        owner_key, pg_queue = owners.resolve(pg).key, f.dig(pg, "spec", "queue")
+        if owner_key in ctx.jobs and pg_queue:
+            ctx.group_queues[owner_key] = str(pg_queue)
     for obj in objs.pods:
         _safe(problems, f"Pod {f.key(obj)}", partial(_place_pod, obj, ctx))
     _pending_podgroups(ctx)
     if ctx.unmanaged:
         problems.append(f"{len(ctx.unmanaged)} GPU pods in no workload the reclaimer can stop")
-    gangs_ = gangs.attach_pods(ctx.jobs, ctx.pods, ctx.pod_queues)
+    gangs_ = gangs.attach_pods(ctx.jobs, ctx.pods, ctx.pod_queues, ctx.group_queues)
     jobs = _with_budgets(gangs_, ctx.pods, objs.pdbs)
     return ClusterView(
         taken_at=taken_at,

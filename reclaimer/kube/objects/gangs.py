@@ -198,10 +198,22 @@ def bare_pod_job(obj: Obj, p: Pod, queue: str, priorities: Mapping[str, int]) ->
 
 
 def attach_pods(
-    jobs: Mapping[str, Job], pods: Sequence[Pod], pod_queues: Mapping[str, str]
+    jobs: Mapping[str, Job],
+    pods: Sequence[Pod],
+    pod_queues: Mapping[str, str],
+    group_queues: Mapping[str, str] | None = None,
 ) -> list[Job]:
-    """Each job with its (sorted) pod keys, where pods ran the earliest pod start, and, when its
-    spec names no queue, its pods' queue (`pod_queues`: pod key -> queue)."""
+    """Each job with its (sorted) pod keys, where pods ran the earliest pod start, and its queue.
+
+    The queue is the one Volcano schedules the job by: its PodGroup's `spec.queue`
+    (`group_queues`: job key -> queue) first, as the training-operator keeps an existing
+    PodGroup's queue and falls back to `schedulingPolicy.queue`, then "default", only when the
+    PodGroup names none (kubeflow/training-operator pkg/controller.v1/common/job.go,
+    `ReconcileJobs`), and Volcano's own PodGroup of other pods takes the pod's
+    `scheduling.volcano.sh/queue-name` annotation (volcano-sh/volcano
+    pkg/controllers/podgroup/pg_controller_handler.go, `buildPodGroupFromPod`). Then what the
+    spec says, then its pods' queue (`pod_queues`: pod key -> queue), then "default"."""
+    group_queues = group_queues or {}
     members: dict[str, list[Pod]] = {}
     for p in pods:
         if p.job is not None:
@@ -210,13 +222,13 @@ def attach_pods(
     for key, job in sorted(jobs.items()):
         mine = sorted(members.get(key, []), key=lambda p: p.key)
         started = [p.start_time for p in mine if p.phase == PodPhase.RUNNING and p.start_time]
-        queues = [pod_queues[p.key] for p in mine if p.key in pod_queues]
+        queues = [pod_queues[p.key] for p in mine if p.key in pod_queues] + [DEFAULT_QUEUE]
         out.append(
             dataclasses.replace(
                 job,
                 pods=tuple(p.key for p in mine) or job.pods,
                 start_time=min(started) if started else job.start_time,
-                queue=job.queue or (queues[0] if queues else DEFAULT_QUEUE),
+                queue=group_queues.get(key) or job.queue or queues[0],
             )
         )
     return out
@@ -243,7 +255,7 @@ def pending_from_podgroup(
     if need.total <= 0:
         return None
     return PendingDemand(
-        queue=str(spec.get("queue") or (job.queue if job else DEFAULT_QUEUE)),
+        queue=str(spec.get("queue") or (job.queue if job else "") or DEFAULT_QUEUE),
         job=job.key if job else _podgroup_demand_key(pg),
         gpus=need.total,
         mig=need.mig,

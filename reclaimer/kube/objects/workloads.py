@@ -14,8 +14,9 @@ no gang at all), when it started, its queue and priority when its spec says them
   finished);
 - TrainJob (`kube.trainjob`: its JobSet's size, else its trainer's nodes; its queue override).
 A workload whose spec names no queue takes the Volcano queue its pod template is annotated or
-labelled with, else its pods' (Volcano's PodGroup or the queue label or annotation), resolved
-when pods are attached (`gangs.attach_pods`).
+labelled with, else its pods' (the queue label or annotation). Its PodGroup's queue, when it has
+one, overrides both: that is the queue Volcano schedules it by. Both are resolved when pods are
+attached (`gangs.attach_pods`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 from reclaimer.kube.objects import fields as f
 from reclaimer.kube.objects import kinds, trainjob
 from reclaimer.kube.objects.gangs import job_from_meta, priority_of
-from reclaimer.kube.objects.resources import DEFAULT_QUEUE, QUEUE_LABELS
+from reclaimer.kube.objects.resources import QUEUE_LABELS
 from reclaimer.model import Job
 
 Obj = Mapping[str, Any]
@@ -62,10 +63,13 @@ def training_job(obj: Obj, wk: kinds.WorkloadKind, priorities: Mapping[str, int]
         f.Slots(),
     )
     sched = f.dig(obj, "spec", "runPolicy", "schedulingPolicy") or {}
+    templates = [s.get("template") for s in specs.values() if isinstance(s, Mapping)]
     return job_from_meta(
         obj,
         wk.job_kind,
-        queue=str(sched.get("queue") or DEFAULT_QUEUE),
+        # no queue here is no answer yet: the training-operator creates the PodGroup in
+        # "default" only when no PodGroup of the job names one (`gangs.attach_pods` decides)
+        queue=str(sched.get("queue") or next(filter(None, map(_template_queue, templates)), "")),
         gpus=slots.total,
         mig=slots.mig,
         min_member=f.int_field(sched.get("minAvailable"), sum(replicas.values()) or 1),

@@ -282,3 +282,27 @@ def test_a_job_kueue_admits_is_left_to_kueue(
     assert code == 0, err
     assert preempted(report) == []
     assert skips(report)[IDLE] == "ManagedByAnotherController"
+
+
+def test_a_job_whose_podgroup_names_a_protected_queue_is_not_stopped(
+    prom: PromServer, kubeconfig: Path, cluster: FakeCluster
+) -> None:
+    """No `schedulingPolicy.queue`: the training-operator keeps the queue its PodGroup names,
+    here the protected `prod`, and Volcano schedules the job by it, not by "default"."""
+    cluster.add(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "default"},
+            "spec": {"weight": 1, "reclaimable": True},
+            "status": {"state": "Open"},
+        }
+    )
+    job = cluster.get(*PYT, "notebook", "research")
+    del job["spec"]["runPolicy"]["schedulingPolicy"]["queue"]
+    group = cluster.get("scheduling.volcano.sh", "v1beta1", "podgroups", "notebook", "research")
+    group["spec"]["queue"] = "prod"
+    code, report, err = cycle(prom.url, kubeconfig, "--apply")
+    assert code == 0, err
+    assert IDLE not in preempted(report)
+    assert "suspend" not in cluster.get(*PYT, "notebook", "research")["spec"]["runPolicy"]

@@ -66,20 +66,23 @@ def test_grid_is_build_grids(seed: int, now_after: float, lookback: float) -> No
     got = History.from_frame(frame).grid(now, lookback)
     assert (got.jobs, got.start, got.step) == (want.jobs, want.start, want.step)
     np.testing.assert_array_equal(got.values, want.values.astype(np.float32))
+    if got.values.size:  # from the float32 matrix, not History.grid's fall-back to build_grid
+        assert got.values.dtype == np.float32
 
 
-def test_samples_two_steps_apart_fall_back_to_build_grid() -> None:
-    frame = pd.DataFrame(
-        {"job": ["a"] * 5 + ["b"], "timestamp": [0.0, 120.0, 240.0, 360.0, 420.0, 60.0],
-         "value": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]}
-    )  # fmt: skip
+def test_samples_two_steps_apart_grid_on_their_median_gap() -> None:
+    """Worked by hand: a's gaps are 120, 120, 120, 60 s, so the step is 120 s (the median), not
+    the History's 60 s. Columns run back from the newest sample (420 s), each sample in the one
+    `rint((420 - t) / 120)` steps back (half to even: 3.5 -> 4, 2.5 -> 2, 1.5 -> 2, 0.5 -> 0),
+    and two samples in one column keep the larger."""
     history = History((*"ab",), 0.0, 60.0, np.full((2, 8), np.nan, dtype=np.float32))
-    history.values[0, [0, 2, 4, 6, 7]] = [0.1, 0.2, 0.3, 0.4, 0.5]
-    history.values[1, 1] = 0.6
-    got, want = history.grid(420.0, 1000.0), build_grid(frame, 420.0, 1000.0)
-    assert (got.jobs, got.start, got.step) == (want.jobs, want.start, want.step)
-    assert got.step == 120.0  # the median gap, not the History's step
-    np.testing.assert_array_equal(got.values, want.values.astype(np.float32))
+    history.values[0, [0, 2, 4, 6, 7]] = [0.1, 0.2, 0.3, 0.4, 0.5]  # a at 0, 120, 240, 360, 420
+    history.values[1, 1] = 0.6  # b at 60
+    got = history.grid(420.0, 1000.0)
+    assert (got.jobs, got.start, got.step) == (("a", "b"), -60.0, 120.0)
+    nan = np.nan
+    want = np.array([[0.1, nan, 0.3, nan, 0.5], [nan, 0.6, nan, nan, nan]], dtype=np.float32)
+    np.testing.assert_array_equal(got.values.astype(np.float32), want)
 
 
 def test_frame_round_trip_keeps_every_sample() -> None:

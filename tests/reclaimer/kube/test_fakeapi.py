@@ -23,67 +23,6 @@ def _pods(cluster: FakeCluster, n_running: int, n_pending: int = 0, ns: str = NS
         )
 
 
-def _pdb(cluster: FakeCluster, name: str, **spec: object) -> None:
-    cluster.add(
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"selector": {"matchLabels": {"app": "w"}}, **spec},
-        }
-    )
-
-
-def _evict(api, name: str = "w-0") -> int:
-    body = {
-        "apiVersion": "policy/v1",
-        "kind": "Eviction",
-        "metadata": {"name": name, "namespace": NS},
-    }
-    try:
-        call(api, api.core.create_namespaced_pod_eviction, name, NS, body)
-    except KubeError as exc:
-        return exc.status
-    return 201
-
-
-@pytest.mark.parametrize(
-    ("running", "pending", "spec", "status"),
-    [
-        (3, 0, {"minAvailable": 2}, 201),
-        (2, 0, {"minAvailable": 2}, 429),
-        (4, 0, {"minAvailable": "50%"}, 201),
-        (2, 0, {"minAvailable": "100%"}, 429),
-        (3, 0, {"maxUnavailable": 1}, 201),
-        (2, 1, {"maxUnavailable": 1}, 429),
-        (2, 0, {"maxUnavailable": "0%"}, 429),
-    ],
-    ids=[
-        "min-int-ok",
-        "min-int-blocked",
-        "min-pct-ok",
-        "min-pct-blocked",
-        "max-ok",
-        "max-already-unavailable",
-        "max-pct-zero",
-    ],
-)
-def test_eviction_honours_pdbs(
-    api, cluster: FakeCluster, running: int, pending: int, spec: dict[str, object], status: int
-) -> None:
-    _pods(cluster, running, pending)
-    _pdb(cluster, "budget", **spec)
-    assert _evict(api) == status
-    assert (cluster.get("", "v1", "pods", "w-0", NS) is None) == (status == 201)
-
-
-def test_two_pdbs_answer_500(api, cluster: FakeCluster) -> None:
-    _pods(cluster, 3)
-    _pdb(cluster, "one", minAvailable=0)
-    _pdb(cluster, "two", minAvailable=0)
-    assert _evict(api) == 500
-
-
 def test_stale_resource_version_conflicts_and_dry_run_stores_nothing(
     api, cluster: FakeCluster
 ) -> None:
@@ -255,3 +194,39 @@ def test_strategic_merge_patch_on_a_custom_resource_answers_415(api, cluster: Fa
     with pytest.raises(KubeError) as caught:
         _patch_suspend(api, _content_type="application/strategic-merge-patch+json")
     assert caught.value.status == 415
+
+
+GRACE_NS = "grace"
+
+
+def _bound_pod(cluster: FakeCluster, name: str, **spec: object) -> None:
+    cluster.add(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": GRACE_NS},
+            "spec": {"containers": [{"name": "c", "image": "c:1"}], **spec},
+            "status": {"phase": "Running"},
+        }
+    )
+
+
+def test_a_deleted_pod_terminates_for_its_grace_period(api, cluster: FakeCluster) -> None:
+    _bound_pod(cluster, "default-grace", nodeName="n1")
+    _bound_pod(cluster, "short-grace", nodeName="n1", terminationGracePeriodSeconds=5)
+    _bound_pod(cluster, "unscheduled")
+    for name in ("default-grace", "short-grace", "unscheduled"):
+        call(api, api.core.delete_namespaced_pod, name, GRACE_NS)
+    assert (
+        cluster.get("", "v1", "pods", "unscheduled", GRACE_NS) is None
+    )  # no node: deleted at once
+    marked = {p["metadata"]["name"]: p["metadata"] for p in cluster.terminating()}
+    assert {n: m["deletionGracePeriodSeconds"] for n, m in marked.items()} == {
+        "default-grace": 30,
+        "short-grace": 5,
+    }
+    listed = call(api, api.core.list_namespaced_pod, GRACE_NS)["items"]
+    assert {p["metadata"]["name"] for p in listed} == {"default-grace", "short-grace"}
+    assert cluster.advance(10) == 1  # the kubelet is done with the 5 s one
+    assert [p["metadata"]["name"] for p in cluster.terminating()] == ["default-grace"]
+    assert cluster.finish_termination() == 1 and cluster.terminating() == []

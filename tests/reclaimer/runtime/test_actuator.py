@@ -187,22 +187,38 @@ def test_bare_pod_eviction_answering_429_is_skipped(api, cluster: FakeCluster) -
     assert r.EVICTED_AT not in (pod["metadata"].get("annotations") or {})
 
 
-@pytest.mark.parametrize(
-    "budget",
-    [{"minAvailable": 0}, {"maxUnavailable": 1}, {"minAvailable": "0%"}],
-    ids=["minAvailable-0", "maxUnavailable-1", "minAvailable-0pct"],
-)
-def test_bare_pod_evicted_when_budget_allows(
-    api, cluster: FakeCluster, budget: dict[str, Any]
-) -> None:
+def test_bare_pod_evicted_when_budget_allows(api, cluster: FakeCluster) -> None:
+    """An integer minAvailable counts the selected pods themselves: 1 Ready pod, 0 wanted."""
     pdb = cluster.get("policy", "v1", "poddisruptionbudgets", "notebook-pdb", "team-a")
-    pdb["spec"] = {"selector": pdb["spec"]["selector"], **budget}
+    pdb["spec"] = {"selector": pdb["spec"]["selector"], "minAvailable": 0}
     [res] = run(api, [preempt("team-a/notebook-0")])
     assert res.outcome is Outcome.APPLIED, res
-    assert cluster.get(*POD, "notebook-0", "team-a") is None
+    pod = cluster.get(*POD, "notebook-0", "team-a")
+    assert pod["metadata"]["deletionTimestamp"]  # Terminating for its grace period
+    assert pod["metadata"]["deletionGracePeriodSeconds"] == 30
     evictions = [q for q in cluster.writes() if q.path.endswith("/eviction")]
     assert [q.dry_run for q in evictions] == [True, False]
     assert events_for(cluster, "notebook-0")[0]["involvedObject"]["kind"] == "Pod"
+    assert cluster.finish_termination("team-a", "notebook-0") == 1
+    assert cluster.get(*POD, "notebook-0", "team-a") is None
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [{"maxUnavailable": 1}, {"minAvailable": "0%"}],
+    ids=["maxUnavailable-1", "minAvailable-0pct"],
+)
+def test_a_bare_pod_under_a_scaled_budget_is_never_evicted(
+    api, cluster: FakeCluster, budget: dict[str, Any]
+) -> None:
+    """maxUnavailable and percentages count against the owner's scale; a pod with no owner has
+    none, so the disruption controller allows 0 and the Eviction API would answer 429."""
+    pdb = cluster.get("policy", "v1", "poddisruptionbudgets", "notebook-pdb", "team-a")
+    pdb["spec"] = {"selector": pdb["spec"]["selector"], **budget}
+    [res] = run(api, [preempt("team-a/notebook-0")])
+    assert res.outcome is Outcome.SKIPPED, res
+    assert "PodDisruptionBudget team-a/notebook-pdb allows 0" in res.detail
+    assert cluster.writes() == []
 
 
 def _state(cluster: FakeCluster) -> dict[Any, Any]:

@@ -80,10 +80,19 @@ def test_the_queue_is_the_trainjobs_override_else_its_jobsets(
 ) -> None:
     objs = world("TrainJob")
     objs[0]["spec"].update(override)
-    # suspended: no pods, so the queue cannot come from them
+    # suspended: no pods, and no PodGroup yet (a PodGroup's queue, which Volcano schedules by,
+    # would come first), so the queue comes from the TrainJob or its JobSet
     objs[0]["spec"]["suspend"] = True
-    (job,) = _view(_without(objs, "Pod")).jobs
+    (job,) = _view(_without(objs, "Pod", "PodGroup")).jobs
     assert job.queue == queue and job.suspended
+
+
+def test_the_podgroups_queue_wins_over_the_annotation() -> None:
+    objs = world("TrainJob")
+    objs[0]["spec"]["annotations"] = {QUEUE: "spec-q"}
+    pg = next(o for o in objs if o["kind"] == "PodGroup")
+    (job,) = _view(objs).jobs
+    assert job.queue == pg["spec"]["queue"] != "spec-q"
 
 
 def test_a_suspended_trainjobs_podgroup_is_no_pending_demand() -> None:
