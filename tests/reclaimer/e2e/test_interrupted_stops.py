@@ -244,7 +244,9 @@ def test_an_eviction_killed_after_its_record_is_finished_not_doubled(
     report = cycle(bare_prom, kubeconfig, "--policy-file", str(policy))
     assert preempted(report) == ["research/scratch"]  # the same pod, evicted this time
     assert [o["outcome"] for o in report["outcomes"]] == ["applied"]
-    assert cluster.get(*PODS, "scratch", "research") is None
+    evicted = cluster.get(*PODS, "scratch", "research")  # Terminating for its grace period
+    assert evicted is not None and evicted["metadata"]["deletionTimestamp"]
+    assert cluster.finish_termination("research", "scratch") == 1
     assert r.SUSPENDED_BY not in notes(cluster, VCJ, "train") and cluster.all(*CMD) == []
 
 

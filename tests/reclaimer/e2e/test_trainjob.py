@@ -157,6 +157,7 @@ def test_an_idle_trainjob_is_suspended_through_its_own_spec_and_resumed_later(
     # the JobSet's Jobs delete their pods; prod's job got its GPUs; the cool-down has passed
     for p in [p for p in cluster.all(*PODS) if p["metadata"]["name"].startswith("finetune-")]:
         cluster.delete(PODS, NS, p["metadata"]["name"], dry=False)
+    cluster.finish_termination(NS)  # the kubelet ends them after their grace period
     cluster.delete(("scheduling.volcano.sh", "v1beta1", "podgroups"), "prod", "llm", dry=False)
     notes["gpu-reclaim.io/suspended-at"] = _ts(now - 3600)
     third = _cycle(prom, kubeconfig)
