@@ -27,6 +27,7 @@ class Reason(StrEnum):
     NODE_UNDERUSED = "NodeUnderused"
     NODE_SATURATED = "NodeSaturated"
     NODE_MEMORY_PRESSURE = "NodeMemoryPressure"
+    CONTENTION_RELIEF = "ContentionRelief"  # busy reclaimable job time-sliced with a guaranteed one
     # skips
     STALE_DATA = "StaleData"
     INCOMPLETE_DATA = "IncompleteData"
@@ -59,6 +60,10 @@ class Reason(StrEnum):
     DISABLED = "ActionDisabled"  # the policy turned this kind of action off
     CONFIG_PROJECTING = "WaitingForConfigProjection"  # new key written; relabel after projection
     MIG_ENABLED = "MigEnabled"  # reshape leaves a node with MIG instances alone
+    # raise gates (time-slice sharing)
+    NO_MEMORY_HEADROOM = "NoMemoryHeadroom"  # the new pods' memory would not leave the headroom
+    LOAD_FORECAST_HIGH = "LoadForecastHigh"  # the node's load will rise within the raise horizon
+    NO_LOAD_HISTORY = "NoLoadHistory"  # too little load history to forecast the raise horizon
 
 
 @dataclass(frozen=True)
