@@ -95,8 +95,8 @@ def outlook(
     history: LoadHistory, now: float, horizon: float, params: SeasonalParams = DEFAULT_PARAMS
 ) -> LoadOutlook | None:
     """The load's outlook for `horizon` seconds after `now`, or None when the history cannot
-    give one: not ending within a step of `now`, shorter than `fit_days` + one horizon + enough
-    calibration origins, or NaN over more than a quarter of the fit window."""
+    give one: not ending within a step of `now`, shorter than `fit_days` + `calibration_days` +
+    one horizon, or NaN over more than a quarter of the fit window."""
     step = history.step
     if step <= 0 or not history.values or now - history.end > step:
         return None
@@ -108,6 +108,8 @@ def outlook(
         return None
     every = max(1, round(params.origin_every / step))
     back = round(params.calibration_days * per_day)
+    if len(values) < fit + back + ahead:  # every calibration origin needs its own fit window
+        return None
     origins = [o for o in range(len(values) - ahead, len(values) - back - 1, -every) if o >= fit]
     if len(origins) < params.min_origins:
         return None
