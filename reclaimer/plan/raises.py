@@ -27,6 +27,9 @@ from reclaimer.policy.settings import TimeSlicing
 from reclaimer.units import format_duration
 
 GIB = 1024.0**3
+REFUSALS = frozenset({Reason.NO_MEMORY_HEADROOM, Reason.LOAD_FORECAST_HIGH, Reason.NO_LOAD_HISTORY})
+"""The reasons a gate refuses a raise with: the controller records each as a Normal Event on the
+node (once per node, reason and reshape per process), as it does for actions."""
 
 
 def memory_gate(

@@ -31,6 +31,7 @@ from reclaimer.forecast.methods import UNDECIDED_METHODS
 from reclaimer.model import ClusterView, DataQuality, Forecast, Snapshot
 from reclaimer.plan.capacity import releasing
 from reclaimer.plan.planner import data_gate
+from reclaimer.plan.raises import REFUSALS
 from reclaimer.policy.settings import Policy
 from reclaimer.prometheus.client import PromClient
 from reclaimer.prometheus.history import HistoryParams, MetricsSource
@@ -219,8 +220,10 @@ class Controller:
     async def _warn(self, plan: Plan, view: ClusterView) -> None:
         for w in plan.warnings:
             log.warning("%s %s: %s", w.reason, w.target, w.detail)
-        if plan.warnings and self._actuator is not None and self._is_leader():
-            await asyncio.to_thread(self._actuator.warn, plan.warnings, view)
+        notices = [s for s in plan.skipped if s.reason in REFUSALS]  # raises refused: Events
+        told = (*plan.warnings, *notices)
+        if told and self._actuator is not None and self._is_leader():
+            await asyncio.to_thread(self._actuator.warn, told, view)
 
     def _count_safety(self, snapshot: Snapshot, plan: Plan) -> None:
         m = self._metrics

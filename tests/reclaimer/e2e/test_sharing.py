@@ -9,7 +9,7 @@ device load and a day of per-pod readings (`share_world`).
   stopped, in that cycle or the next process's.
 - Raise gates: of four idle time-sliced nodes only the one with memory headroom and a quiet
   outlook is raised; the others are refused `NoMemoryHeadroom`, `NoLoadHistory` and
-  `LoadForecastHigh`.
+  `LoadForecastHigh`, each with a Normal Event on its node.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def test_contention_relief_stops_the_reclaimable_job_never_the_guaranteed_one(
 
 
 def test_only_a_node_with_headroom_and_a_quiet_outlook_is_raised(
-    prom: PromServer, kubeconfig: Path
+    prom: PromServer, kubeconfig: Path, cluster: FakeCluster
 ) -> None:
     report = cycle(prom.url, kubeconfig)
     raised = [
@@ -105,3 +105,12 @@ def test_only_a_node_with_headroom_and_a_quiet_outlook_is_raised(
     assert skipped["gpu-ts-new"]["reason"] == "NoLoadHistory"
     assert skipped["gpu-ts-peak"]["reason"] == "LoadForecastHigh"
     assert "within 8h" in skipped["gpu-ts-peak"]["detail"]
+    refused = {
+        e["involvedObject"]["name"]: e
+        for e in cluster.all("", "v1", "events")
+        if e["reason"] == "GpuReclaimRaiseRefused"
+    }
+    assert sorted(refused) == ["gpu-ts-mem", "gpu-ts-new", "gpu-ts-peak"]
+    assert refused["gpu-ts-peak"]["message"].startswith("LoadForecastHigh: would raise 2 -> 4")
+    assert refused["gpu-ts-mem"]["type"] == "Normal"
+    assert refused["gpu-ts-mem"]["involvedObject"]["kind"] == "Node"
