@@ -6,8 +6,9 @@ controller probes at start, then hourly until the rules cover the window), one f
 queries for node GPU stats, three for the per (pod, device) readings of `sharing` (our
 exporter's source only), and the hourly node load `query_range` when the hour has turned since
 the caller's last `LoadRead` (a failed one refuses raises, never the cycle). The history is
-fetched per (pod shard x time chunk): shards of at most `pods_per_request` of the view's GPU pods (`fold.pod_shards`, named by a pod-name regex), time
-chunks of the window to fetch (the first read's whole window, then only the new tail) short
+fetched per (pod shard x time chunk): shards of at most `pods_per_request` of the view's GPU pods
+(`fold.pod_shards`, named by a pod-name regex), time chunks of the window to fetch (the first
+read's whole window, then only the new tail) short
 enough that one answer holds at most `points_per_request` points (and at most 10,000 steps). At
 most `requests_in_flight` answers are in flight; each is folded into the per-pod float32
 `History` and dropped as it lands, so a read never holds a whole fleet's JSON: memory stays flat
