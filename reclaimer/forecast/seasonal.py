@@ -25,8 +25,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from statsmodels.tsa.ar_model import AutoReg
-from statsmodels.tsa.forecasting.stl import STLForecast
 
 from reclaimer.model import LoadHistory
 
@@ -65,6 +63,11 @@ def seasonal_naive(values: Array, steps_per_day: int, ahead: int) -> Array | Non
 def stl_ar_forecast(values: Array, steps_per_day: int, ahead: int) -> Array:
     """statsmodels' STL (daily period) with an AR(2) on the remainder: `ahead` point forecasts.
     NaN gaps are filled by interpolation first (STL takes none)."""
+    # Imported on first use: statsmodels takes 1.4 s to import, and every command that plans
+    # (simulate, explain, each `run --once`) would pay it even when no node asks for a raise.
+    from statsmodels.tsa.ar_model import AutoReg  # noqa: PLC0415
+    from statsmodels.tsa.forecasting.stl import STLForecast  # noqa: PLC0415
+
     filled = pd.Series(values).interpolate(limit_direction="both").to_numpy(dtype=np.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence chatter on flat series
