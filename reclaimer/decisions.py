@@ -64,6 +64,9 @@ class Reason(StrEnum):
     NO_MEMORY_HEADROOM = "NoMemoryHeadroom"  # the new pods' memory would not leave the headroom
     LOAD_FORECAST_HIGH = "LoadForecastHigh"  # the node's load will rise within the raise horizon
     NO_LOAD_HISTORY = "NoLoadHistory"  # too little load history to forecast the raise horizon
+    CONTENTION_WOULD_RETURN = (
+        "ContentionWouldReturn"  # resume held: room only beside busy guaranteed
+    )
 
 
 @dataclass(frozen=True)

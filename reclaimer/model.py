@@ -92,6 +92,7 @@ class Job:
     retries_left: int | None = None  # Volcano Job: maxRetry - retryCount; None: not counted
     room_for: str | None = None  # pending job the reclaimer stopped this one for (annotation)
     stopped_at: float | None = None  # when the reclaimer stopped it (suspended or evicted)
+    stop_reason: str = ""  # the `Reason` it recorded then (gpu-reclaim.io/suspend-reason)
     disruption_block: str = ""  # a PodDisruptionBudget that forbids stopping it, and why
     managed_by: str = ""  # another controller admits it (Kueue): stopping it would be undone
     mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # of gpus: MIG, by resource

@@ -71,6 +71,22 @@ def contentions(
     return out
 
 
+def contended_nodes(
+    snap: Snapshot, queues: Mapping[str, Queue], threshold: float
+) -> frozenset[str]:
+    """Nodes where a pod of a guaranteed job reads busy at or above `threshold` (pure): a job
+    stopped for contention relief is not resumed into room there (`resume`)."""
+    jobs = {j.key: j for j in snap.jobs}
+    owner = {k: j.key for j in snap.jobs for k in j.pods}
+    owner.update({p.key: p.job for p in snap.pods if p.job is not None})
+    out = set()
+    for row in snap.pod_gpus:
+        job = jobs.get(owner.get(row.pod, ""))
+        if job is not None and _guaranteed(job, queues) and _busy(row) >= threshold:
+            out.add(row.node)
+    return frozenset(out)
+
+
 def _busy(row: PodGpuUsage) -> float:
     return row.busy if row.busy is not None else 0.0
 

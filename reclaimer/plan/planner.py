@@ -33,7 +33,7 @@ from reclaimer.plan.capacity import (
     releasing,
     total_slots,
 )
-from reclaimer.plan.contention import plan_contention_relief
+from reclaimer.plan.contention import contended_nodes, plan_contention_relief
 from reclaimer.plan.inflight import hold_rooms, rooms_in_flight
 from reclaimer.plan.ledger import Ledger, standings
 from reclaimer.plan.limits import Budget
@@ -97,8 +97,18 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
     actions += acts
     skips += more
     if policy.actions.resume:
+        queues_by_name = {q.name: q for q in snap.queues}
+        busy_beside = contended_nodes(
+            snap, queues_by_name, policy.time_slicing.contention_busy_above
+        )
         acts, more = plan_resumes(
-            snap.jobs, snap.nodes, ledger, policy, now=now, last_actions=snap.last_actions
+            snap.jobs,
+            snap.nodes,
+            ledger,
+            policy,
+            now=now,
+            last_actions=snap.last_actions,
+            contended=busy_beside,
         )
         actions += acts
         skips += more

@@ -6,7 +6,8 @@ device load and a day of per-pod readings (`share_world`).
 
 - Contention relief: the busy reclaimable job time-sliced on the GPU of a busy guaranteed one is
   suspended `ContentionRelief`, with an Event saying whom it protects; the guaranteed job is never
-  stopped, in that cycle or the next process's.
+  stopped, in that cycle or the next process's, and the next process does not resume the stopped
+  job into its only room, beside the still busy guaranteed job (`ContentionWouldReturn`).
 - Raise gates: of four idle time-sliced nodes only the one with memory headroom and a quiet
   outlook is raised; the others are refused `NoMemoryHeadroom`, `NoLoadHistory` and
   `LoadForecastHigh`, each with a Normal Event on its node.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,15 @@ import pytest
 from fakeapi import FakeCluster, served_kubeconfig
 from promserver import PromServer, start_prometheus
 from repo_paths import REPO
-from share_world import CONTENDED, GUARANTEED, RECLAIMABLE, cluster_objects, history
+from share_world import (
+    CONTENDED,
+    GUARANTEED,
+    RAISE_NODES,
+    RECLAIMABLE,
+    cluster_objects,
+    history,
+    ts,
+)
 
 PYT = ("kubeflow.org", "v1", "pytorchjobs")
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
@@ -73,6 +83,8 @@ def _actions(report: dict[str, Any], kind: str) -> list[tuple[str, str]]:
 def test_contention_relief_stops_the_reclaimable_job_never_the_guaranteed_one(
     prom: PromServer, kubeconfig: Path, cluster: FakeCluster
 ) -> None:
+    for node in RAISE_NODES:  # no room anywhere but the contended GPU
+        cluster.delete(("", "v1", "nodes"), "", node, False)
     first = cycle(prom.url, kubeconfig)
     assert _actions(first, "preempt") == [(RECLAIMABLE, "ContentionRelief")]
     assert _suspended(cluster, RECLAIMABLE) and not _suspended(cluster, GUARANTEED)
@@ -83,10 +95,15 @@ def test_contention_relief_stops_the_reclaimable_job_never_the_guaranteed_one(
     assert f"time-sliced with guaranteed {GUARANTEED}" in event["message"]
     assert f"GPU-{CONTENDED}" in event["message"]
 
+    # its operator removes the pod; an hour on, the job's cool-down is over
+    cluster.delete(("", "v1", "pods"), "research", "tune-master-0", False)
+    notes["gpu-reclaim.io/suspended-at"] = ts(time.time() - 3600)
     second = cycle(prom.url, kubeconfig)  # a new process: it knows only what the cluster says
-    assert _actions(second, "preempt") == []
-    assert not _suspended(cluster, GUARANTEED)
-    assert GUARANTEED not in {a["target"] for a in second["plan"]["actions"]}
+    assert _actions(second, "preempt") == [] and _actions(second, "resume") == []
+    assert not _suspended(cluster, GUARANTEED) and _suspended(cluster, RECLAIMABLE)
+    held = {s["target"]: s for s in second["plan"]["skipped"]}[RECLAIMABLE]
+    assert held["reason"] == "ContentionWouldReturn"  # its only room is beside prod/train
+    assert CONTENDED in held["detail"]
 
 
 def test_only_a_node_with_headroom_and_a_quiet_outlook_is_raised(

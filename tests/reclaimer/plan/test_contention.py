@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from reclaimer.decisions import ActionKind, Reason
@@ -113,3 +115,39 @@ def test_relief_counts_in_the_cycle_budget() -> None:
 
 def test_relief_is_off_with_preemption() -> None:
     assert _stops(_shared(0.5, 0.5), Policy(actions=Actions(preempt=False))) == []
+
+
+def _relieved(free_elsewhere: bool) -> World:
+    """`be/tune` was stopped for contention relief an hour ago; `ls/train` is still busy on n1,
+    whose freed replica is the only room, unless n2 has a free GPU too."""
+    world = (
+        World()
+        .node("n1", gpus=1, replicas=2)
+        .stats("n1", (0.6, 0.5))
+        .queue("be")
+        .queue("ls", reclaimable=False)
+        .job("ls/train", "ls", {"n1": 1}, busy=True)
+        .usage("ls/train-0", "n1", GPU, 0.6)
+        .suspended("be/tune", "be", 1, stop_reason="ContentionRelief")
+    )
+    world.last_actions["be/tune"] = world.now - 2 * 3600
+    return world.node("n2", gpus=1) if free_elsewhere else world
+
+
+def test_a_relieved_job_is_not_resumed_beside_the_busy_guaranteed_job() -> None:
+    plan = _relieved(free_elsewhere=False).plan()
+    assert [a for a in plan.actions if a.kind is ActionKind.RESUME] == []
+    (skip,) = [s for s in plan.skipped if s.target == "be/tune"]
+    assert skip.reason is Reason.CONTENTION_WOULD_RETURN and "(n1)" in skip.detail
+
+
+def test_a_relieved_job_is_resumed_when_room_is_elsewhere() -> None:
+    plan = _relieved(free_elsewhere=True).plan()
+    assert [(a.target, a.reason) for a in plan.actions] == [("be/tune", Reason.QUEUE_HAS_ROOM)]
+
+
+def test_a_job_stopped_for_another_reason_is_resumed_as_before() -> None:
+    world = _relieved(free_elsewhere=False)
+    world.jobs = [replace(j, stop_reason="IdleJobForStarvedQueue") for j in world.jobs]
+    plan = world.plan()
+    assert [(a.target, a.reason) for a in plan.actions] == [("be/tune", Reason.QUEUE_HAS_ROOM)]
