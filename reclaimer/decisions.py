@@ -27,6 +27,7 @@ class Reason(StrEnum):
     NODE_UNDERUSED = "NodeUnderused"
     NODE_SATURATED = "NodeSaturated"
     NODE_MEMORY_PRESSURE = "NodeMemoryPressure"
+    CONTENTION_RELIEF = "ContentionRelief"  # busy reclaimable job time-sliced with a guaranteed one
     # skips
     STALE_DATA = "StaleData"
     CLOCK_SKEW = "ClockSkew"  # samples dated after the controller's clock: history not trusted
@@ -61,6 +62,13 @@ class Reason(StrEnum):
     DISABLED = "ActionDisabled"  # the policy turned this kind of action off
     CONFIG_PROJECTING = "WaitingForConfigProjection"  # new key written; relabel after projection
     MIG_ENABLED = "MigEnabled"  # reshape leaves a node with MIG instances alone
+    # raise gates (time-slice sharing)
+    NO_MEMORY_HEADROOM = "NoMemoryHeadroom"  # the new pods' memory would not leave the headroom
+    LOAD_FORECAST_HIGH = "LoadForecastHigh"  # the node's load will rise within the raise horizon
+    NO_LOAD_HISTORY = "NoLoadHistory"  # too little load history to forecast the raise horizon
+    CONTENTION_WOULD_RETURN = (
+        "ContentionWouldReturn"  # resume held: room only beside busy guaranteed
+    )
 
 
 @dataclass(frozen=True)

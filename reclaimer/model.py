@@ -93,6 +93,7 @@ class Job:
     retries_left: int | None = None  # Volcano Job: maxRetry - retryCount; None: not counted
     room_for: str | None = None  # pending job the reclaimer stopped this one for (annotation)
     stopped_at: float | None = None  # when the reclaimer stopped it (suspended or evicted)
+    stop_reason: str = ""  # the `Reason` it recorded then (gpu-reclaim.io/suspend-reason)
     disruption_block: str = ""  # a PodDisruptionBudget that forbids stopping it, and why
     # a stop record on a job whose stop never happened (interrupted mid-stop), and why; such a
     # record is not taken as a stop: no room in flight, no cool-down, cleared by the actuator
@@ -131,6 +132,39 @@ class GpuStats:
 
     utilization: float  # ratio 0..1, averaged over the stats window
     memory_used_ratio: float  # FB_USED / (FB_USED + FB_FREE)
+    uuid: str = ""  # the physical GPU (dcgm's `UUID` label); "" when not known
+    memory_used_bytes: float | None = None  # DCGM_FI_DEV_FB_USED in bytes; None: not read
+    memory_total_bytes: float | None = None  # FB_USED + FB_FREE in bytes; None: not read
+
+
+@dataclass(frozen=True)
+class PodGpuUsage:
+    """One pod's measured use of one physical GPU, from the exporter's per-pod series.
+
+    On a time-sliced GPU the exporter labels a pod's series with the physical GPU's `UUID` (a
+    replica `GPU-<uuid>::<n>` counts as its device: `exporter.attribution`), so the pods with the
+    same (node, gpu) share one GPU's time and memory.
+    """
+
+    pod: str  # Pod.key
+    node: str
+    gpu: str  # physical GPU UUID
+    busy: float | None  # utilization ratio 0..1 over the stats window; None: not readable
+    memory_bytes: float | None = None  # device memory the pod holds there; None: not read
+
+
+@dataclass(frozen=True)
+class LoadHistory:
+    """A node's mean GPU utilization over time, evenly spaced, oldest first (the seasonal
+    raise gate's input). `values[i]` covers [start + i*step, start + (i+1)*step); NaN: none."""
+
+    start: float
+    step: float
+    values: tuple[float, ...]  # ratio 0..1
+
+    @property
+    def end(self) -> float:
+        return self.start + self.step * len(self.values)
 
 
 @dataclass(frozen=True)
@@ -143,6 +177,7 @@ class Node:
     workload_classes: tuple[str, ...] = ()  # classes of the pods running there
     last_reshape: float | None = None  # from the gpu-reclaim.io/ annotation
     reshape_key_at: float | None = None  # a reshape's new config key written, node not relabelled
+    load: LoadHistory | None = None  # mean GPU utilization history (days); None: not read
     mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # MIG instances advertised
 
 
@@ -197,6 +232,8 @@ class Snapshot(ClusterView):
     quality: DataQuality
     unknown_usage: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Job key -> why its recent utilization cannot be known (missing samples): never idle."""
+    pod_gpus: tuple[PodGpuUsage, ...] = ()
+    """Per (pod, physical GPU) busy fraction and memory, this cycle (contention relief)."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from reclaimer.decisions import Reason, Skip
 from reclaimer.devices import resource_key
 from reclaimer.model import PendingDemand, Queue
-from reclaimer.plan.capacity import FreePool, Releasing
+from reclaimer.plan.capacity import FreePool, Placement, Releasing
 from reclaimer.plan.victims import Victim
 from reclaimer.standing import QueueStanding
 
@@ -64,11 +64,16 @@ def demand_order(demands: Iterable[PendingDemand], ledger: Ledger) -> list[Pendi
 
 def release(v: Victim, ledger: Ledger) -> None:
     """Book a chosen victim's slots as free and its queue's allocation as gone."""
-    for resource, by_node in v.placement.resources.items():
+    release_job(v.job.queue, v.placement, ledger)
+
+
+def release_job(queue: str, placement: Placement, ledger: Ledger) -> None:
+    """Book a stopped job's slots (`placement`) as free and its queue's allocation as gone."""
+    for resource, by_node in placement.resources.items():
         for node, gpus in by_node.items():
             ledger.free.of(resource).add(node, gpus)
-    ledger.allocated[v.job.queue] = ledger.allocated.get(v.job.queue, 0.0) - v.gpus
-    ledger.running[v.job.queue] = ledger.running.get(v.job.queue, 0.0) - v.gpus
+    ledger.allocated[queue] = ledger.allocated.get(queue, 0.0) - placement.gpus
+    ledger.running[queue] = ledger.running.get(queue, 0.0) - placement.gpus
 
 
 def grant(d: PendingDemand, pod_gpus: int, pods: int, ledger: Ledger) -> None:

@@ -4,13 +4,15 @@
 order, give the same plan. The controller applies the plan through its actuator (or only logs it
 in dry-run), the simulator replays it, and `reclaimer.report.plan_table` renders it for people.
 
-Order of work: a data gate first (metrics older than `maxDataAge`, samples dated after `now`,
-or an incomplete snapshot, means no action of any kind this cycle); then the inputs are sorted
-into canonical order and the cycle's GPU ledger is built (`capacity`), counting slots still
-being released as future free; pending jobs whose room is already in flight are served first
-from it (`inflight`); then preemption for starved queues (`victims`, `preempt`), resumes of jobs
-the reclaimer suspended (`resume`) on the slots left over, and time-slice reshapes (`reshape`).
-Each stage returns actions and the skips that explain every candidate it left alone; what an
+Order of work: a data gate first (metrics older than `maxDataAge`, samples dated after `now`, or
+an incomplete snapshot, means no action of any kind this cycle); then the inputs are sorted into
+canonical order and the cycle's GPU ledger is built (`capacity`), counting slots still being
+released as future free; pending jobs whose room is already in flight are served first from it
+(`inflight`); then preemption for starved queues (`victims`, `preempt`), resumes of jobs the
+reclaimer suspended (`resume`) on the slots left over, and time-slice reshapes (`reshape`).
+Contention relief (`contention`) comes first among the stops: a busy reclaimable job time-sliced
+with a busy guaranteed one is stopped, its stop counted in the budget of the preemptions after
+it. Each stage returns actions and the skips that explain every candidate it left alone; what an
 operator must look at (a release overdue) comes back as the plan's `warnings`.
 """
 
@@ -31,8 +33,10 @@ from reclaimer.plan.capacity import (
     releasing,
     total_slots,
 )
+from reclaimer.plan.contention import contended_nodes, plan_contention_relief
 from reclaimer.plan.inflight import hold_rooms, rooms_in_flight
 from reclaimer.plan.ledger import Ledger, standings
+from reclaimer.plan.limits import Budget
 from reclaimer.plan.preempt import plan_preemptions
 from reclaimer.plan.reshape import plan_reshapes
 from reclaimer.plan.resume import plan_resumes
@@ -71,9 +75,13 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
     skips += [Skip(k, Reason.UNSUPPORTED_KIND, why) for k, why in snap.unmanaged.items()]
     actions: list[Action] = []
     victims: list[Victim] = []
+    budget = Budget(policy.limits)
     if policy.actions.preempt:
+        actions, more = plan_contention_relief(snap, where, ledger, budget, policy=policy, now=now)
+        stopped = {a.target for a in actions} | {s.target for s in more}
         victims, screened = candidates(snap, where, forecasts, policy, now)
-        skips += screened
+        victims = [v for v in victims if v.key not in stopped]
+        skips += more + [s for s in screened if s.target not in stopped]
     else:
         skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.preempt is false"))
     acts, more = plan_preemptions(
@@ -84,12 +92,23 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         now=now,
         after=policy.reclaim_after_seconds,
         busy_after=policy.reclaim_busy_after_seconds,
+        budget=budget,
     )
     actions += acts
     skips += more
     if policy.actions.resume:
+        queues_by_name = {q.name: q for q in snap.queues}
+        busy_beside = contended_nodes(
+            snap, queues_by_name, policy.time_slicing.contention_busy_above
+        )
         acts, more = plan_resumes(
-            snap.jobs, snap.nodes, ledger, policy, now=now, last_actions=snap.last_actions
+            snap.jobs,
+            snap.nodes,
+            ledger,
+            policy,
+            now=now,
+            last_actions=snap.last_actions,
+            contended=busy_beside,
         )
         actions += acts
         skips += more
@@ -98,7 +117,13 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
     if policy.actions.reshape:
         ts, cap = policy.time_slicing, policy.limits.max_reshapes_per_cycle
         acts, more = plan_reshapes(
-            snap.nodes, snap.pods, ts, max_per_cycle=cap, now=now, last_actions=snap.last_actions
+            snap.nodes,
+            snap.pods,
+            ts,
+            max_per_cycle=cap,
+            now=now,
+            last_actions=snap.last_actions,
+            usage=snap.pod_gpus,
         )
         actions += acts
         skips += more
@@ -178,6 +203,7 @@ def canonical(snapshot: Snapshot) -> Snapshot:
         pods=_sorted(snapshot.pods, lambda p: p.key),
         nodes=_sorted(snapshot.nodes, lambda n: n.name),
         pending=_sorted(snapshot.pending, lambda d: d.job),
+        pod_gpus=tuple(sorted(snapshot.pod_gpus, key=repr)),
     )
 
 

@@ -37,15 +37,16 @@ def plan_preemptions(
     now: float = 0.0,
     after: float = 0.0,
     busy_after: float | None = None,
+    budget: Budget | None = None,
 ) -> tuple[list[Action], list[Skip]]:
     """Serve `demands` in order, preempting from `victims` (ranked); mutates `ledger`.
 
     A pending job takes victims only once it has waited `after` seconds by `now` (until then
     it stays unserved, so it still holds resumes back). Busy victims are offered only to a
     pending job that has waited `busy_after` seconds, and only once the idle victims alone
-    cannot make room for it.
+    cannot make room for it. `budget` is the cycle's, when earlier stops already spent some.
     """
-    search = Search(ledger, Budget(limits))
+    search = Search(ledger, budget if budget is not None else Budget(limits))
     idle = [v for v in victims if v.idle]
     actions: list[Action] = []
     skips: list[Skip] = []

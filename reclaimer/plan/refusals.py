@@ -5,7 +5,8 @@ is the last step before the cluster changes and may be handed a plan built from 
 One `CycleBudget` lives for one `Actuator.apply` call; dry-run spends it the same way, so a
 dry-run shows exactly what applying would do. Preemptions are counted by the planner's own
 `budget.Budget` (one counter for both), over the job's bound pods as the planner sees them;
-resumes, reshapes, cool-downs and opt-outs are checked here. Refusals carry the model's `Reason`.
+resumes, reshapes, cool-downs, opt-outs and the queue (a job of a queue that is not reclaimable,
+or unknown, is never stopped) are checked here. Refusals carry the model's `Reason`.
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ class CycleBudget:
         return None
 
     def _preempt_refusal(self, job: Job) -> Refusal | None:
+        queue = next((q for q in self.view.queues if q.name == job.queue), None)
+        if queue is None or not queue.reclaimable:  # a guaranteed job is never stopped
+            why = "unknown" if queue is None else "not reclaimable"
+            return Refusal(Reason.NOT_RECLAIMABLE, f"{job.key}: queue {job.queue!r} is {why}")
         if opted_out(job, self.view, self.policy):
             return Refusal(Reason.OPTED_OUT, f"{job.key} is marked not preemptable")
         limit = self.preemptions.blocker(self._taken(job))

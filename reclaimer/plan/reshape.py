@@ -12,8 +12,9 @@ the ceiling -> lower to it; memory at or over its limit -> lower until the proje
 scaled by new/old replicas, as each replica holds its own memory) is under the limit; utilization at
 or over `saturatedAbove` -> one replica less; utilization at or under `underusedBelow` -> raise to
 the most replicas whose projected utilization stays at the middle of the band and projected memory
-under the limit. A node changes at most once per node cool-down, and only when the count actually
-changes.
+under the limit. A raise then passes the gates of `raises` (memory headroom for the new pods,
+and the node's load outlook over `raiseHorizon`), which lower it or refuse it with their reason.
+A node changes at most once per node cool-down, and only when the count actually changes.
 
 A reshape takes two cycles: the actuator first writes the new config key, and relabels the node
 only once the kubelet has had time to project the key into the device plugin's volume
@@ -27,7 +28,8 @@ from collections.abc import Mapping, Sequence
 
 from reclaimer.decisions import Action, ActionKind, Evidence, Reason, Skip
 from reclaimer.devices import count
-from reclaimer.model import Node, Pod
+from reclaimer.model import Node, Pod, PodGpuUsage
+from reclaimer.plan.raises import load_gate, memory_gate
 from reclaimer.policy.settings import TimeSlicing
 from reclaimer.units import format_duration
 
@@ -42,8 +44,10 @@ def plan_reshapes(
     max_per_cycle: int,
     now: float,
     last_actions: Mapping[str, float],
+    usage: Sequence[PodGpuUsage] = (),
 ) -> tuple[list[Action], list[Skip]]:
-    """Reshape actions for nodes whose replicas should change, and skips for the rest."""
+    """Reshape actions for nodes whose replicas should change, and skips for the rest; a raise
+    passes the gates of `raises` first (`usage`: the per-pod device readings)."""
     classes = _classes_by_node(pods, ts.class_label)
     actions: list[Action] = []
     skips: list[Skip] = []
@@ -54,7 +58,9 @@ def plan_reshapes(
             skips.append(_mig_skip(node))
             continue
         node_classes = sorted(set(node.workload_classes) | classes.get(node.name, set()))
-        verdict = _decide(node, node_classes, ts, now, last_actions.get(node.name))
+        verdict = _decide(
+            node, node_classes, ts, now=now, last_action=last_actions.get(node.name), usage=usage
+        )
         if isinstance(verdict, Action) and len(actions) >= max_per_cycle:
             verdict = Skip(node.name, Reason.LIMIT_REACHED, f"maxReshapesPerCycle={max_per_cycle}")
         if isinstance(verdict, Action):
@@ -62,6 +68,22 @@ def plan_reshapes(
         else:
             skips.append(verdict)
     return actions, skips
+
+
+def _gate(
+    node: Node,
+    target: int,
+    util: float,
+    usage: Sequence[PodGpuUsage],
+    *,
+    ts: TimeSlicing,
+    now: float,
+) -> int | Skip:
+    """The raise's target once memory headroom and then the load outlook allow it."""
+    allowed = memory_gate(node, target, usage, ts)
+    if isinstance(allowed, Skip):
+        return allowed
+    return load_gate(node, allowed, util, ts, now=now)
 
 
 def _mig_skip(node: Node) -> Skip:
@@ -93,7 +115,13 @@ def bounds(classes: Sequence[str], ts: TimeSlicing) -> tuple[int, float, str]:
 
 
 def _decide(
-    node: Node, classes: Sequence[str], ts: TimeSlicing, now: float, last_action: float | None
+    node: Node,
+    classes: Sequence[str],
+    ts: TimeSlicing,
+    *,
+    now: float,
+    last_action: float | None,
+    usage: Sequence[PodGpuUsage],
 ) -> Action | Skip:
     times = [t for t in (node.last_reshape, last_action) if t is not None]
     if times and now - max(times) < ts.node_cooldown_seconds:
@@ -131,6 +159,12 @@ def _decide(
             f"would raise {r} -> {target}, but only {seen} of {count(node.gpus, 'GPUs')} have stats"
         )
         return Skip(node.name, Reason.NO_METRICS, why)
+    if target > r:
+        gated = _gate(node, target, util, usage, ts=ts, now=now)
+        if isinstance(gated, Skip):
+            return gated
+        target = gated
+        load += f"; raise gates allow {target}"
     if target == r:
         held = "" if reason is Reason.NO_CHANGE else f" ({reason.value}, but already at the bound)"
         return Skip(node.name, Reason.NO_CHANGE, f"{r} replicas{held}; {load}")

@@ -9,7 +9,9 @@ reclaimer has left it alone for the job cool-down, no starved pending job still 
 stays within capability, and the whole job fits the free slots node by node, of each device
 resource its pods ask for (a job asking for several is checked resource by resource: the
 scheduler still needs a node with all of them); at most `maxResumesPerCycle` per cycle. Its slots
-are then reserved so the next resume counts them.
+are then reserved so the next resume counts them. A job stopped for contention relief must also
+fit outside the nodes where a guaranteed job is busy (`ContentionWouldReturn` otherwise): there it
+would only be stopped again.
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ def plan_resumes(
     *,
     now: float,
     last_actions: Mapping[str, float],
+    contended: frozenset[str] = frozenset(),
 ) -> tuple[list[Action], list[Skip]]:
-    """Resume actions, oldest suspension first, and a skip for each suspended job left."""
+    """Resume actions, oldest suspension first, and a skip for each suspended job left;
+    `contended`: nodes where a guaranteed job is busy (`contention.contended_nodes`)."""
     suspended = [j for j in jobs if j.suspended and j.suspended_by_reclaimer]
     suspended.sort(key=lambda j: (last_actions.get(j.key, j.start_time), j.key))
     waiting = _still_waiting(ledger, nodes)
@@ -43,7 +47,7 @@ def plan_resumes(
     for job in suspended:
         skip = _hold(
             job, ledger, policy, now=now, last_action=last_actions.get(job.key), waiting=waiting
-        )
+        ) or _contention_hold(job, ledger, contended)
         if skip is None and len(actions) >= policy.limits.max_resumes_per_cycle:
             skip = Skip(job.key, Reason.LIMIT_REACHED, "maxResumesPerCycle reached")
         if skip is not None:
@@ -68,6 +72,20 @@ def plan_resumes(
             )
         )
     return actions, skips
+
+
+def _contention_hold(job: Job, ledger: Ledger, contended: frozenset[str]) -> Skip | None:
+    """A job stopped for contention relief whose room is only on nodes where a guaranteed job
+    is busy stays stopped: resumed there, it would be stopped again (a flap per cool-down)."""
+    if job.stop_reason != Reason.CONTENTION_RELIEF or not contended:
+        return None
+    elsewhere = dict.fromkeys(contended, -(10**9))  # those nodes' free slots left out
+    for resource, (pod_gpus, pods) in _shapes(job).items():
+        if ledger.free.of(resource).fit_count(pod_gpus, elsewhere) < pods:
+            on = ", ".join(sorted(contended))
+            why = f"stopped for contention relief; room only beside busy guaranteed jobs ({on})"
+            return Skip(job.key, Reason.CONTENTION_WOULD_RETURN, why)
+    return None
 
 
 def _shapes(job: Job) -> dict[str, tuple[int, int]]:

@@ -105,22 +105,18 @@ def work_lost_seconds(job: Job, policy: Policy, now: float) -> float:
     return ran % interval if interval else ran
 
 
-def screen(
+def safety_skip(
     job: Job,
     queue: Queue | None,
     placement: Placement,
-    forecast: Forecast | None,
     *,
     policy: Policy,
     now: float,
     last_action: float | None,
-    unknown: str | None = None,
-) -> Victim | Skip:
-    """One running job: a `Victim`, or the `Skip` for the first safety rule it fails.
-
-    `unknown` says why the job's recent utilization cannot be known: it is then never a victim,
-    whatever its forecast says (a GPU the exporter cannot read looks idle, and is not).
-    """
+) -> Skip | None:
+    """The `Skip` for the first safety rule stopping `job` fails (queue reclaimable, opt-outs,
+    another controller, PDBs, retries, minimum runtime, cool-down), or None: every stop the
+    planner makes (idle, busy or contention relief) passes these first."""
     if queue is None or not queue.reclaimable:
         why = "queue unknown" if queue is None else f"queue {queue.name} is not reclaimable"
         return Skip(job.key, Reason.NOT_RECLAIMABLE, why)
@@ -145,6 +141,28 @@ def screen(
     if last_action is not None and now - last_action < policy.job_cooldown_seconds:
         since = format_duration(max(now - last_action, 0.0))
         return Skip(job.key, Reason.COOLING_DOWN, f"acted on {since} ago")
+    return None
+
+
+def screen(
+    job: Job,
+    queue: Queue | None,
+    placement: Placement,
+    forecast: Forecast | None,
+    *,
+    policy: Policy,
+    now: float,
+    last_action: float | None,
+    unknown: str | None = None,
+) -> Victim | Skip:
+    """One running job: a `Victim`, or the `Skip` for the first safety rule it fails.
+
+    `unknown` says why the job's recent utilization cannot be known: it is then never a victim,
+    whatever its forecast says (a GPU the exporter cannot read looks idle, and is not).
+    """
+    unsafe = safety_skip(job, queue, placement, policy=policy, now=now, last_action=last_action)
+    if unsafe is not None:
+        return unsafe
     if unknown is not None:
         return Skip(job.key, Reason.UNKNOWN_USAGE, unknown)
     if forecast is None:

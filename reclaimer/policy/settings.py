@@ -88,6 +88,14 @@ class TimeSlicing:
     underused_below: float = setting(0.4, as_ratio, "underusedBelow")
     saturated_above: float = setting(0.9, as_ratio, "saturatedAbove")
     memory_pressure_above: float = setting(0.9, as_ratio, "memoryPressureAbove")
+    # Contention relief: a reclaimable pod this busy on a GPU where a guaranteed pod is this busy
+    # too is stopped (time-slicing splits the GPU's time equally between busy processes).
+    contention_busy_above: float = setting(0.3, as_positive_ratio, "contentionBusyAbove")
+    # A raise must leave this share of each GPU's memory free once the new pods hold theirs
+    # (time-slicing isolates no memory: a neighbour's growth OOM-kills a pod).
+    memory_headroom: float = setting(0.1, as_ratio, "memoryHeadroom")
+    # A raise needs the node's load forecast to stay low this long: the new pods' run time.
+    raise_horizon_seconds: float = setting(8 * 3600.0, as_positive_duration, "raiseHorizon")
     workloads: tuple[WorkloadClass, ...] = setting((), None, "workloads", items=WorkloadClass)
 
     def workload(self, name: str) -> WorkloadClass | None:

@@ -88,6 +88,7 @@ class HistoryParams:
         return self.window if self.recorded_min_age is None else self.recorded_min_age
 
 
+MIB = 1024.0**2
 POD_COLUMNS = ["namespace", "pod", "timestamp", "value"]
 JOB_COLUMNS = ["job", "timestamp", "value"]
 
@@ -247,7 +248,8 @@ def unknown_problems(unknown: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def node_stats(results: Mapping[str, QueryResult]) -> dict[str, tuple[GpuStats, ...]]:
-    """Hostname -> per-GPU stats (sorted by UUID); GPUs missing a memory series read 0 memory."""
+    """Hostname -> per-GPU stats (sorted by UUID); GPUs missing a memory series read 0 memory
+    as a ratio and None in bytes (the raise gate refuses on unread memory)."""
 
     def by_gpu(key: str) -> dict[tuple[str, str], float]:
         out = {}
@@ -261,5 +263,8 @@ def node_stats(results: Mapping[str, QueryResult]) -> dict[str, tuple[GpuStats, 
     for (host, uuid), u in sorted(util.items()):
         total = used.get((host, uuid), 0.0) + free.get((host, uuid), 0.0)
         mem = used.get((host, uuid), 0.0) / total if total > 0 else 0.0
-        stats.setdefault(host, []).append((uuid, GpuStats(min(1.0, max(0.0, u / 100)), mem)))
+        read = (host, uuid) in used and (host, uuid) in free and total > 0  # FB_* are MiB
+        used_b, total_b = (used[(host, uuid)] * MIB, total * MIB) if read else (None, None)
+        gpu = GpuStats(min(1.0, max(0.0, u / 100)), mem, uuid, used_b, total_b)
+        stats.setdefault(host, []).append((uuid, gpu))
     return {host: tuple(g for _, g in gpus) for host, gpus in stats.items()}

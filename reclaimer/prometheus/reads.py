@@ -4,9 +4,12 @@ Requests per read: the recording-rule probe (only when the caller has no answer 
 controller probes at start, then hourly until the rules cover the window), one freshness query
 (`max(timestamp(...))`, the newest raw sample, looking `lookahead` past now for samples from the
 future), the history's `query_range`s, and three instant
-queries for node GPU stats. The history is fetched per (pod shard x time chunk): shards of at most
-`pods_per_request` of the view's GPU pods (`fold.pod_shards`, named by a pod-name regex), time
-chunks of the window to fetch (the first read's whole window, then only the new tail) short
+queries for node GPU stats, three for the per (pod, device) readings of `sharing` (our
+exporter's source only), and the hourly node load `query_range` when the hour has turned since
+the caller's last `LoadRead` (a failed one refuses raises, never the cycle). The history is
+fetched per (pod shard x time chunk): shards of at most `pods_per_request` of the view's GPU pods
+(`fold.pod_shards`, named by a pod-name regex), time chunks of the window to fetch (the first
+read's whole window, then only the new tail) short
 enough that one answer holds at most `points_per_request` points (and at most 10,000 steps). At
 most `requests_in_flight` answers are in flight; each is folded into the per-pod float32
 `History` and dropped as it lands, so a read never holds a whole fleet's JSON: memory stays flat
@@ -35,7 +38,7 @@ from functools import partial
 import pandas as pd
 
 from reclaimer.forecast.history import History
-from reclaimer.model import ClusterView, GpuStats
+from reclaimer.model import ClusterView, GpuStats, LoadHistory, PodGpuUsage
 from reclaimer.prometheus.client import PromClient, PromError
 from reclaimer.prometheus.coverage import Recent
 from reclaimer.prometheus.fold import (
@@ -62,12 +65,30 @@ from reclaimer.prometheus.history import (
     unknown_problems,
 )
 from reclaimer.prometheus.series import QueryResult
+from reclaimer.prometheus.sharing import (
+    LOAD_STEP,
+    load_histories,
+    load_query,
+    load_range,
+    pod_gpu_queries,
+    pod_gpus,
+)
 
 log = logging.getLogger(__name__)
 
 
 class MetricsUnavailable(Exception):
     """Prometheus could not give the utilization history this cycle needs."""
+
+
+@dataclass(frozen=True)
+class LoadRead:
+    """One read of node load histories (`sharing.load_query`) and when it was read up to; a
+    failed read holds none and says why (raises are then refused `NoLoadHistory`)."""
+
+    last: float  # last hourly evaluation time
+    nodes: Mapping[str, LoadHistory]
+    error: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,6 +102,8 @@ class MetricsRead:
     recorded: bool  # the recording rules were used
     requests: int  # HTTP requests this read sent, retries included
     unknown: Mapping[str, str] = field(default_factory=dict)  # job -> why its usage is unknown
+    pod_gpus: tuple[PodGpuUsage, ...] = ()  # who shares which device, how busy (`sharing`)
+    load: LoadRead | None = None  # node load histories (kept by the caller, re-read hourly)
 
     @property
     def history(self) -> pd.DataFrame:
@@ -111,11 +134,12 @@ async def read_metrics(
     *,
     recorded: bool | None = None,
     previous: History | pd.DataFrame | None = None,
+    load: LoadRead | None = None,
 ) -> MetricsRead:
     """Read history and node stats for `view` as of `now`; see the module docstring.
 
     `previous` is the last read's `pod_history` (or its `pods` frame): only the steps it lacks
-    are fetched.
+    are fetched. `load` is the last read's node load: read again once the hour has turned.
     """
     if isinstance(previous, pd.DataFrame):
         previous = pod_history_of(previous)
@@ -125,9 +149,11 @@ async def read_metrics(
     start = fetch_start(previous, now, params)
     window_start, end = align(now - params.window, params.step), align(now, params.step)
     stats_q = node_stats_queries(params.stats_window)
+    share_q = pod_gpu_queries(params.stats_window) if source is MetricsSource.GPU_RECLAIM else {}
     side = [client.query(freshness_query(source, params.lookahead), at=now + params.lookahead)]
-    side += [client.query(q, at=now) for q in stats_q.values()]
+    side += [client.query(q, at=now) for q in [*stats_q.values(), *share_q.values()]]
     side_task = asyncio.gather(*side, return_exceptions=True)
+    load_task = asyncio.ensure_future(_read_load(client, now, load))
     pods = pod_matrix(
         pod_rows(view), window_start, end, params.step, previous=previous, fetched_from=start
     )
@@ -137,10 +163,14 @@ async def read_metrics(
         ranges = await _fetch_history(client, pods, query_for, spans, params)
     finally:
         answers = await side_task
+        load_read = await load_task
     fresh = _required(answers[:1])[0]
     problems = _warnings([fresh]) + ranges
-    stats, stats_problems = _node_stats(dict(zip(stats_q, answers[1:], strict=True)))
+    n = len(stats_q)
+    stats, stats_problems = _node_stats(dict(zip(stats_q, answers[1 : 1 + n], strict=True)))
     problems += stats_problems
+    shares, share_problems = _pod_gpus(dict(zip(share_q, answers[1 + n :], strict=True)))
+    problems += share_problems
     complete = not problems  # failed or partial queries; what follows is reported, not fatal
     metrics_at = _newest(fresh)  # stale or missing: `plan.data_gate` decides and says so
     recent = Recent(start=now - params.horizon, step=params.step, fresh_since=now - params.max_age)
@@ -155,7 +185,34 @@ async def read_metrics(
         recorded=recorded,
         requests=client.requests - before,
         unknown=unknown,
+        pod_gpus=shares,
+        load=load_read,
     )
+
+
+async def _read_load(client: PromClient, now: float, previous: LoadRead | None) -> LoadRead:
+    """Node load histories, re-read only when the hour has turned since `previous`."""
+    first, last = load_range(now)
+    if previous is not None and previous.last == last and not previous.error:
+        return previous
+    try:
+        result = await client.query_range(load_query(), first, last, LOAD_STEP)
+    except PromError as err:
+        return LoadRead(last, {}, f"node load history unavailable: {err}")
+    return LoadRead(last, load_histories(result, first, last))
+
+
+def _pod_gpus(
+    answers: Mapping[str, QueryResult | BaseException],
+) -> tuple[tuple[PodGpuUsage, ...], list[str]]:
+    """Per (pod, device) readings, or none and a problem when any of their queries failed."""
+    if not answers:
+        return (), []
+    errs = [str(a) for a in answers.values() if isinstance(a, BaseException)]
+    if errs:
+        return (), [f"per-pod device readings unavailable: {'; '.join(errs)}"]
+    results = {k: _ok(a) for k, a in answers.items()}
+    return pod_gpus(results), _warnings(results.values())
 
 
 Span = tuple[Sequence[str], float, float]  # rows, first and last grid time to fetch

@@ -8,7 +8,8 @@ write with `dryRun=All`, so admission and PodDisruptionBudget answers are real, 
 limits the same way. One action's failure never stops the others and never raises: it becomes an
 `ActionResult` (404 = vanished, skipped quietly; 429 = PDB or throttling, skipped, retried next
 cycle; 5xx and timeouts = failed). The loop turns results into metrics. Plan warnings (a release
-overdue) become Warning Events on the job they name (`warn`), once per stop.
+overdue) become Warning Events on the job they name (`warn`), once per stop; a raise a gate
+refused becomes a Normal Event on its node, once per node, reason and reshape.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from reclaimer.kube.objects import resources as r
 from reclaimer.kube.objects.timeslicing import TimeSlicingError
 from reclaimer.kube.write import KubeWriter, NotLeader, event_body
 from reclaimer.model import ClusterView, JobKind
+from reclaimer.plan.raises import REFUSALS
 from reclaimer.plan.refusals import CycleBudget
 from reclaimer.policy.settings import Policy
 from reclaimer.runtime.settle import Recorder, Settler
@@ -74,6 +76,7 @@ EVENT_REASONS = {
     ActionKind.RESHAPE: "GpuReclaimReshaped",
 }
 WARNING_EVENT_REASONS = {Reason.RELEASE_OVERDUE: "GpuReclaimReleaseOverdue"}
+NODE_EVENT_REASONS = dict.fromkeys(REFUSALS, "GpuReclaimRaiseRefused")  # Normal Events on nodes
 JOB_RESOURCES = {**{w.job_kind: w.resource for w in kinds.WORKLOADS}, JobKind.POD: r.PODS}
 
 
@@ -143,9 +146,11 @@ class Actuator:
 
     def warn(self, warnings: Sequence[Skip], view: ClusterView) -> int:
         """A Warning Event on each job a plan warning names, once per job and stop per process
-        (the plan repeats a warning every cycle; Events should not). Returns Events written."""
+        (the plan repeats a warning every cycle; Events should not), and a Normal Event on each
+        node a raise refusal names (`raises.REFUSALS`), once per node, reason and reshape per
+        process. Returns Events written."""
         jobs = {j.key: j for j in view.jobs}
-        written = 0
+        written = self._node_notices([w for w in warnings if w.reason in NODE_EVENT_REASONS], view)
         for w in warnings:
             job, reason = jobs.get(w.target), WARNING_EVENT_REASONS.get(w.reason)
             seen = (w.target, str(w.reason), job.stopped_at if job else None)
@@ -162,6 +167,27 @@ class Actuator:
                 self.events.record(involved, reason, w.detail, self.clock(), True)
             except (KubeError, NotLeader) as exc:
                 log.warning("warning event for %s not recorded: %s", w.target, exc)
+                continue
+            self._warned.add(seen)
+            written += 1
+        return written
+
+    def _node_notices(self, notices: Sequence[Skip], view: ClusterView) -> int:
+        nodes = {n.name: n for n in view.nodes}
+        written = 0
+        for w in notices:
+            node = nodes.get(w.target)
+            seen = (w.target, str(w.reason), node.last_reshape if node else None)
+            if node is None or seen in self._warned or not self.may_write():
+                continue
+            involved = {"apiVersion": "v1", "kind": "Node", "name": node.name}
+            message = f"{w.reason}: {w.detail}"
+            try:
+                self.events.record(
+                    involved, NODE_EVENT_REASONS[w.reason], message, self.clock(), False
+                )
+            except (KubeError, NotLeader) as exc:
+                log.warning("event for node %s not recorded: %s", w.target, exc)
                 continue
             self._warned.add(seen)
             written += 1

@@ -40,10 +40,17 @@ from reclaimer.kube.read import ClusterReadError
 from reclaimer.model import ClusterView, DataQuality, Forecast, PodPhase, Snapshot
 from reclaimer.plan.capacity import releasing
 from reclaimer.plan.planner import data_gate
+from reclaimer.plan.raises import REFUSALS
 from reclaimer.policy.settings import Policy
 from reclaimer.prometheus.client import PromClient
 from reclaimer.prometheus.history import HistoryParams, MetricsSource
-from reclaimer.prometheus.reads import MetricsRead, MetricsUnavailable, probe_recorded, read_metrics
+from reclaimer.prometheus.reads import (
+    LoadRead,
+    MetricsRead,
+    MetricsUnavailable,
+    probe_recorded,
+    read_metrics,
+)
 from reclaimer.report.cycle import CycleReport, CycleResult
 from reclaimer.report.fleet import summarize
 from reclaimer.report.usage import recent_usage
@@ -77,8 +84,13 @@ class ControllerConfig:
 
 def build_snapshot(view: ClusterView, read: MetricsRead) -> Snapshot:
     """Join the cluster view and the measurements; pure."""
+    load = read.load.nodes if read.load is not None else {}
     nodes = tuple(
-        replace(n, gpu_stats=read.node_stats[n.name]) if n.name in read.node_stats else n
+        replace(
+            n,
+            gpu_stats=read.node_stats.get(n.name, n.gpu_stats),
+            load=load.get(n.name, n.load),
+        )
         for n in view.nodes
     )
     seen = {f.name: getattr(view, f.name) for f in fields(ClusterView)}
@@ -86,6 +98,7 @@ def build_snapshot(view: ClusterView, read: MetricsRead) -> Snapshot:
         **{**seen, "nodes": nodes},
         quality=DataQuality(read.metrics_at, read.complete, read.problems),
         unknown_usage=MappingProxyType(dict(read.unknown)),
+        pod_gpus=read.pod_gpus,
     )
 
 
@@ -144,6 +157,7 @@ class Controller:
         self._probed_at = float("-inf")
         self._checks: tuple[forecast_check.PendingCheck, ...] = ()
         self._pods: History | None = None  # per-pod history kept between cycles
+        self._load: LoadRead | None = None  # node load histories, re-read hourly
         self.last: CycleReport | None = None
         self.ready = False  # set after the first cycle that completes (any result but error)
         metrics.dry_run.set(1 if config.dry_run else 0)
@@ -225,12 +239,15 @@ class Controller:
                 self._config.source,
                 recorded=self._recorded,
                 previous=self._pods,
+                load=self._load,
             )
         except MetricsUnavailable as err:
             log.warning("cycle skipped, no actions: %s", err)
             requests = self._prom.requests - before
             return CycleReport(CycleResult.SKIPPED, now, 0.0, str(err), requests=requests)
-        self._recorded, self._pods = read.recorded, read.pod_history
+        self._recorded, self._pods, self._load = read.recorded, read.pod_history, read.load
+        if read.load is not None and read.load.error:
+            log.warning("raises refused this hour: %s", read.load.error)
         return view, read
 
     async def _cycle(self, now: float) -> CycleReport:
@@ -278,8 +295,10 @@ class Controller:
     async def _warn(self, plan: Plan, view: ClusterView) -> None:
         for w in plan.warnings:
             log.warning("%s %s: %s", w.reason, w.target, w.detail)
-        if plan.warnings and self._actuator is not None and self._is_leader():
-            await asyncio.to_thread(self._actuator.warn, plan.warnings, view)
+        notices = [s for s in plan.skipped if s.reason in REFUSALS]  # raises refused: Events
+        told = (*plan.warnings, *notices)
+        if told and self._actuator is not None and self._is_leader():
+            await asyncio.to_thread(self._actuator.warn, told, view)
 
     def _count_safety(self, snapshot: Snapshot, plan: Plan) -> None:
         m = self._metrics

@@ -6,6 +6,7 @@ idle=0.99).pend("ls/x", "ls", 8)` reads as the cluster it builds.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -17,9 +18,11 @@ from reclaimer.model import (
     GpuStats,
     Job,
     JobKind,
+    LoadHistory,
     Node,
     PendingDemand,
     Pod,
+    PodGpuUsage,
     PodPhase,
     Queue,
     Snapshot,
@@ -29,6 +32,8 @@ from reclaimer.policy.settings import Policy
 
 NOW = 1_000_000.0
 HOUR = 3600.0
+DEVICE_BYTES = 16 * 1024.0**3
+LOAD_DAYS = 16  # enough hourly history for the raise gate's load outlook
 
 
 def forecast(job: str, *, idle: bool, confidence: float, horizon: float = 900.0) -> Forecast:
@@ -57,6 +62,7 @@ class World:
     last_actions: dict[str, float] = field(default_factory=dict)
     quality: DataQuality = field(default_factory=lambda: DataQuality(metrics_at=NOW - 30))
     unknown: dict[str, str] = field(default_factory=dict)
+    pod_gpus: list[PodGpuUsage] = field(default_factory=list)
 
     def node(self, name: str, gpus: int = 8, **kw: Any) -> World:
         self.nodes.append(Node(name=name, gpus=gpus, **kw))
@@ -184,8 +190,24 @@ class World:
         return self
 
     def stats(self, node: str, *usage: tuple[float, float]) -> World:
-        """Replace `node`'s GPU stats with (utilization, memory ratio) per GPU."""
+        """Replace `node`'s GPU stats with (utilization, memory ratio) per GPU, of 16 GiB
+        devices, and its load history with LOAD_DAYS of hourly load steady at their mean."""
+        mean = sum(u for u, _ in usage) / len(usage) if usage else 0.0
+        steady = (mean,) * (LOAD_DAYS * 24)
         self.nodes = [n if n.name != node else _with_stats(n, usage) for n in self.nodes]
+        return self.load(node, steady)
+
+    def load(self, node: str, values: Sequence[float], step: float = 3600.0) -> World:
+        """Replace `node`'s load history: `values` at `step`, the last one ending now."""
+        history = LoadHistory(self.now - step * len(values), step, tuple(values))
+        self.nodes = [n if n.name != node else replace(n, load=history) for n in self.nodes]
+        return self
+
+    def usage(
+        self, pod: str, node: str, gpu: str, busy: float | None, memory: float | None = None
+    ) -> World:
+        """A per-pod device reading: `pod` busy (and holding `memory` bytes) on `gpu`."""
+        self.pod_gpus.append(PodGpuUsage(pod, node, gpu, busy, memory))
         return self
 
     def snapshot(self) -> Snapshot:
@@ -199,6 +221,7 @@ class World:
             quality=self.quality,
             last_actions=MappingProxyType(dict(self.last_actions)),
             unknown_usage=MappingProxyType(dict(self.unknown)),
+            pod_gpus=tuple(self.pod_gpus),
         )
 
     def plan(self, policy: Policy | None = None) -> Plan:
@@ -210,7 +233,13 @@ def _mig(profile: str | None, n: int) -> MappingProxyType[str, int]:
 
 
 def _with_stats(node: Node, usage: tuple[tuple[float, float], ...]) -> Node:
-    return replace(node, gpu_stats=tuple(GpuStats(u, m) for u, m in usage))
+    return replace(
+        node,
+        gpu_stats=tuple(
+            GpuStats(u, m, f"GPU-{node.name}-{i}", m * DEVICE_BYTES, DEVICE_BYTES)
+            for i, (u, m) in enumerate(usage)
+        ),
+    )
 
 
 def starved_world() -> World:

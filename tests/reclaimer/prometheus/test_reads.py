@@ -26,6 +26,7 @@ from reclaimer.policy.settings import Policy
 from reclaimer.prometheus.client import PromClient
 from reclaimer.prometheus.history import HistoryParams, MetricsSource
 from reclaimer.prometheus.reads import read_metrics
+from reclaimer.prometheus.sharing import load_query
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
@@ -184,12 +185,19 @@ async def test_request_count_is_fixed_whatever_the_pod_count(
     async with PromClient(url) as client:
         read = await read_metrics(client, cluster(40), now, params, MetricsSource.GPU_RECLAIM)
         again = await read_metrics(
-            client, cluster(40), now, params, MetricsSource.GPU_RECLAIM, recorded=read.recorded
+            client,
+            cluster(40),
+            now,
+            params,
+            MetricsSource.GPU_RECLAIM,
+            recorded=read.recorded,
+            load=read.load,
         )
-    # 43 jobs, 44 pods: probe + freshness + chunks + 3 node-stat queries, then no probe
-    assert rec.paths.count("/api/v1/query_range") == 2 * chunks
-    assert len(rec.paths) == (1 + 1 + chunks + 3) + (1 + chunks + 3)
-    assert read.requests == 5 + chunks and again.requests == 4 + chunks
+    # 43 jobs, 44 pods: probe + freshness + chunks + 3 node-stat + 3 per-pod device queries
+    # + the hourly node load, then no probe and no load (the hour has not turned)
+    assert rec.paths.count("/api/v1/query_range") == 2 * chunks + 1
+    assert len(rec.paths) == (1 + 1 + chunks + 3 + 3 + 1) + (1 + chunks + 3 + 3)
+    assert read.requests == 9 + chunks and again.requests == 7 + chunks
     assert len(set(read.history["job"])) == 42 and set(read.unknown) == {"team-b/idle-b"}
     assert len(read.history) == len(again.history) == 42 * 61
 
@@ -280,7 +288,7 @@ async def test_later_reads_fetch_only_the_new_tail(
         full = await read_metrics(
             client, cluster(), now, params, MetricsSource.GPU_RECLAIM, recorded=False
         )
-    ranges = [f for f in rec.forms if "start" in f]
+    ranges = [f for f in rec.forms if "start" in f and f.get("query") != load_query()]
     assert float(ranges[0]["start"]) == first_at - 2 * MIN  # the tail plus 2 re-read steps
     key = ["job", "timestamp"]
     got = later.history.sort_values(key).reset_index(drop=True)
@@ -322,7 +330,7 @@ async def test_pod_shards_bound_each_answer_and_give_the_same_history(
         one = await read_metrics(client, cluster(40), now, whole, MetricsSource.GPU_RECLAIM)
         rec.forms.clear()
         many = await read_metrics(client, cluster(40), now, sharded, MetricsSource.GPU_RECLAIM)
-    ranges = [f for f in rec.forms if "start" in f]
+    ranges = [f for f in rec.forms if "start" in f and f.get("query") != load_query()]
     assert len(ranges) == 5 * 3  # 44 GPU pods, 10 per answer; 61 steps, 30 per answer
     assert all(f["query"].count("pod=~`") == 3 for f in ranges)  # max, NaN check, allocation
     np.testing.assert_array_equal(many.pod_history.values, one.pod_history.values)
@@ -346,7 +354,9 @@ async def test_a_pod_new_to_a_later_read_gets_its_whole_window(
             client, cluster(), now, params, MetricsSource.GPU_RECLAIM, recorded=False,
             previous=first.pod_history,
         )  # fmt: skip
-        starts = sorted(float(f["start"]) for f in rec.forms if "start" in f)
+        starts = sorted(
+            float(f["start"]) for f in rec.forms if "start" in f and f.get("query") != load_query()
+        )
         full = await read_metrics(
             client, cluster(), now, params, MetricsSource.GPU_RECLAIM, recorded=False
         )

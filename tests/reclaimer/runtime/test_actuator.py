@@ -468,3 +468,15 @@ def test_a_job_taken_over_since_the_snapshot_is_not_stopped(
     [res] = Actuator(api, clock=lambda: NOW).apply([preempt("research/bert-train")], view)
     assert res.outcome is Outcome.SKIPPED and named in res.detail, res
     assert cluster.writes() == [] and _state(cluster) == before
+
+
+def test_a_guaranteed_job_is_never_stopped_whatever_the_plan_says(
+    api, cluster: FakeCluster
+) -> None:
+    """prod is not reclaimable: a preempt of its job (a plan built from other inputs, or a
+    planner bug) is refused before any write, in dry-run and applied alike."""
+    for dry_run in (True, False):
+        [res] = run(api, [preempt("prod/llm-finetune")], dry_run=dry_run)
+        assert res.outcome is Outcome.SKIPPED and res.skip_reason is Reason.NOT_RECLAIMABLE
+        assert "not reclaimable" in res.detail and res.writes == 0
+    assert not cluster.writes()

@@ -1,0 +1,133 @@
+"""Sharing end to end: guaranteed jobs stay whole under time-slicing.
+
+Each cycle is its own `gpu-reclaimer run --once --apply` process, speaking through the real
+`kubernetes` client to the stateful fake API server, with a real Prometheus holding 15 days of
+device load and a day of per-pod readings (`share_world`).
+
+- Contention relief: the busy reclaimable job time-sliced on the GPU of a busy guaranteed one is
+  suspended `ContentionRelief`, with an Event saying whom it protects; the guaranteed job is never
+  stopped, in that cycle or the next process's, and the next process does not resume the stopped
+  job into its only room, beside the still busy guaranteed job (`ContentionWouldReturn`).
+- Raise gates: of four idle time-sliced nodes only the one with memory headroom and a quiet
+  outlook is raised; the others are refused `NoMemoryHeadroom`, `NoLoadHistory` and
+  `LoadForecastHigh`, each with a Normal Event on its node.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakeapi import FakeCluster, served_kubeconfig
+from promserver import PromServer, start_prometheus
+from repo_paths import REPO
+from share_world import (
+    CONTENDED,
+    GUARANTEED,
+    RAISE_NODES,
+    RECLAIMABLE,
+    cluster_objects,
+    history,
+    ts,
+)
+
+PYT = ("kubeflow.org", "v1", "pytorchjobs")
+pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
+    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as server:
+        yield server
+
+
+@pytest.fixture
+def cluster(now: float) -> FakeCluster:
+    c = FakeCluster()
+    c.add(*cluster_objects(now))
+    return c
+
+
+@pytest.fixture
+def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
+    with served_kubeconfig(cluster, tmp_path / "kubeconfig") as path:
+        yield path
+
+
+def cycle(prom_url: str, kubeconfig: Path) -> dict[str, Any]:
+    """One `run --once --apply --json` in a process of its own: its report."""
+    argv = [sys.executable, "-m", "reclaimer", "run", "--once", "--json", "--apply"]
+    argv += ["--prometheus-url", prom_url, "--kubeconfig", str(kubeconfig)]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def _suspended(cluster: FakeCluster, key: str) -> bool:
+    ns, name = key.split("/")
+    job = cluster.get(*PYT, name, ns)
+    return bool(job["spec"].get("runPolicy", {}).get("suspend"))
+
+
+def _actions(report: dict[str, Any], kind: str) -> list[tuple[str, str]]:
+    return [(a["target"], a["reason"]) for a in report["plan"]["actions"] if a["kind"] == kind]
+
+
+def test_contention_relief_stops_the_reclaimable_job_never_the_guaranteed_one(
+    prom: PromServer, kubeconfig: Path, cluster: FakeCluster
+) -> None:
+    for node in RAISE_NODES:  # no room anywhere but the contended GPU
+        cluster.delete(("", "v1", "nodes"), "", node, False)
+    first = cycle(prom.url, kubeconfig)
+    assert _actions(first, "preempt") == [(RECLAIMABLE, "ContentionRelief")]
+    assert _suspended(cluster, RECLAIMABLE) and not _suspended(cluster, GUARANTEED)
+    notes = cluster.get(*PYT, "tune", "research")["metadata"]["annotations"]
+    assert notes["gpu-reclaim.io/suspend-reason"] == "ContentionRelief"
+    (event,) = [e for e in cluster.all("", "v1", "events") if e["involvedObject"]["name"] == "tune"]
+    assert event["reason"] == "GpuReclaimPreempted" and "ContentionRelief" in event["message"]
+    assert f"time-sliced with guaranteed {GUARANTEED}" in event["message"]
+    assert f"GPU-{CONTENDED}" in event["message"]
+
+    # its operator removes the pod; an hour on, the job's cool-down is over
+    cluster.delete(("", "v1", "pods"), "research", "tune-master-0", False)
+    notes["gpu-reclaim.io/suspended-at"] = ts(time.time() - 3600)
+    second = cycle(prom.url, kubeconfig)  # a new process: it knows only what the cluster says
+    assert _actions(second, "preempt") == [] and _actions(second, "resume") == []
+    assert not _suspended(cluster, GUARANTEED) and _suspended(cluster, RECLAIMABLE)
+    held = {s["target"]: s for s in second["plan"]["skipped"]}[RECLAIMABLE]
+    assert held["reason"] == "ContentionWouldReturn"  # its only room is beside prod/train
+    assert CONTENDED in held["detail"]
+
+
+def test_only_a_node_with_headroom_and_a_quiet_outlook_is_raised(
+    prom: PromServer, kubeconfig: Path, cluster: FakeCluster
+) -> None:
+    report = cycle(prom.url, kubeconfig)
+    raised = [
+        (a["target"], a["from_replicas"], a["to_replicas"])
+        for a in report["plan"]["actions"]
+        if a["kind"] == "reshape"
+    ]
+    assert raised == [("gpu-ts-ok", 2, 4)]
+    skipped = {s["target"]: s for s in report["plan"]["skipped"]}
+    assert skipped["gpu-ts-mem"]["reason"] == "NoMemoryHeadroom"
+    assert "8.0 GiB" in skipped["gpu-ts-mem"]["detail"]
+    assert skipped["gpu-ts-new"]["reason"] == "NoLoadHistory"
+    assert skipped["gpu-ts-peak"]["reason"] == "LoadForecastHigh"
+    assert "within 8h" in skipped["gpu-ts-peak"]["detail"]
+    refused = {
+        e["involvedObject"]["name"]: e
+        for e in cluster.all("", "v1", "events")
+        if e["reason"] == "GpuReclaimRaiseRefused"
+    }
+    assert sorted(refused) == ["gpu-ts-mem", "gpu-ts-new", "gpu-ts-peak"]
+    assert refused["gpu-ts-peak"]["message"].startswith("LoadForecastHigh: would raise 2 -> 4")
+    assert refused["gpu-ts-mem"]["type"] == "Normal"
+    assert refused["gpu-ts-mem"]["involvedObject"]["kind"] == "Node"

@@ -1,0 +1,156 @@
+"""A time-sliced cluster for the sharing end-to-end tests, with matching Prometheus history.
+
+Every node has one physical GPU at 2 time-slice replicas (GPU feature discovery's labels).
+- gpu-ts-1 (90% busy): `prod/train` (guaranteed queue `prod`, busy 50%) and `research/tune`
+  (reclaimable queue `research`, busy 45%) each hold one replica of the same GPU, `GPU-ts-1`.
+- gpu-ts-ok: idle (10%) for 15 days, 20% of its memory used: a raise is safe.
+- gpu-ts-mem: idle for 15 days, but a pod there holds 8 GiB of the 8.8 GiB used: one more pod
+  like it would not leave 10% of the 16 GiB free.
+- gpu-ts-new: idle, with one day of load history only.
+- gpu-ts-peak: idle now, but every day from 3 to 6 hours after now's time of day it runs at 60%.
+Per-pod series for a day (60 s), device utilization for 15 days (5 min), memory for 20 minutes.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from promserver import openmetrics
+
+import gpu_contract as gc
+
+GUARANTEED, RECLAIMABLE = "prod/train", "research/tune"
+CONTENDED = "gpu-ts-1"
+RAISE_NODES = ("gpu-ts-ok", "gpu-ts-mem", "gpu-ts-new", "gpu-ts-peak")
+DAY = 86400.0
+MIB = 1024.0**2
+BUSY = {GUARANTEED: 0.5, RECLAIMABLE: 0.45}
+
+
+def ts(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _queue(name: str, reclaimable: bool) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": 1, "deserved": {"nvidia.com/gpu": "2"}, "reclaimable": reclaimable},
+        "status": {"state": "Open"},
+    }
+
+
+def _node(name: str) -> dict[str, Any]:
+    labels = {"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "2"}
+    gpus = {"nvidia.com/gpu": "2"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"capacity": gpus, "allocatable": gpus},
+    }
+
+
+def _pytorchjob(key: str, uid: str, created: float) -> list[dict[str, Any]]:
+    ns, name = key.split("/")
+    owner = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": name}
+    owner |= {"controller": True, "uid": uid}
+    container = {
+        "name": "pytorch",
+        "image": "t:1",
+        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+    }
+    meta = {"namespace": ns, "creationTimestamp": ts(created)}
+    return [
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": name, "uid": uid, **meta},
+            "spec": {
+                "runPolicy": {"schedulingPolicy": {"queue": ns, "minAvailable": 1}},
+                "pytorchReplicaSpecs": {
+                    "Master": {"replicas": 1, "template": {"spec": {"containers": [container]}}}
+                },
+            },
+            "status": {
+                "startTime": ts(created + 5),
+                "conditions": [{"type": "Running", "status": "True"}],
+            },
+        },
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "ownerReferences": [owner], **meta},
+            "spec": {"minMember": 1, "queue": ns},
+            "status": {"phase": "Running"},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{name}-master-0",
+                "uid": f"{uid}-0",
+                "labels": {"training.kubeflow.org/job-name": name},
+                "annotations": {"scheduling.k8s.io/group-name": name},
+                "ownerReferences": [owner],
+                **meta,
+            },
+            "spec": {"nodeName": CONTENDED, "containers": [container]},
+            "status": {"phase": "Running", "startTime": ts(created + 30)},
+        },
+    ]
+
+
+def cluster_objects(now: float) -> list[dict[str, Any]]:
+    created = now - DAY - 3600
+    return [
+        _queue("research", True),
+        _queue("prod", False),
+        *(_node(n) for n in (CONTENDED, *RAISE_NODES)),
+        *_pytorchjob(GUARANTEED, "33333333-0000-0000-0000-00000000000c", created),
+        *_pytorchjob(RECLAIMABLE, "44444444-0000-0000-0000-00000000000d", created),
+    ]
+
+
+def _device(node: str) -> dict[str, str]:
+    return {"gpu": "0", "UUID": f"GPU-{node}", "Hostname": node, "modelName": "Tesla T4"}
+
+
+def _load(node: str, t: float, now: float) -> float:
+    """Device utilization (percent) of `node` at `t`."""
+    if node == CONTENDED:
+        return 90.0
+    ahead = ((t - now) % DAY) / 3600  # hours after now's time of day
+    return 60.0 if node == "gpu-ts-peak" and 3 <= ahead < 6 else 10.0
+
+
+def history(now: float) -> str:
+    long = np.arange(now - 15 * DAY, now - 15.0, 300.0)
+    day = np.arange(now - DAY, now - 15.0, 60.0)
+    recent = [float(t) for t in np.arange(now - 1200, now - 15.0, 30.0)]
+    used_mib = {"gpu-ts-mem": 8.8 * 1024, "gpu-ts-1": 8 * 1024}
+    series = []
+    for node in (CONTENDED, *RAISE_NODES):
+        dev = _device(node)
+        times = day if node == "gpu-ts-new" else long
+        series.append((gc.DCGM_GPU_UTIL, dev, [(float(t), _load(node, t, now)) for t in times]))
+        used = used_mib.get(node, 0.2 * 16 * 1024)
+        series.append((gc.DCGM_FB_USED, dev, [(t, used) for t in recent]))
+        series.append((gc.DCGM_FB_FREE, dev, [(t, 16 * 1024 - used) for t in recent]))
+    for key, busy in BUSY.items():
+        ns, name = key.split("/")
+        lab = {"namespace": ns, "pod": f"{name}-master-0", "container": "pytorch"}
+        lab |= _device(CONTENDED)
+        lab.pop("modelName")
+        series.append((gc.POD_UTILIZATION, lab, [(float(t), busy) for t in day]))
+        series.append((gc.POD_ALLOCATED, lab, [(float(t), 1.0) for t in day]))
+        series.append((gc.POD_MEMORY, lab, [(t, 3 * 1024 * MIB) for t in recent]))
+    big = {"namespace": "research", "pod": "big-0", "container": "c", **_device("gpu-ts-mem")}
+    big.pop("modelName")
+    series.append((gc.POD_MEMORY, big, [(t, 8 * 1024 * MIB) for t in recent]))
+    series.append((gc.POD_ALLOCATED, big, [(t, 1.0) for t in recent]))
+    series.append((gc.POD_UTILIZATION, big, [(t, 0.1) for t in recent]))
+    return openmetrics(series)
