@@ -1,13 +1,47 @@
-"""Fixtures the end-to-end tests share."""
+"""Fixtures the end-to-end tests share.
+
+A module names its world by two functions, `world_history(now)` (the OpenMetrics text backfilled
+into a real Prometheus) and `world_objects(now)` (what the fake API server holds); `prom`,
+`cluster` and `kubeconfig` build them. A module that needs another shape defines
+its own fixture of the same name, which wins.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from fakeapi import FakeCluster, served_kubeconfig
+from promserver import PromServer, start_prometheus
 
 
 @pytest.fixture(scope="module")
 def now() -> float:
     """Wall-clock time once per module: the history and the cluster's timestamps agree on it."""
     return time.time()
+
+
+@pytest.fixture(scope="module")
+def prom(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, now: float
+) -> Iterator[PromServer]:
+    """A real Prometheus holding the module's `world_history(now)`."""
+    history = request.module.world_history(now)
+    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history) as server:
+        yield server
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, now: float) -> FakeCluster:
+    """The fake API server's state: the module's `world_objects(now)`."""
+    c = FakeCluster()
+    c.add(*request.module.world_objects(now))
+    return c
+
+
+@pytest.fixture
+def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
+    with served_kubeconfig(cluster, tmp_path / "kubeconfig") as path:
+        yield path

@@ -24,25 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import FakeCluster, served_kubeconfig
+from fakeapi import FakeCluster
 from promserver import PromServer, start_prometheus
 from repo_paths import REPO
 from safety_world import IDLE, POLICY, cluster_objects, history
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
-
-
-@pytest.fixture
-def cluster(now: float) -> FakeCluster:
-    c = FakeCluster()
-    c.add(*cluster_objects(now))
-    return c
-
-
-@pytest.fixture
-def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
-    with served_kubeconfig(cluster, tmp_path / "kubeconfig") as path:
-        yield path
+# the world the conftest's fixtures build (prom: history(now); cluster: cluster_objects(now))
+world_objects = cluster_objects
 
 
 def cycle(prom_url: str, kubeconfig: Path, tmp_path: Path) -> tuple[int, dict[str, Any], str]:

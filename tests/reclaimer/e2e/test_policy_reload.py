@@ -14,16 +14,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from controller_process import Controller, controller
 from e2e_world import IDLE_JOB, cluster_objects, history, wall_now
-from fakeapi import FakeCluster, served_kubeconfig
-from promserver import PromServer, start_prometheus
+from fakeapi import FakeCluster
+from promserver import PromServer
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
+# the world the conftest's fixtures build (prom: history(now); cluster: cluster_objects(now))
+world_history = history
+world_objects = cluster_objects
 
 REJECTED = "gpu_reclaimer_policy_rejected"
 POD = {"POD_NAME": "gpu-reclaimer-7d9f-abcde", "POD_NAMESPACE": "gpu-reclaim", "POD_UID": "u-1"}
@@ -63,25 +65,6 @@ class ConfigMapVolume:
 @pytest.fixture(scope="module")
 def now() -> float:
     return wall_now()
-
-
-@pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as server:
-        yield server
-
-
-@pytest.fixture
-def cluster(now: float) -> FakeCluster:
-    c = FakeCluster()
-    c.add(*cluster_objects(now))
-    return c
-
-
-@pytest.fixture
-def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
-    with served_kubeconfig(cluster, tmp_path / "kubeconfig") as path:
-        yield path
 
 
 def preempts(c: Controller) -> list[str] | None:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from controller_process import Controller, controller
-from fakeapi import FakeCluster, served_kubeconfig
+from fakeapi import FakeCluster
 from promserver import free_port
 
 pytestmark = pytest.mark.slow
@@ -29,12 +28,6 @@ STANDING_BY = re.compile(r"Lease gpu-reclaim/gpu-reclaimer is held by (\S+); (\S
 @pytest.fixture
 def cluster() -> FakeCluster:
     return FakeCluster()
-
-
-@pytest.fixture
-def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
-    with served_kubeconfig(cluster, tmp_path / "kubeconfig") as path:
-        yield path
 
 
 def _decided(c: Controller) -> bool:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import FakeCluster, served_kubeconfig
+from fakeapi import FakeCluster
 from promserver import PromServer, free_port, start_prometheus
 from repo_paths import REPO
 from safety_world import (
@@ -43,25 +43,9 @@ from safety_world import (
 
 PYT = ("kubeflow.org", "v1", "pytorchjobs")
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as server:
-        yield server
-
-
-@pytest.fixture
-def cluster(now: float) -> FakeCluster:
-    c = FakeCluster()
-    c.add(*cluster_objects(now))
-    return c
-
-
-@pytest.fixture
-def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
-    with served_kubeconfig(cluster, tmp_path / "kubeconfig") as path:
-        yield path
+# the world the conftest's fixtures build (prom: history(now); cluster: cluster_objects(now))
+world_history = history
+world_objects = cluster_objects
 
 
 @pytest.fixture

@@ -19,13 +19,12 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import FakeCluster, served_kubeconfig
-from promserver import PromServer, start_prometheus
+from fakeapi import FakeCluster
+from promserver import PromServer
 from repo_paths import REPO
 from share_world import (
     CONTENDED,
@@ -39,25 +38,9 @@ from share_world import (
 
 PYT = ("kubeflow.org", "v1", "pytorchjobs")
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as server:
-        yield server
-
-
-@pytest.fixture
-def cluster(now: float) -> FakeCluster:
-    c = FakeCluster()
-    c.add(*cluster_objects(now))
-    return c
-
-
-@pytest.fixture
-def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
-    with served_kubeconfig(cluster, tmp_path / "kubeconfig") as path:
-        yield path
+# the world the conftest's fixtures build (prom: history(now); cluster: cluster_objects(now))
+world_history = history
+world_objects = cluster_objects
 
 
 def cycle(prom_url: str, kubeconfig: Path) -> dict[str, Any]:
@@ -97,6 +80,7 @@ def test_contention_relief_stops_the_reclaimable_job_never_the_guaranteed_one(
 
     # its operator removes the pod; an hour on, the job's cool-down is over
     cluster.delete(("", "v1", "pods"), "research", "tune-master-0", False)
+    cluster.finish_termination("research", "tune-master-0")  # the kubelet is done with it
     notes["gpu-reclaim.io/suspended-at"] = ts(time.time() - 3600)
     second = cycle(prom.url, kubeconfig)  # a new process: it knows only what the cluster says
     assert _actions(second, "preempt") == [] and _actions(second, "resume") == []

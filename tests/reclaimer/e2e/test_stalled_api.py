@@ -13,16 +13,18 @@ client's per-read timeout never fires):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from controller_process import Controller, controller
 from e2e_world import IDLE_JOB, cluster_objects, history, wall_now
-from fakeapi import FakeCluster, served_kubeconfig
-from promserver import PromServer, free_port, start_prometheus
+from fakeapi import FakeCluster
+from promserver import PromServer, free_port
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
+# the world the conftest's fixtures build (prom: history(now); cluster: cluster_objects(now))
+world_history = history
+world_objects = cluster_objects
 
 TRICKLE_S = 0.2  # between two bytes: far inside the client's 10 s socket timeout
 ERRORS = 'gpu_reclaimer_cycles_total{result="error"}'
@@ -31,25 +33,6 @@ ERRORS = 'gpu_reclaimer_cycles_total{result="error"}'
 @pytest.fixture(scope="module")
 def now() -> float:
     return wall_now()
-
-
-@pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as server:
-        yield server
-
-
-@pytest.fixture
-def cluster(now: float) -> FakeCluster:
-    c = FakeCluster()
-    c.add(*cluster_objects(now))
-    return c
-
-
-@pytest.fixture
-def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
-    with served_kubeconfig(cluster, tmp_path / "kubeconfig") as path:
-        yield path
 
 
 def _args(prom_url: str, kubeconfig: Path, cycle_timeout: str) -> list[str]:

@@ -10,26 +10,21 @@ fair game by then), and must not evict it again; once the kubelet is done, the r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import FakeCluster, served_kubeconfig
-from promserver import PromServer, start_prometheus
+from fakeapi import FakeCluster
+from promserver import PromServer
 from safety_world import BUSY, PENDING, POLICY, cluster_objects, history
 
 from e2e.test_safety import cycle, preempted, skips
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
+# the world the conftest's fixtures build (prom: history(now); cluster: cluster_objects(now))
+world_history = history
 BARE = "research/notebook-master-0"
 PYT = ("kubeflow.org", "v1", "pytorchjobs")
-
-
-@pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as server:
-        yield server
 
 
 def _bare(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -48,12 +43,6 @@ def cluster(now: float) -> FakeCluster:
     c = FakeCluster()
     c.add(*_bare(cluster_objects(now)))
     return c
-
-
-@pytest.fixture
-def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
-    with served_kubeconfig(cluster, tmp_path / "kubeconfig") as path:
-        yield path
 
 
 def test_a_terminating_pod_is_room_in_flight_until_the_kubelet_is_done(

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fakeapi import FakeCluster, served_kubeconfig
+from fakeapi import FakeCluster
 from kube.workload_objects import meta, owner, world
 from promserver import PromServer, openmetrics, start_prometheus
 from repo_paths import REPO
@@ -103,12 +103,6 @@ def cluster(now: float) -> FakeCluster:
         *_workloads(),
     )
     return c
-
-
-@pytest.fixture
-def kubeconfig(cluster: FakeCluster, tmp_path: Path) -> Iterator[Path]:
-    with served_kubeconfig(cluster, tmp_path / "kubeconfig") as path:
-        yield path
 
 
 def _cycle(prom: PromServer, kubeconfig: Path) -> dict[str, Any]:

@@ -34,9 +34,29 @@ def test_trace_plan_is_the_one_the_long_frame_code_recorded(trace: pd.DataFrame,
     jobs = sorted(trace["job"].unique())
     got = outcome(jobs, forecast_times(trace), lambda now: forecast(history, ForecastParams(), now))
     want = json.loads(RECORDED.read_text())
-    assert got["forecasts"] == want["forecasts"]
-    assert got["plan"] == want["plan"]
+    assert _rounded(got["forecasts"]) == _rounded(want["forecasts"])
+    assert _rounded(got["plan"]) == _rounded(want["plan"])
     assert len(want["plan"]["actions"]) >= 20  # a plan that has something to lose
+
+
+def _rounded(value: object) -> object:
+    """The recorded values with every number, or number written as text, to 12 significant
+    digits: numpy and pandas releases sum in other orders and move the last bits of a float
+    (0.037802588696878706 against ...726), which is no change of forecast or plan."""
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return value
+    if isinstance(value, int | float):
+        return f"{value:.12g}"  # text, so that NaN equals NaN
+    return value
 
 
 def sparse_frame(seed: int) -> pd.DataFrame:
