@@ -39,7 +39,10 @@ class CapacityPoint:
 
 def nodes_at(every_node: Nodes, scale: float) -> Nodes:
     """The nodes `--capacity-scale scale` keeps, from every node of the list (in file order)."""
-    return parse_nodes(pd.DataFrame({"sn": list(every_node.names), "gpu": every_node.gpus}), scale)
+    frame = pd.DataFrame({"sn": list(every_node.names), "gpu": every_node.gpus})
+    if every_node.models:
+        frame["model"] = list(every_node.models)
+    return parse_nodes(frame, scale)
 
 
 def capacity_points(every_node: Nodes, up_to: int | None = None) -> tuple[CapacityPoint, ...]:

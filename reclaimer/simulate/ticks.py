@@ -32,7 +32,7 @@ from reclaimer.simulate.strategies import (
 def wants_tick(replay: Replay) -> bool:
     """Could the policy act at some coming tick? (Cheap; checked after every event.)"""
     policy = replay.settings.strategy
-    if policy is Strategy.NONE:
+    if policy in (Strategy.NONE, Strategy.TIMESLICE):
         return False
     if policy is Strategy.THRESHOLD:
         return replay.reclaimable_running > 0
@@ -46,7 +46,7 @@ def _starved_while_reclaimable_runs(replay: Replay) -> bool:
 def tick(replay: Replay, now: float) -> None:
     """One control cycle at `now`: preempt what the policy names, resume what it gives back."""
     policy = replay.settings.strategy
-    if policy is Strategy.NONE:
+    if policy in (Strategy.NONE, Strategy.TIMESLICE):
         return
     if policy is Strategy.THRESHOLD:
         window = replay.settings.idle_window_seconds
@@ -101,7 +101,7 @@ def view(replay: Replay, now: float) -> TickView:
             index=j,
             job=run.job,
             pods=run.pods,
-            progress=run.base + now - run.started,
+            progress=run.progress(now),
             elapsed=now - run.started,
             reclaimable=replay.jobs.queues[j] in replay.settings.reclaimable,
         )
