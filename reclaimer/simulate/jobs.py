@@ -34,10 +34,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from reclaimer.model import Job, Node, PendingDemand, Pod, Queue
+from reclaimer.model import Job, PendingDemand, Pod, Queue
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate.results import SharingTally, Tally
 from reclaimer.simulate.scheduler import Cluster, Placement, Queues
+from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD
 from reclaimer.simulate.strategies import (
     SLOTS_PER_GPU,
     ReplayPlanner,
@@ -46,7 +47,6 @@ from reclaimer.simulate.strategies import (
     make_job,
     slots_of,
 )
-from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD
 from reclaimer.simulate.trace import IntArray, Jobs, Nodes
 from reclaimer.simulate.usage import Usage
 
@@ -131,6 +131,7 @@ class Replay:
         usage: Usage,
         settings: SimSettings,
         planner: ReplayPlanner | None,
+        *,
         replicas: IntArray | None = None,
     ) -> None:
         self.jobs, self.nodes, self.usage, self.settings = jobs, nodes, usage, settings
@@ -150,11 +151,6 @@ class Replay:
             for q in queue_names
         )
         self.guaranteed = frozenset(q for q in queue_names if q not in settings.reclaimable)
-        self.node_objects = tuple(
-            Node(name=device_name(n, d), gpus=1, replicas=SLOTS_PER_GPU)
-            for n, g in zip(nodes.names, nodes.gpus, strict=True)
-            for d in range(int(g))
-        )
         self.slots = [slots_of(int(m)) for m in jobs.milli]
         n = len(jobs.names)
         self.keys = [f"{q}/{name}" for q, name in zip(jobs.queues, jobs.names, strict=True)]
@@ -174,6 +170,7 @@ class Replay:
         self.guaranteed_oom_kills = 0
         self.last_reshape: dict[int, float] = {}  # node: when its replicas last changed
         self.key_written: dict[int, tuple[float, int]] = {}  # node: (at, replicas) not relabelled
+        self.reshapes = 0  # replica changes applied (relabels)
         self.reclaimable_running = 0
         self.last_actions: dict[str, float] = {}
         self.tally = Tally()
@@ -272,7 +269,8 @@ class Replay:
         """Out of GPU memory: it dies, loses its work since its checkpoint and is re-queued
         after the kubelet's crash back-off (`RESTART_BACKOFF`, doubling per restart)."""
         progress, lost = self._lose_work(job, now)
-        backoff = min(RESTART_BACKOFF[0] * 2 ** self.restarts.get(job, 0), RESTART_BACKOFF[1])
+        doubling = min(self.restarts.get(job, 0), 16)
+        backoff = min(RESTART_BACKOFF[0] * 2**doubling, RESTART_BACKOFF[1])
         self.restarts[job] = self.restarts.get(job, 0) + 1
         self.oom_kills += 1
         self.guaranteed_oom_kills += self.jobs.queues[job] in self.guaranteed

@@ -21,7 +21,6 @@ import heapq
 from collections.abc import Callable
 from dataclasses import replace
 
-
 from reclaimer.simulate.jobs import (
     ARRIVE,
     COMPLETE,
@@ -127,7 +126,7 @@ def run_replay(
         if settings.strategy in SLICING
         else None
     )
-    replay = Replay(jobs, nodes, usage, settings, planner, replicas)
+    replay = Replay(jobs, nodes, usage, settings, planner, replicas=replicas)
     replay.on_event = on_event
     for j in range(len(jobs.names)):
         if replay.cluster.fits_anywhere_empty(int(jobs.num_gpu[j]), int(jobs.milli[j])):

@@ -17,8 +17,9 @@ time (1 when it never shared a GPU, lost no work and was never stopped); `slowdo
 every queue's finished jobs, `guaranteed_slowdown_p95` the guaranteed queues'. `oom_kills` counts
 jobs killed for GPU memory on a time-sliced GPU, `guaranteed_oom_kills` those of guaranteed
 queues. `busy_share_physical` is the busy GPU-hours over the physical GPU-hours of the replay
-(`gpu_hours_capacity`), `timesliced_gpus` how many GPUs the pool holds. `own_utilization_jobs` counts the jobs that
-replayed their own measured utilization (an `export-history` trace) rather than a drawn profile.
+(`gpu_hours_capacity`), `timesliced_gpus` how many GPUs the pool holds. `own_utilization_jobs`
+counts the jobs that replayed their own measured utilization (an `export-history` trace) rather
+than a drawn profile.
 """
 
 from __future__ import annotations

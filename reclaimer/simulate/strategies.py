@@ -86,6 +86,8 @@ class ReplayPlanner:
     reclaim_after_seconds: float  # the planner takes no victim for a job pending less long
     plan_devices: PlanFn  # in the node view (see `sim_devices`): limits counted in devices
     plan_resumes: PlanFn  # in the device view, resumes only (see `sim_devices`)
+    plan_reshapes: PlanFn  # on the time-sliced pool's nodes, reshapes only (`sim_reshaping`)
+    node_cooldown_seconds: float  # the planner reshapes a node at most this often
 
 
 @dataclass(frozen=True)

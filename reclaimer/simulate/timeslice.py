@@ -3,8 +3,9 @@
 **The pool.** `pool_nodes` takes the first `round(n * share)` nodes (in list order) of each GPU
 count, but leaves at least one node of the largest count out, so every multi-GPU pod still has a
 node (multi-GPU pods never run on the pool: `sim_scheduler`). `simulate --pool-share` defaults to
-0.5; `SimSettings.pool_share` to 0 (no pool, the replay as it was before time-slicing). Only `timeslice` and `forecast` slice the
-pool (`pool_replicas`); the other strategies replay every GPU whole, as today.
+0.5; `SimSettings.pool_share` to 0 (no pool, the replay as it was before time-slicing). Only
+`timeslice` and `forecast` slice the pool (`pool_replicas`); the other strategies replay every
+GPU whole, as before.
 
 **Shares.** Whenever the pods of a time-sliced GPU change, and every `share_step_seconds` while
 two or more share one, `reprice` settles each pod's progress at its old rate and gives it a new
@@ -73,50 +74,65 @@ def _samples(replay: Replay, span: float) -> FloatArray:
     return result
 
 
+def _padded(groups: list[list[int]], values: FloatArray, width: int) -> FloatArray:
+    """Per-job rows (jobs x samples, groups back to back) as devices x width x samples."""
+    slot = [i * width + r for i, g in enumerate(groups) for r in range(len(g))]
+    out = np.zeros((len(groups) * width, values.shape[1]))
+    out[slot] = values
+    result: FloatArray = out.reshape(len(groups), width, values.shape[1])
+    return result
+
+
 def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
     """Settle and re-rate every job on `devices`; OOM-kill where memory runs out."""
-    todo = {d for d in devices if replay.on_device.get(d)}
+    todo = set(devices)
     k = _samples(replay, replay.settings.share_step_seconds)
+    usage = replay.usage
     while todo:
         batch = sorted(d for d in todo if replay.on_device.get(d))
-        todo = set()
         if not batch:
-            break
+            return
         groups = [list(replay.on_device[d]) for d in batch]
         width = max(len(g) for g in groups)
-        slot = np.array([i * width + r for i, g in enumerate(groups) for r in range(len(g))])
         jobs = np.array([j for g in groups for j in g], dtype=np.int64)
         progress = np.array([replay.runs[int(j)].progress(now) for j in jobs])
-        at = (progress[:, None] + k[None, :]).reshape(-1)
         index = np.repeat(jobs, len(k))
-        memory = np.zeros((len(batch) * width, len(k)))
-        memory[slot] = replay.usage.memory_gib(index, at).reshape(len(jobs), -1)
-        memory = memory.reshape(len(batch), width, len(k))
-        limits = np.array([_limit(replay, d) for d in batch])
-        over = np.flatnonzero((memory.sum(axis=1) > limits[:, None]).any(axis=1))
-        if len(over):
-            earlier = replay.usage.memory_gib(jobs, np.maximum(progress - replay.usage.step, 0.0))
-            fresh = np.array([replay.runs[int(j)].started == now for j in jobs])
-            before = np.zeros(len(batch) * width)
-            before[slot] = np.where(fresh, 0.0, earlier)
-            before = before.reshape(len(batch), width)
-            for i in over:
-                n = len(groups[i])
-                victim = oom_victim(memory[i, :n], before[i, :n], float(limits[i]))
-                if victim is not None:
-                    replay.oom_kill(groups[i][victim], now)
-                    todo.add(batch[i])
-        demand = np.zeros((len(batch) * width, len(k)))
-        demand[slot] = replay.usage.utilization(index, at).reshape(len(jobs), -1)
-        pods_first = demand.reshape(len(batch), width, len(k)).transpose(1, 0, 2)
-        rates = progress_rates(pods_first.reshape(width, -1), replay.settings.switch_overhead)
+        at = (progress[:, None] + k[None, :]).reshape(-1)
+        memory = _padded(groups, usage.memory_gib(index, at).reshape(len(jobs), -1), width)
+        fresh = np.array([replay.runs[int(j)].started == now for j in jobs])
+        earlier = usage.memory_gib(jobs, np.maximum(progress - usage.step, 0.0))
+        before = _padded(groups, np.where(fresh, 0.0, earlier)[:, None], width)[:, :, 0]
+        todo = _oom_kills(replay, batch=batch, groups=groups, memory=memory, before=before, now=now)
+        demand = _padded(groups, usage.utilization(index, at).reshape(len(jobs), -1), width)
+        pods_first = demand.transpose(1, 0, 2).reshape(width, -1)
+        rates = progress_rates(pods_first, replay.settings.switch_overhead)
         mean = rates.reshape(width, len(batch), len(k)).mean(axis=2).T
         for i, device in enumerate(batch):
             if device in todo:  # a pod was OOM-killed: priced again without it
                 continue
-            group = groups[i]
-            for r, j in enumerate(group):
-                _set_rate(replay, j, 1.0 if len(group) == 1 else float(mean[i, r]), now)
+            for r, j in enumerate(groups[i]):
+                _set_rate(replay, j, 1.0 if len(groups[i]) == 1 else float(mean[i, r]), now)
+
+
+def _oom_kills(
+    replay: Replay,
+    *,
+    batch: list[tuple[int, int]],
+    groups: list[list[int]],
+    memory: FloatArray,
+    before: FloatArray,
+    now: float,
+) -> set[tuple[int, int]]:
+    """Kill one pod on each device whose memory runs out; returns those devices."""
+    limits = np.array([_limit(replay, d) for d in batch])
+    killed: set[tuple[int, int]] = set()
+    for i in np.flatnonzero((memory.sum(axis=1) > limits[:, None]).any(axis=1)).tolist():
+        n = len(groups[i])
+        victim = oom_victim(memory[i, :n], before[i, :n], float(limits[i]))
+        if victim is not None:
+            replay.oom_kill(groups[i][victim], now)
+            killed.add(batch[i])
+    return killed
 
 
 def _set_rate(replay: Replay, job: int, rate: float, now: float) -> None:
