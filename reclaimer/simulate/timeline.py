@@ -71,10 +71,13 @@ def record_run(
     planner: ReplayPlanner,
     *,
     bins: int = DEFAULT_BINS,
+    memory: FloatArray | None = None,
 ) -> RunRecord:
     """Replay once and keep what the report draws; the result is `simulate`'s own."""
     timeline = Timeline()
-    replay = run_replay(jobs, nodes, profiles, settings, planner=planner, on_event=timeline)
+    replay = run_replay(
+        jobs, nodes, profiles, settings, planner=planner, on_event=timeline, memory=memory
+    )
     begin, end = replay_span(jobs)
     result = replay_result(replay)
     edges = np.linspace(begin, max(end, begin + 1.0), bins + 1)
