@@ -20,7 +20,7 @@ A job on a time-sliced GPU progresses at the rate its share of the GPU's time al
 its `lag`, and its completion is rescheduled whenever its rate changes. A job OOM-killed there
 loses its work since its last checkpoint, as a preempted one does, and is re-queued at once (its
 owner recreates the pod). A finished job's slowdown is its time running, over all its runs, over
-its trace run time.
+its trace run time; a job cut at the end of the replay, its time running over its progress.
 
 Every time a job waits, queued or suspended, counts as its wait. Optional `Event`s report each
 change of state (for tracing a replay job by job, and for tests).
@@ -51,6 +51,7 @@ from reclaimer.simulate.trace import IntArray, Jobs, Nodes
 from reclaimer.simulate.usage import Usage
 
 COMPLETE, ARRIVE, TICK, SHARE = 0, 1, 2, 3
+MIN_SLOWDOWN_PROGRESS = 60.0  # a job cut with less progress than this has no slowdown measured
 RESTART = 1  # the epoch field of an ARRIVE event that brings an OOM-killed job back
 RESTART_BACKOFF = (10.0, 300.0)  # the kubelet's container restart back-off: first, most
 RECLAIMABLE = frozenset({"be"})
@@ -253,9 +254,10 @@ class Replay:
         progress = self.stop(job, now)
         queue = self.jobs.queues[job]
         self.tally.waited(queue, self.waited[job])
-        if progress >= float(self.jobs.runtime[job]) - 0.5:  # done, not cut at the end
-            slowdown = self.ran[job] / float(self.jobs.runtime[job])
-            self.slowdowns.setdefault(queue, []).append(slowdown)
+        # a job cut at the replay's end: its time running over the progress it made so far
+        done = min(progress, float(self.jobs.runtime[job]))
+        if done >= MIN_SLOWDOWN_PROGRESS:
+            self.slowdowns.setdefault(queue, []).append(max(self.ran[job] / done, 1.0))
         self._emit(EventKind.FINISHED, now, job, progress)
 
     def _lose_work(self, job: int, now: float) -> tuple[float, float]:
