@@ -172,6 +172,7 @@ class Replay:
         self.last_reshape: dict[int, float] = {}  # node: when its replicas last changed
         self.key_written: dict[int, tuple[float, int]] = {}  # node: (at, replicas) not relabelled
         self.reshapes = 0  # replica changes applied (relabels)
+        self.device_gib: dict[int, float] = {}  # node: GiB per GPU (`sim_timeslice`, cached)
         self.reclaimable_running = 0
         self.last_actions: dict[str, float] = {}
         self.tally = Tally()

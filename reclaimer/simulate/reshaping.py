@@ -10,7 +10,7 @@ multi-GPU pod can run there.
 
 **Reshape.** `planned_reshapes` runs the controller's `plan()` with only reshapes allowed, on the
 pool's nodes as the controller reads them (`Node.replicas`, the per-GPU load of
-`sim_timeslice.gpu_stats`, `last_reshape`, `reshape_key_at`) and the pods there. `apply` does what
+`sim_timeslice.pool_stats`, `last_reshape`, `reshape_key_at`). `apply` does what
 the actuator does with a reshape: the first cycle writes the new config key (`reshape_key_at`),
 a later cycle that plans the same count relabels the node, and only then does the node offer the
 new count. Lowering never evicts: the node takes no new pod until its pods drain below the new
@@ -26,7 +26,7 @@ from reclaimer.decisions import ActionKind
 from reclaimer.model import DataQuality, Node, Pod, Snapshot
 from reclaimer.simulate.jobs import Replay
 from reclaimer.simulate.strategies import SLOTS_PER_GPU, ReplayPlanner, device_name
-from reclaimer.simulate.timeslice import gpu_stats
+from reclaimer.simulate.timeslice import pool_stats
 
 
 def replica_name(node: str, device: int, replica: int) -> str:
@@ -71,8 +71,13 @@ def wants_reshape(replay: Replay, ctl: ReplayPlanner, now: float) -> bool:
 
 
 def reshape_snapshot(replay: Replay, now: float) -> Snapshot:
-    """The pool's nodes and pods, as the controller reads them for a reshape."""
+    """The pool's nodes, as the controller reads them for a reshape.
+
+    No pod is shown: the reshape plan reads pods only for their workload-class label, which no
+    trace pod carries, so the plan is the same without them (and far cheaper every cycle).
+    """
     cluster = replay.cluster
+    stats = pool_stats(replay, now)
     nodes = []
     for i, name in enumerate(replay.nodes.names):
         if not cluster.sliced[i]:
@@ -83,20 +88,16 @@ def reshape_snapshot(replay: Replay, now: float) -> Snapshot:
                 name=name,
                 gpus=int(replay.nodes.gpus[i]),
                 replicas=int(cluster.replicas[i]),
-                gpu_stats=gpu_stats(replay, i, now),
+                gpu_stats=stats[i],
                 last_reshape=replay.last_reshape.get(i),
                 reshape_key_at=None if written is None else written[0],
             )
         )
-    runs = [r for r in replay.runs.values() if r.placement.replica]
-    pods = tuple(
-        replace(p, node=replay.nodes.names[r.placement.node]) for r in runs for p in r.pods
-    )
     return Snapshot(
         taken_at=now,
         queues=replay.queue_objects,
-        jobs=tuple(r.job for r in runs),
-        pods=pods,
+        jobs=(),
+        pods=(),
         nodes=tuple(nodes),
         pending=(),
         quality=DataQuality(metrics_at=now, complete=True),

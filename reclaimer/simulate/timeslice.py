@@ -16,7 +16,7 @@ the members' memory series (`sim_memory`) are checked against the device (`sim_s
 of the node's model): when they pass it, the pod that grows is OOM-killed now (`Replay.oom_kill`)
 and the GPU is priced again without it.
 
-**Load for the reshape planner.** `gpu_stats` gives each pool GPU what the controller reads from
+**Load for the reshape planner.** `pool_stats` gives each pool GPU what the controller reads from
 Prometheus (`prometheus.history.node_stats_queries`): utilization averaged over the stats window
 (the members' demand summed, at most 1, over the window's samples), memory used now over the
 device's memory.
@@ -65,7 +65,12 @@ def shared_devices(replay: Replay) -> set[tuple[int, int]]:
 
 
 def _limit(replay: Replay, device: tuple[int, int]) -> float:
-    return device_gib(replay.nodes.model(device[0]), replay.settings.anonymized_gib)
+    """GiB of the device (its node's model; every GPU of a node is the same model)."""
+    node = device[0]
+    if node not in replay.device_gib:
+        model = replay.nodes.model(node)
+        replay.device_gib[node] = device_gib(model, replay.settings.anonymized_gib)
+    return replay.device_gib[node]
 
 
 def _samples(replay: Replay, span: float) -> FloatArray:
@@ -148,21 +153,29 @@ def _set_rate(replay: Replay, job: int, rate: float, now: float) -> None:
     heapq.heappush(replay.heap, (now + max(left, 0.0) / rate, COMPLETE, job, replay.epoch[job]))
 
 
-def gpu_stats(replay: Replay, node: int, now: float) -> tuple[GpuStats, ...]:
-    """Each GPU of a pool node as the controller reads it from Prometheus (module doc)."""
-    out = []
+def pool_stats(replay: Replay, now: float) -> dict[int, tuple[GpuStats, ...]]:
+    """Each GPU of each pool node as the controller reads it from Prometheus (module doc)."""
     back = _samples(replay, STATS_WINDOW_SECONDS)[::-1]
-    for device in range(int(replay.nodes.gpus[node])):
-        jobs = replay.on_device.get((node, device), [])
-        if not jobs:
-            out.append(GpuStats(0.0, 0.0))
-            continue
-        progress = np.array([replay.runs[j].progress(now) for j in jobs])
+    devices = [
+        (i, d)
+        for i in np.flatnonzero(replay.cluster.sliced).tolist()
+        for d in range(int(replay.nodes.gpus[i]))
+    ]
+    groups = [replay.on_device.get(dev, []) for dev in devices]
+    width = max((len(g) for g in groups), default=0)
+    util = np.zeros(len(devices))
+    memory = np.zeros(len(devices))
+    if width:
+        jobs = np.array([j for g in groups for j in g], dtype=np.int64)
+        progress = np.array([replay.runs[int(j)].progress(now) for j in jobs])
         at = np.maximum(progress[:, None] - back[None, :], 0.0).reshape(-1)
-        index = np.repeat(np.array(jobs, dtype=np.int64), len(back))
-        demand = replay.usage.utilization(index, at).reshape(len(jobs), -1)
-        latest = replay.usage.memory_gib(index, at).reshape(len(jobs), -1)[:, -1]
-        util = float(np.minimum(demand.sum(axis=0), 1.0).mean())
-        memory = float(latest.sum()) / _limit(replay, (node, device))
-        out.append(GpuStats(util, min(memory, 1.0)))
-    return tuple(out)
+        index = np.repeat(jobs, len(back))
+        demand = _padded(groups, replay.usage.utilization(index, at).reshape(len(jobs), -1), width)
+        used = _padded(groups, replay.usage.memory_gib(index, at).reshape(len(jobs), -1), width)
+        util = np.minimum(demand.sum(axis=1), 1.0).mean(axis=1)
+        limits = np.array([_limit(replay, dev) for dev in devices])
+        memory = np.minimum(used[:, :, -1].sum(axis=1) / limits, 1.0)
+    out: dict[int, list[GpuStats]] = {}
+    for (node, _), u, m in zip(devices, util.tolist(), memory.tolist(), strict=True):
+        out.setdefault(node, []).append(GpuStats(u, m))
+    return {node: tuple(stats) for node, stats in out.items()}
