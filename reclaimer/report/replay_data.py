@@ -27,6 +27,9 @@ class RunRecord:
     busy_gpus: tuple[float, ...]  # mean GPUs' worth of utilization in each bin
     preemptions: tuple[int, ...]  # preemptions in each bin
     wrongful: tuple[int, ...]  # of which wrongful (busy again within the horizon)
+    oom_kills: tuple[int, ...] = ()  # OOM kills on time-sliced GPUs in each bin
+    guaranteed_oom_kills: tuple[int, ...] = ()  # of which of guaranteed queues' jobs
+    slowdowns: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # per queue
 
 
 @dataclass(frozen=True)
