@@ -2,11 +2,14 @@
 
     .venv/bin/python bench/simulate_bench.py [--capacity-scale 0.007] [--policy-file FILE]
                                              [--seed 0] [--data ../shared/data]
+                                             [--strategies none,timeslice,forecast]
+                                             [--memory-peak-gib 16] [--no-memory]
 
-Replays the 149-day trace (utilization from alibaba-gentd26) once per policy through the same
-code path as `gpu-reclaimer simulate`, and prints one JSON line per policy: the simulator's
-result with its wall seconds, plus CPU seconds and peak RSS. Budget (issue 3): the whole trace
-in under 2 minutes on 2 cores.
+Replays the 149-day trace (utilization and GPU memory from alibaba-gentd26) once per policy
+through the same code path as `gpu-reclaimer simulate` (time-sliced pool at its CLI defaults:
+half the nodes of each size, 2 replicas, 5% switch overhead), and prints one JSON line per
+policy: the simulator's result with its wall seconds, plus CPU seconds and peak RSS. Budget
+(issues 3 and 21): one 149-day replay in under 2 minutes.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import time
 from pathlib import Path
 from types import MappingProxyType
 
-from reclaimer.commands.simulate import DEFAULT_CAPACITY_SCALE
+from reclaimer.commands.simulate import DEFAULT_CAPACITY_SCALE, DEFAULT_POOL_SHARE, DEFAULT_REPLICAS
 from reclaimer.policy.settings import load_policy
+from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, read_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
 from reclaimer.simulate.strategies import Strategy
@@ -34,23 +38,34 @@ def main() -> None:
     parser.add_argument("--policy-file", type=Path)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--strategies", default=",".join(s.value for s in Strategy))
+    parser.add_argument("--memory-peak-gib", type=float, default=DEFAULT_PEAK_GIB)
+    parser.add_argument("--no-memory", action="store_true", help="replay without GPU memory")
     args = parser.parse_args()
     policy = load_policy(args.policy_file.read_text() if args.policy_file else "")
     jobs = read_pods(args.data / "alibaba-openb" / "openb_pod_list_default.csv")
     nodes = read_nodes(
         args.data / "alibaba-openb" / "openb_node_list_gpu_node.csv", args.capacity_scale
     )
-    profiles = read_profiles(args.data / "alibaba-gentd26" / "pod_gpu_duty_cycle.csv.gz")
+    gentd = args.data / "alibaba-gentd26"
+    profiles = read_profiles(gentd / "pod_gpu_duty_cycle.csv.gz")
+    memory = (
+        None
+        if args.no_memory
+        else read_memory(gentd / "pod_gpu_memory_used_bytes.csv.gz", profiles, args.memory_peak_gib)
+    )
     planner = planner_for(policy)
-    for name in Strategy:
+    for name in (Strategy(s) for s in args.strategies.split(",")):
         settings = SimSettings(
             strategy=name,
             seed=args.seed,
             checkpoint_seconds=policy.checkpoint_interval_seconds,
             queue_shares=MappingProxyType(dict(policy.queue_shares)),
+            replicas=DEFAULT_REPLICAS,
+            pool_share=DEFAULT_POOL_SHARE,
         )
         wall, cpu = time.perf_counter(), time.process_time()
-        result = simulate(jobs, nodes, profiles, settings, planner=planner)
+        result = simulate(jobs, nodes, profiles, settings, planner=planner, memory=memory)
         out = result.to_json() | {
             "wall_seconds": round(time.perf_counter() - wall, 2),
             "cpu_seconds": round(time.process_time() - cpu, 2),

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TextIO
 
@@ -25,7 +25,7 @@ from reclaimer.simulate.replay import simulate
 from reclaimer.simulate.strategies import ReplayPlanner, Strategy
 from reclaimer.simulate.sweep import nodes_at
 from reclaimer.simulate.timeline import record_run
-from reclaimer.simulate.trace import Jobs, Nodes, Profiles
+from reclaimer.simulate.trace import FloatArray, Jobs, Nodes, Profiles
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,9 @@ class Inputs:
     policy: Policy
     interval_seconds: float
     idle_window_seconds: float
+    sharing: SimSettings = field(default_factory=lambda: SimSettings(Strategy.NONE))  # its
+    # time-slicing fields (replicas, pool share, switch overhead, anonymized GiB) apply
+    memory: FloatArray | None = None  # GiB per profile sample (`sim_memory`), if given
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,8 @@ def _start(inputs: Inputs) -> None:
 def _replay(task: Task) -> Outcome:
     inputs, planner = _worker[0]
     nodes = nodes_at(inputs.every_node, task.scale)
-    settings = SimSettings(
+    settings = replace(
+        inputs.sharing,
         strategy=task.strategy,
         seed=task.seed,
         interval_seconds=inputs.interval_seconds,
@@ -74,9 +78,13 @@ def _replay(task: Task) -> Outcome:
         queue_shares=MappingProxyType(dict(inputs.policy.queue_shares)),
     )
     if task.timeline:
-        return record_run(inputs.jobs, nodes, inputs.profiles, settings, planner)
+        return record_run(
+            inputs.jobs, nodes, inputs.profiles, settings, planner, memory=inputs.memory
+        )
     started = time.perf_counter()
-    result = simulate(inputs.jobs, nodes, inputs.profiles, settings, planner=planner)
+    result = simulate(
+        inputs.jobs, nodes, inputs.profiles, settings, planner=planner, memory=inputs.memory
+    )
     wall = round(time.perf_counter() - started, 2)
     extra = {"gpus": task.gpus, "capacity_scale": task.scale, "seed": task.seed}
     return result.to_json() | {"wall_seconds": wall} | extra

@@ -17,6 +17,14 @@ queue wait far longer (LS p95 from 23 minutes to 14 hours with no reclaim), so t
 model stays pure backfill, as in Volcano's default configuration. `--policy-file` is the
 controller's policy YAML; its `checkpointInterval` applies to every policy (work lost on
 preemption), its `queueShares` set the guaranteed queues' deserved shares.
+
+Time-slicing (`timeslice`, `forecast`): `--pool-share` (default 0.5) of the nodes of each GPU
+count form the time-sliced pool (`sim_timeslice.pool_nodes`), at `--replicas` (default 2) per GPU
+(`forecast` starts there and reshapes); `--switch-overhead` (default 0.05) is the share of a
+GPU's time lost while two or more pods have work on it (`sim_sharing`). `--memory` replays each
+job's GPU memory (GenTD26's `pod_gpu_memory_used_bytes` format): `--memory-peak-gib` is what the
+file's largest value stands for (default 16), `--anonymized-gib` the memory of a GPU model the
+trace anonymizes (default 16). Without `--memory`, no job is ever OOM-killed.
 """
 
 from __future__ import annotations
@@ -25,20 +33,31 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TextIO
 
 from reclaimer.commands import simulate_sweep, trace_paths
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
+from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, read_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
 from reclaimer.simulate.results import SimResult
+from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD
 from reclaimer.simulate.strategies import Strategy
-from reclaimer.simulate.trace import TraceError, read_nodes, read_pods, read_profiles
+from reclaimer.simulate.trace import (
+    FloatArray,
+    TraceError,
+    read_nodes,
+    read_pods,
+    read_profiles,
+)
 from reclaimer.units import parse_duration
 
 DEFAULT_CAPACITY_SCALE = 0.007
+DEFAULT_POOL_SHARE = 0.5
+DEFAULT_REPLICAS = 2
 BAR_WIDTH = 40
 
 
@@ -87,7 +106,90 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="threshold policy: idle this long before eviction (default 30m)",
     )
     parser.add_argument("--json", action="store_true", help="print only JSON on stdout")
+    _sharing_arguments(parser)
     simulate_sweep.add_arguments(parser)
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+    return value
+
+
+def _gib(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 GiB, got {text}")
+    return value
+
+
+def _replicas(text: str) -> int:
+    if not text.isdigit() or int(text) < 2:
+        raise argparse.ArgumentTypeError(f"time-slicing needs 2 or more replicas, got {text!r}")
+    return int(text)
+
+
+def _sharing_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("time-slicing (timeslice, forecast)")
+    group.add_argument(
+        "--replicas",
+        type=_replicas,
+        default=DEFAULT_REPLICAS,
+        help=f"time-slice replicas per pool GPU (default {DEFAULT_REPLICAS})",
+    )
+    group.add_argument(
+        "--pool-share",
+        type=_share,
+        default=DEFAULT_POOL_SHARE,
+        help=f"share of each GPU count's nodes in the pool (default {DEFAULT_POOL_SHARE})",
+    )
+    group.add_argument(
+        "--switch-overhead",
+        type=_ratio,
+        default=DEFAULT_SWITCH_OVERHEAD,
+        help=f"GPU time lost to context switches (default {DEFAULT_SWITCH_OVERHEAD})",
+    )
+    group.add_argument("--memory", type=Path, help="gentd26-format GPU memory CSV")
+    group.add_argument(
+        "--memory-peak-gib",
+        type=_gib,
+        default=DEFAULT_PEAK_GIB,
+        help=f"GiB the memory file's largest value stands for (default {DEFAULT_PEAK_GIB:g})",
+    )
+    group.add_argument(
+        "--anonymized-gib",
+        type=_gib,
+        default=DEFAULT_ANONYMIZED_GIB,
+        help=f"GiB of a GPU model the trace hides (default {DEFAULT_ANONYMIZED_GIB:g})",
+    )
+
+
+def sharing_settings(args: argparse.Namespace) -> SimSettings:
+    """The time-slicing fields of the flags (the strategy is filled in per run)."""
+    return SimSettings(
+        strategy=Strategy.NONE,
+        replicas=args.replicas,
+        pool_share=args.pool_share,
+        switch_overhead=args.switch_overhead,
+        anonymized_gib=args.anonymized_gib,
+    )
 
 
 def _policy(path: Path | None) -> Policy:
@@ -133,12 +235,16 @@ def run(args: argparse.Namespace) -> int:
         jobs = read_pods(args.pods)
         nodes = read_nodes(args.nodes, args.capacity_scale)
         profiles = read_profiles(args.utilization)
+        memory: FloatArray | None = (
+            read_memory(args.memory, profiles, args.memory_peak_gib) if args.memory else None
+        )
     except (TraceError, PolicyError) as exc:
         print(f"gpu-reclaimer simulate: {exc}", file=sys.stderr)
         return 2
     if simulate_sweep.wanted(args):
-        return simulate_sweep.run(args, policy, jobs, profiles)
-    settings = SimSettings(
+        return simulate_sweep.run(args, policy, jobs, profiles, (sharing_settings(args), memory))
+    settings = replace(
+        sharing_settings(args),
         strategy=Strategy(args.strategy),
         seed=args.seed,
         interval_seconds=args.interval,
@@ -149,7 +255,13 @@ def run(args: argparse.Namespace) -> int:
     bar = ProgressBar(sys.stderr, f"simulate {args.strategy}") if sys.stderr.isatty() else None
     started = time.monotonic()
     result: SimResult = simulate(
-        jobs, nodes, profiles, settings, planner=planner_for(policy), on_progress=bar
+        jobs,
+        nodes,
+        profiles,
+        settings,
+        planner=planner_for(policy),
+        on_progress=bar,
+        memory=memory,
     )
     wall = round(time.monotonic() - started, 2)
     if bar is not None:

@@ -3,8 +3,10 @@
 `--capacity-sweep` replays the trace under each of `--strategies` (with `none` always among them,
 the baseline) at each capacity of the range (`reclaimer.simulate.sweep` says how the default
 range is chosen; `--capacities` overrides it) and each of `--seeds`, over `--jobs` processes with
-a progress line on stderr, and reports per strategy the fewest GPUs at which the guaranteed
-queues' pooled wait p95 stays within `--slo`, and the GPUs it saves against `none`.
+a progress line on stderr, and reports per strategy the fewest GPUs at which, on every seed, the
+guaranteed queues' pooled wait p95 stays within `--slo`, their slowdown p95 within
+`--max-slowdown` (default 1.10) and no guaranteed job is OOM-killed, and the GPUs it saves
+against `none`.
 `--report FILE.html` writes the page of `reclaimer.report.html_report`: the strategies replayed
 once more at `--capacity-scale` and `--seed` with their timelines, and the sweep when there is
 one. Both compare strategies, so `--strategy` (one run) goes with neither. Bad flags exit 2.
@@ -24,8 +26,9 @@ from reclaimer.policy.settings import Policy
 from reclaimer.report import figures, html_report
 from reclaimer.report.replay_data import RunRecord, SweepSummary
 from reclaimer.simulate import sweep
+from reclaimer.simulate.jobs import SimSettings
 from reclaimer.simulate.strategies import Strategy
-from reclaimer.simulate.trace import Jobs, Nodes, Profiles, TraceError, read_nodes
+from reclaimer.simulate.trace import FloatArray, Jobs, Nodes, Profiles, TraceError, read_nodes
 from reclaimer.units import parse_duration
 
 DEFAULT_SLO = "10m"
@@ -39,6 +42,16 @@ def _slo(text: str) -> float:
     if seconds <= 0:
         raise argparse.ArgumentTypeError(f"the SLO must be longer than 0, got {text!r}")
     return seconds
+
+
+def _slowdown(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if value < 1.0:
+        raise argparse.ArgumentTypeError(f"a slowdown is at least 1 (dedicated), got {text}")
+    return value
 
 
 def _strategies(text: str) -> tuple[Strategy, ...]:
@@ -76,6 +89,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--slo", type=_slo, help=f"guaranteed pooled wait p95 goal (default {DEFAULT_SLO})"
+    )
+    group.add_argument(
+        "--max-slowdown",
+        type=_slowdown,
+        default=sweep.DEFAULT_MAX_SLOWDOWN,
+        help="guaranteed jobs' slowdown p95 goal, run time over dedicated run time "
+        f"(default {sweep.DEFAULT_MAX_SLOWDOWN})",
     )
     group.add_argument(
         "--strategies",
@@ -137,11 +157,26 @@ def _points(
     return chosen, sweep.describe_range(chosen, peak)
 
 
-def _p95(run: dict[str, object]) -> float:
-    value = run["guaranteed_wait_p95_s"]
+def _number(run: dict[str, object], key: str) -> float:
+    value = run[key]
     if not isinstance(value, int | float):
-        raise TypeError(f"a replay's result has no pooled p95: {value!r}")
+        raise TypeError(f"a replay's result has no {key}: {value!r}")
     return float(value)
+
+
+def _p95(run: dict[str, object]) -> float:
+    return _number(run, "guaranteed_wait_p95_s")
+
+
+def _point(task: Task, run: dict[str, object]) -> sweep.RunPoint:
+    return sweep.RunPoint(
+        task.gpus,
+        task.scale,
+        task.seed,
+        _p95(run),
+        _number(run, "guaranteed_slowdown_p95"),
+        int(_number(run, "guaranteed_oom_kills")),
+    )
 
 
 def _summary(
@@ -150,12 +185,8 @@ def _summary(
     slo = args.slo or parse_duration(DEFAULT_SLO)
     per_strategy = {}
     for name in dict.fromkeys(t.strategy.value for t in tasks):
-        mine = [
-            (t.gpus, t.scale, t.seed, _p95(r))
-            for t, r in zip(tasks, runs, strict=True)
-            if t.strategy.value == name
-        ]
-        per_strategy[name] = sweep.capacity_results(mine, slo)
+        mine = [_point(t, r) for t, r in zip(tasks, runs, strict=True) if t.strategy.value == name]
+        per_strategy[name] = sweep.capacity_results(mine, slo, args.max_slowdown)
     seeds = tuple(sorted({t.seed for t in tasks}))
     return SweepSummary(slo, seeds, note, sweep.verdicts(per_strategy))
 
@@ -176,15 +207,31 @@ def _tasks(args: argparse.Namespace, jobs: Jobs, every_node: Nodes) -> tuple[lis
     return tasks, note
 
 
-def run(args: argparse.Namespace, policy: Policy, jobs: Jobs, profiles: Profiles) -> int:
-    """The sweep and/or the report (the flags passed `check_flags`)."""
+def run(
+    args: argparse.Namespace,
+    policy: Policy,
+    jobs: Jobs,
+    profiles: Profiles,
+    sharing: tuple[SimSettings, FloatArray | None],
+) -> int:
+    """The sweep and/or the report (the flags passed `check_flags`); `sharing` is the
+    time-slicing settings and the memory series (`commands.simulate`)."""
     try:
         every_node = read_nodes(args.nodes)
         tasks, note = _tasks(args, jobs, every_node)
     except (TraceError, ValueError) as exc:
         print(f"gpu-reclaimer simulate: {exc}", file=sys.stderr)
         return 2
-    inputs = Inputs(jobs, every_node, profiles, policy, args.interval, args.idle_window)
+    inputs = Inputs(
+        jobs,
+        every_node,
+        profiles,
+        policy,
+        args.interval,
+        args.idle_window,
+        sharing=sharing[0],
+        memory=sharing[1],
+    )
     progress = replay_pool.Progress(sys.stderr, len(tasks))
     outcomes = replay_pool.run_tasks(
         tasks, inputs, args.jobs or replay_pool.default_jobs(), progress

@@ -145,6 +145,60 @@ def preemptions_over_time(records: Sequence[RunRecord]) -> str:
     return _svg(fig)
 
 
+def slowdown_distribution(records: Sequence[RunRecord]) -> str:
+    """Per queue, the share of jobs slowed more than x (run time over dedicated run time)."""
+    queues = sorted({q for r in records for q in r.slowdowns})
+    cols = 2 if len(queues) > 1 else 1
+    fig, axes = _figure(max(1, math.ceil(len(queues) / cols)), cols, height=2.6)
+    names = [r.strategy for r in records]
+    for ax, queue in zip(axes, queues, strict=False):
+        for record in records:
+            slow = sorted(record.slowdowns.get(queue, ()))
+            if not slow:
+                continue
+            share = [1.0 - (i + 1) / len(slow) for i in range(len(slow))]
+            ax.step(
+                [1.0, *slow],
+                [1.0, *share],
+                where="post",
+                label=record.strategy,
+                color=colour(record.strategy, names),
+                linewidth=1.6,
+            )
+        ax.set_xscale("log")
+        ax.set_ylim(0.0, 1.02)
+        ax.set_title(f"queue {queue}", fontsize=10)
+        ax.set_xlabel("slowdown (run time / dedicated run time, log)")
+        ax.set_ylabel("share of jobs slower")
+        ax.grid(alpha=0.3)
+    for ax in axes[len(queues) :]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=8)
+    return _svg(fig)
+
+
+def oom_over_time(records: Sequence[RunRecord]) -> str:
+    """Per strategy: OOM kills on time-sliced GPUs per bin, and the guaranteed ones among them."""
+    fig, axes = _figure(len(records), height=1.6)
+    names = [r.strategy for r in records]
+    for ax, record in zip(axes, records, strict=True):
+        days, width = _days(record), record.bin_seconds / DAY
+        tint = colour(record.strategy, names)
+        kills = record.oom_kills or (0,) * len(days)
+        mine = record.guaranteed_oom_kills or (0,) * len(days)
+        ax.bar(days, kills, width=width, color=tint, alpha=0.5, label="OOM kills")
+        ax.bar(days, mine, width=width, color=tint, label="of guaranteed jobs")
+        if not any(kills):
+            ax.text(0.5, 0.5, "no OOM kills", transform=ax.transAxes, ha="center")
+        ax.set_ylim(bottom=0.0)
+        ax.set_ylabel("per bin")
+        ax.set_title(record.strategy, fontsize=10, loc="left")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8, loc="upper right", ncols=2)
+    axes[-1].set_xlabel("days since the trace's first arrival")
+    return _svg(fig)
+
+
 def sweep_curve(verdicts: Sequence[PolicyVerdict], slo_seconds: float) -> str:
     """Pooled guaranteed wait p95 against GPUs, per strategy, with the SLO line."""
     fig, (ax,) = _figure(1, height=3.4)

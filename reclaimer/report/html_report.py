@@ -121,6 +121,21 @@ def preemption_table(records: Sequence[RunRecord]) -> str:
     return _table(("strategy", "preemptions", "wrongful", "most in one bin"), rows)
 
 
+def slowdown_table(records: Sequence[RunRecord]) -> str:
+    rows = [
+        (
+            r.strategy,
+            _n(r.result.get("guaranteed_slowdown_p95"), 3),
+            _n(r.result.get("slowdown_p95"), 3),
+            sum(r.oom_kills),
+            sum(r.guaranteed_oom_kills),
+        )
+        for r in records
+    ]
+    head = ("strategy", "guaranteed slowdown p95", "all slowdown p95", "OOM kills", "guaranteed")
+    return _table(head, rows)
+
+
 def sweep_tables(sweep: SweepSummary) -> str:
     verdict_rows = [
         (
@@ -151,8 +166,9 @@ def render(
     parts = [f"<h1>{html.escape(title)}</h1>", _table(("input", "value"), inputs)]
     if sweep is not None:
         note = (
-            f"SLO: guaranteed queues' pooled wait p95 at most {sweep.slo_seconds:,.0f} s on "
-            f"every seed ({', '.join(map(str, sweep.seeds))}). Capacities: {sweep.range_note}."
+            f"SLO: guaranteed queues' pooled wait p95 at most {sweep.slo_seconds:,.0f} s, their "
+            "slowdown p95 within the limit and no guaranteed OOM kill, on every seed "
+            f"({', '.join(map(str, sweep.seeds))}). Capacities: {sweep.range_note}."
         )
         parts.append(
             _section(
@@ -179,6 +195,16 @@ def render(
                 "Preemptions and wrongful preemptions over time",
                 figures.preemptions_over_time(records),
                 preemption_table(records),
+            ),
+            _section(
+                "Slowdown of time-sliced jobs",
+                figures.slowdown_distribution(records),
+                slowdown_table(records),
+            ),
+            _section(
+                "OOM kills on time-sliced GPUs over time",
+                figures.oom_over_time(records),
+                "",
             ),
         ]
     body = "\n".join(parts)

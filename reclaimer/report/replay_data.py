@@ -9,7 +9,7 @@ starting at `begin`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -27,16 +27,22 @@ class RunRecord:
     busy_gpus: tuple[float, ...]  # mean GPUs' worth of utilization in each bin
     preemptions: tuple[int, ...]  # preemptions in each bin
     wrongful: tuple[int, ...]  # of which wrongful (busy again within the horizon)
+    oom_kills: tuple[int, ...] = ()  # OOM kills on time-sliced GPUs in each bin
+    guaranteed_oom_kills: tuple[int, ...] = ()  # of which of guaranteed queues' jobs
+    slowdowns: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # per queue
 
 
 @dataclass(frozen=True)
 class CapacityResult:
-    """One strategy at one capacity: the pooled guaranteed wait p95 on each seed."""
+    """One strategy at one capacity: the pooled guaranteed wait p95 on each seed, and what
+    time-slicing cost the guaranteed jobs there (slowdown p95, OOM kills) on each seed."""
 
     gpus: int
     capacity_scale: float
     p95_by_seed: Mapping[int, float]
-    meets_slo: bool  # on every seed
+    meets_slo: bool  # on every seed: wait, slowdown and OOM kills
+    slowdown_by_seed: Mapping[int, float] = field(default_factory=dict)
+    oom_by_seed: Mapping[int, int] = field(default_factory=dict)
 
     @property
     def worst_p95(self) -> float:
@@ -48,6 +54,10 @@ class CapacityResult:
             "capacity_scale": self.capacity_scale,
             "guaranteed_wait_p95_s": {str(s): v for s, v in sorted(self.p95_by_seed.items())},
             "worst_p95_s": self.worst_p95,
+            "guaranteed_slowdown_p95": {
+                str(s): v for s, v in sorted(self.slowdown_by_seed.items())
+            },
+            "guaranteed_oom_kills": {str(s): v for s, v in sorted(self.oom_by_seed.items())},
             "meets_slo": self.meets_slo,
         }
 

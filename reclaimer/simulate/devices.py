@@ -53,6 +53,11 @@ from reclaimer.simulate.strategies import (
 from reclaimer.simulate.usage import Usage
 
 
+def is_replica(name: str) -> bool:
+    """A time-slice replica's node in the device view (`sim_reshaping.replica_name`)."""
+    return "#r" in name
+
+
 @dataclass(frozen=True)
 class NodeView:
     """The whole-device snapshot, its forecasts, and each device group's member job keys."""
@@ -73,7 +78,7 @@ def _holders(view: TickView) -> dict[str, tuple[RunningJob, ...]]:
     on_device: dict[str, dict[str, RunningJob]] = {}
     for r in view.running:
         for pod in r.pods:
-            if pod.node is not None:
+            if pod.node is not None and not is_replica(pod.node):  # no multi-GPU pod there
                 on_device.setdefault(pod.node, {})[r.job.key] = r
     out: dict[str, tuple[RunningJob, ...]] = {}
     for device, by_key in sorted(on_device.items()):
@@ -167,6 +172,8 @@ def _in_devices(queue: Queue) -> Queue:
 def _nodes(devices: tuple[Node, ...]) -> tuple[Node, ...]:
     count: dict[str, int] = {}
     for d in devices:
+        if is_replica(d.name):
+            continue
         node, _ = split_device(d.name)
         count[node] = count.get(node, 0) + 1
     return tuple(Node(name=n, gpus=c, replicas=1) for n, c in sorted(count.items()))

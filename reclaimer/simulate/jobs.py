@@ -15,6 +15,13 @@ What happens to a victim then depends on who preempted it:
 - the idle culler (`threshold`) has no resume: its victim is re-queued at once, as a deleted pod
   is recreated by its owner.
 
+A job on a time-sliced GPU progresses at the rate its share of the GPU's time allows
+(`sim_sharing`; the rates are set by `sim_timeslice`): its progress falls behind its run time by
+its `lag`, and its completion is rescheduled whenever its rate changes. A job OOM-killed there
+loses its work since its last checkpoint, as a preempted one does, and is re-queued at once (its
+owner recreates the pod). A finished job's slowdown is its time running, over all its runs, over
+its trace run time; a job cut at the end of the replay, its time running over its progress.
+
 Every time a job waits, queued or suspended, counts as its wait. Optional `Event`s report each
 change of state (for tracing a replay job by job, and for tests).
 """
@@ -27,10 +34,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from reclaimer.model import Job, Node, PendingDemand, Pod, Queue
+from reclaimer.model import Job, PendingDemand, Pod, Queue
 from reclaimer.policy.settings import Policy
-from reclaimer.simulate.results import Tally
+from reclaimer.simulate.results import SharingTally, Tally
 from reclaimer.simulate.scheduler import Cluster, Placement, Queues
+from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD
 from reclaimer.simulate.strategies import (
     SLOTS_PER_GPU,
     ReplayPlanner,
@@ -39,10 +47,13 @@ from reclaimer.simulate.strategies import (
     make_job,
     slots_of,
 )
-from reclaimer.simulate.trace import Jobs, Nodes
+from reclaimer.simulate.trace import IntArray, Jobs, Nodes
 from reclaimer.simulate.usage import Usage
 
-COMPLETE, ARRIVE, TICK = 0, 1, 2
+COMPLETE, ARRIVE, TICK, SHARE = 0, 1, 2, 3
+MIN_SLOWDOWN_PROGRESS = 60.0  # a job cut with less progress than this has no slowdown measured
+RESTART = 1  # the epoch field of an ARRIVE event that brings an OOM-killed job back
+RESTART_BACKOFF = (10.0, 300.0)  # the kubelet's container restart back-off: first, most
 RECLAIMABLE = frozenset({"be"})
 
 DEFAULT_POLICY = Policy()  # the replay's idle definition without a planner
@@ -57,6 +68,11 @@ class SimSettings:
     checkpoint_seconds: float | None = None
     reclaimable: frozenset[str] = RECLAIMABLE
     queue_shares: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    replicas: int = 2  # time-slice replicas per GPU on the pool (`timeslice`; `forecast` starts)
+    pool_share: float = 0.0  # of the nodes of each GPU count (`sim_timeslice.pool_nodes`)
+    switch_overhead: float = DEFAULT_SWITCH_OVERHEAD
+    share_step_seconds: float = 300.0  # how often time-sliced GPUs' shares are recomputed
+    anonymized_gib: float = DEFAULT_ANONYMIZED_GIB  # memory of a GPU model the trace hides
 
 
 class EventKind(StrEnum):
@@ -65,6 +81,7 @@ class EventKind(StrEnum):
     PREEMPTED = "preempted"
     RESUMED = "resumed"  # a suspended victim goes back to its queue
     FINISHED = "finished"
+    OOM_KILLED = "oom_killed"  # out of GPU memory on a time-sliced GPU; re-queued at once
 
 
 @dataclass(frozen=True)
@@ -97,6 +114,12 @@ class Run:
     base: float  # progress at the start of this run
     job: Job
     pods: tuple[Pod, ...]
+    lag: float = 0.0  # seconds of run time that made no progress (time-slicing), settled
+    rate: float = 1.0  # progress per second since `since`
+    since: float = 0.0
+
+    def progress(self, now: float) -> float:
+        return self.base + (now - self.started) - self.lag - (1.0 - self.rate) * (now - self.since)
 
 
 class Replay:
@@ -109,11 +132,13 @@ class Replay:
         usage: Usage,
         settings: SimSettings,
         planner: ReplayPlanner | None,
+        *,
+        replicas: IntArray | None = None,
     ) -> None:
         self.jobs, self.nodes, self.usage, self.settings = jobs, nodes, usage, settings
         self.planner = planner
         self.threshold = planner.threshold if planner else DEFAULT_POLICY.threshold
-        self.cluster = Cluster(nodes)
+        self.cluster = Cluster(nodes, replicas)
         queue_names = sorted(set(jobs.queues))
         shares = dict(settings.queue_shares) or default_shares(jobs, settings.reclaimable)
         deserved = {q: shares.get(q, 0.0) * self.cluster.total_gpus for q in queue_names}
@@ -127,11 +152,6 @@ class Replay:
             for q in queue_names
         )
         self.guaranteed = frozenset(q for q in queue_names if q not in settings.reclaimable)
-        self.node_objects = tuple(
-            Node(name=device_name(n, d), gpus=1, replicas=SLOTS_PER_GPU)
-            for n, g in zip(nodes.names, nodes.gpus, strict=True)
-            for d in range(int(g))
-        )
         self.slots = [slots_of(int(m)) for m in jobs.milli]
         n = len(jobs.names)
         self.keys = [f"{q}/{name}" for q, name in zip(jobs.queues, jobs.names, strict=True)]
@@ -142,12 +162,32 @@ class Replay:
         self.suspended: dict[int, float] = {}  # held by the reclaimer, since
         self.waited = [0.0] * n
         self.runs: dict[int, Run] = {}
+        self.ran = [0.0] * n  # seconds running, over every run
+        self.slowdowns: dict[str, list[float]] = {}  # per queue, of the finished jobs
+        self.changed: set[tuple[int, int]] = set()  # time-sliced GPUs whose pods changed
+        self.on_device: dict[tuple[int, int], list[int]] = {}  # time-sliced GPU: its jobs
+        self.oom_kills = 0
+        self.restarts: dict[int, int] = {}  # OOM kills per job
+        self.guaranteed_oom_kills = 0
+        self.last_reshape: dict[int, float] = {}  # node: when its replicas last changed
+        self.key_written: dict[int, tuple[float, int]] = {}  # node: (at, replicas) not relabelled
+        self.reshapes = 0  # replica changes applied (relabels)
+        self.device_gib: dict[int, float] = {}  # node: GiB per GPU (`sim_timeslice`, cached)
         self.reclaimable_running = 0
         self.last_actions: dict[str, float] = {}
         self.tally = Tally()
         self.heap: list[tuple[float, int, int, int]] = []
         self.dirty = False  # something changed since the last scheduling pass
         self.on_event: Callable[[Event], None] | None = None
+
+    def sharing_tally(self) -> SharingTally:
+        sliced = self.cluster.sliced
+        return SharingTally(
+            slowdowns={q: list(v) for q, v in self.slowdowns.items()},
+            oom_kills=self.oom_kills,
+            guaranteed_oom_kills=self.guaranteed_oom_kills,
+            timesliced_gpus=int(self.nodes.gpus[sliced].sum()),
+        )
 
     def _emit(self, kind: EventKind, now: float, job: int, progress: float) -> None:
         if self.on_event is not None:
@@ -178,8 +218,15 @@ class Replay:
         queue = self.jobs.queues[job]
         node = self.nodes.names[placement.node]
         devices = tuple(device_name(node, d) for d in placement.devices)
-        spec, pods = make_job(self.keys[job], queue, devices, self.slots[job], now)
-        self.runs[job] = Run(placement, now, self.base[job], spec, pods)
+        if placement.replica:  # holds one replica: a whole GPU in the planner's view of it
+            slots = SLOTS_PER_GPU
+            where = (placement.node, placement.devices[0])
+            self.changed.add(where)
+            self.on_device.setdefault(where, []).append(job)
+        else:
+            slots = self.slots[job]
+        spec, pods = make_job(self.keys[job], queue, devices, slots, now)
+        self.runs[job] = Run(placement, now, self.base[job], spec, pods, since=now)
         self.reclaimable_running += queue in self.settings.reclaimable
         done_at = now + float(self.jobs.runtime[job]) - self.base[job]
         heapq.heappush(self.heap, (done_at, COMPLETE, job, self.epoch[job]))
@@ -189,27 +236,63 @@ class Replay:
         """End the job's run at `now`; returns its progress then."""
         run = self.runs.pop(job)
         self.cluster.release(run.placement)
+        if run.placement.replica:
+            where = (run.placement.node, run.placement.devices[0])
+            self.changed.add(where)
+            self.on_device[where].remove(job)
+        self.ran[job] += now - run.started
         queue = self.jobs.queues[job]
         gpus = float(self.jobs.gpus[job])
         self.queues.allocated[queue] -= gpus
         self.reclaimable_running -= queue in self.settings.reclaimable
         self.dirty = True
-        progress = run.base + (now - run.started)
+        progress = run.progress(now)
         busy = self.usage.busy_seconds(job, run.base, progress)
         self.tally.segment(gpus, now - run.started, busy)
         return progress
 
     def finish(self, job: int, now: float) -> None:
         progress = self.stop(job, now)
-        self.tally.waited(self.jobs.queues[job], self.waited[job])
+        queue = self.jobs.queues[job]
+        self.tally.waited(queue, self.waited[job])
+        # a job cut at the replay's end: its time running over the progress it made so far
+        done = min(progress, float(self.jobs.runtime[job]))
+        if done >= MIN_SLOWDOWN_PROGRESS:
+            self.slowdowns.setdefault(queue, []).append(max(self.ran[job] / done, 1.0))
         self._emit(EventKind.FINISHED, now, job, progress)
 
-    def preempt(self, job: int, now: float, *, suspend: bool) -> None:
+    def _lose_work(self, job: int, now: float) -> tuple[float, float]:
         """Stop the job; it must redo its work (not its idle time) since its last checkpoint."""
         progress = self.stop(job, now)
         every = self.settings.checkpoint_seconds
         kept = (progress // every) * every if every else 0.0
-        lost = self.usage.work_seconds(job, kept, progress)
+        return progress, self.usage.work_seconds(job, kept, progress)
+
+    def oom_kill(self, job: int, now: float) -> None:
+        """Out of GPU memory: it dies, loses its work since its checkpoint and is re-queued
+        after the kubelet's crash back-off (`RESTART_BACKOFF`, doubling per restart)."""
+        progress, lost = self._lose_work(job, now)
+        doubling = min(self.restarts.get(job, 0), 16)
+        backoff = min(RESTART_BACKOFF[0] * 2**doubling, RESTART_BACKOFF[1])
+        self.restarts[job] = self.restarts.get(job, 0) + 1
+        self.oom_kills += 1
+        self.guaranteed_oom_kills += self.jobs.queues[job] in self.guaranteed
+        self.tally.lost_gpu_s += float(self.jobs.gpus[job]) * lost
+        self.base[job] = progress - lost
+        self.epoch[job] += 1
+        if self.on_event is not None:
+            self.on_event(Event(EventKind.OOM_KILLED, now, job, progress, lost))
+        self.pending_since[job] = now
+        heapq.heappush(self.heap, (now + backoff, ARRIVE, job, RESTART))
+
+    def restart(self, job: int, now: float) -> None:
+        """An OOM-killed job back in its queue after its back-off; waiting since it died."""
+        self._queue(job, now)
+        self._emit(EventKind.QUEUED, now, job, self.base[job])
+
+    def preempt(self, job: int, now: float, *, suspend: bool) -> None:
+        """Stop the job; it must redo its work (not its idle time) since its last checkpoint."""
+        progress, lost = self._lose_work(job, now)
         queue = self.jobs.queues[job]
         wrongful = self.usage.busy_within_horizon(job, progress, self.threshold)
         self.tally.preempted(float(self.jobs.gpus[job]), lost, wrongful, queue in self.guaranteed)

@@ -1,14 +1,14 @@
 """The controller's own `forecast()` and `plan()`, bound to a policy for the replay.
 
 The replay calls exactly the functions the live controller calls. Only what a replay cannot
-represent is adjusted, and each adjustment is here: reshape actions are switched off (trace
-nodes have no time-slicing to reshape); preemption and resume are planned by separate calls of
-the same `plan()` (the replay plans preemptions in two views, see `sim_devices`, and resumes in
-a third call that only resumes, in ticks that preempt nothing); and in the device view
-`maxGpusFreedPerCycle` is multiplied by `SLOTS_PER_GPU` because that view shows the planner
-tenth-of-a-GPU slots (the node view for multi-GPU pods counts whole devices, so there it
-applies as written). The forecaster reads the policy's threshold and horizon, and the history
-it is given is capped at its own `lookback_seconds`.
+represent is adjusted, and each adjustment is here: preemption, resume and reshape are planned by
+separate calls of the same `plan()` (the replay plans preemptions in two views, see
+`sim_devices`, resumes in a third call that only resumes, in ticks that preempt nothing, and the
+time-sliced pool's reshapes in a fourth that only reshapes, on the pool's nodes: `sim_reshaping`);
+and in the device view `maxGpusFreedPerCycle` is multiplied by `SLOTS_PER_GPU` because that view
+shows the planner tenth-of-a-GPU slots (the node view for multi-GPU pods counts whole devices, so
+there it applies as written). The forecaster reads the policy's threshold and horizon, and the
+history it is given is capped at its own `lookback_seconds`.
 """
 
 from __future__ import annotations
@@ -28,20 +28,25 @@ from reclaimer.simulate.strategies import SLOTS_PER_GPU, ReplayPlanner
 
 
 def replay_policy(
-    policy: Policy, slots_per_gpu: int = SLOTS_PER_GPU, *, resumes: bool = False
+    policy: Policy,
+    slots_per_gpu: int = SLOTS_PER_GPU,
+    *,
+    resumes: bool = False,
+    reshapes: bool = False,
 ) -> Policy:
     """The policy as the replay applies it in a view of `slots_per_gpu` slots per GPU.
 
-    With `resumes`, the plan only resumes (if the policy allows it); without, it only preempts.
+    With `resumes`, the plan only resumes (if the policy allows it); with `reshapes`, it only
+    reshapes; without either, it only preempts.
     """
     limits = replace(
         policy.limits,
         max_gpus_freed_per_cycle=policy.limits.max_gpus_freed_per_cycle * slots_per_gpu,
     )
     actions = Actions(
-        preempt=policy.actions.preempt and not resumes,
+        preempt=policy.actions.preempt and not resumes and not reshapes,
         resume=policy.actions.resume and resumes,
-        reshape=False,
+        reshape=policy.actions.reshape and reshapes,
     )
     return replace(policy, limits=limits, actions=actions)
 
@@ -52,6 +57,7 @@ def planner_for(policy: Policy, params: ForecastParams | None = None) -> ReplayP
     applied = replay_policy(policy)
     in_devices = replay_policy(policy, 1)
     resuming = replay_policy(policy, resumes=True)
+    reshaping = replay_policy(policy, reshapes=True)
 
     def run_forecast(history: pd.DataFrame, now: float) -> Mapping[str, Forecast]:
         return forecast(history, params, now)
@@ -65,6 +71,11 @@ def planner_for(policy: Policy, params: ForecastParams | None = None) -> ReplayP
     def run_plan_resumes(snapshot: Snapshot, forecasts: Mapping[str, Forecast], now: float) -> Plan:
         return plan(snapshot, forecasts, resuming, now)
 
+    def run_plan_reshapes(
+        snapshot: Snapshot, forecasts: Mapping[str, Forecast], now: float
+    ) -> Plan:
+        return plan(snapshot, forecasts, reshaping, now)
+
     return ReplayPlanner(
         forecast=run_forecast,
         plan=run_plan,
@@ -77,4 +88,6 @@ def planner_for(policy: Policy, params: ForecastParams | None = None) -> ReplayP
         reclaim_after_seconds=policy.reclaim_after_seconds,
         plan_devices=run_plan_devices,
         plan_resumes=run_plan_resumes,
+        plan_reshapes=run_plan_reshapes,
+        node_cooldown_seconds=policy.time_slicing.node_cooldown_seconds,
     )

@@ -25,16 +25,20 @@ from reclaimer.simulate.jobs import (
     ARRIVE,
     COMPLETE,
     DEFAULT_POLICY,
+    SHARE,
     TICK,
     Event,
     Replay,
     SimSettings,
 )
 from reclaimer.simulate.results import SimResult, result_of
-from reclaimer.simulate.strategies import ReplayPlanner
+from reclaimer.simulate.strategies import ReplayPlanner, Strategy
 from reclaimer.simulate.ticks import tick, wants_tick
-from reclaimer.simulate.trace import Jobs, Nodes, Profiles
+from reclaimer.simulate.timeslice import pool_replicas, reprice, shared_devices
+from reclaimer.simulate.trace import FloatArray, Jobs, Nodes, Profiles
 from reclaimer.simulate.usage import assign_usage
+
+SLICING = frozenset({Strategy.TIMESLICE, Strategy.FORECAST})  # the strategies with a pool
 
 __all__ = ["SimSettings", "replay_result", "replay_span", "run_replay", "simulate"]
 
@@ -48,6 +52,7 @@ def simulate(
     planner: ReplayPlanner | None = None,
     on_progress: Callable[[float], None] | None = None,
     on_event: Callable[[Event], None] | None = None,
+    memory: FloatArray | None = None,
 ) -> SimResult:
     """Replay `jobs` on `nodes` under `settings.strategy`; pure and deterministic for a seed.
 
@@ -55,7 +60,14 @@ def simulate(
     of a job's state (`sim_replay.Event`), for tracing a replay job by job.
     """
     replay = run_replay(
-        jobs, nodes, profiles, settings, planner=planner, on_progress=on_progress, on_event=on_event
+        jobs,
+        nodes,
+        profiles,
+        settings,
+        planner=planner,
+        on_progress=on_progress,
+        on_event=on_event,
+        memory=memory,
     )
     return replay_result(replay)
 
@@ -72,6 +84,7 @@ def replay_result(replay: Replay) -> SimResult:
         end - begin,
         replay.guaranteed,
         own_utilization_jobs=replay.usage.own,
+        sharing=replay.sharing_tally(),
     )
 
 
@@ -89,6 +102,7 @@ def run_replay(
     planner: ReplayPlanner | None = None,
     on_progress: Callable[[float], None] | None = None,
     on_event: Callable[[Event], None] | None = None,
+    memory: FloatArray | None = None,
 ) -> Replay:
     """`simulate`'s replay, returned whole once done (its usage, tally and queues), for callers
     that measure more than `SimResult` (the report's timeline)."""
@@ -105,7 +119,14 @@ def run_replay(
         threshold=threshold,
         job_names=jobs.names,
     )
-    replay = Replay(jobs, nodes, usage, settings, planner)
+    if memory is not None:
+        usage = replace(usage, memory=memory)
+    replicas = (
+        pool_replicas(nodes, settings.pool_share, settings.replicas)
+        if settings.strategy in SLICING
+        else None
+    )
+    replay = Replay(jobs, nodes, usage, settings, planner, replicas=replicas)
     replay.on_event = on_event
     for j in range(len(jobs.names)):
         if replay.cluster.fits_anywhere_empty(int(jobs.num_gpu[j]), int(jobs.milli[j])):
@@ -121,7 +142,9 @@ def _run_events(
     replay: Replay, end: float, on_progress: Callable[[float], None] | None, begin: float
 ) -> None:
     interval = replay.settings.interval_seconds
+    share_step = replay.settings.share_step_seconds
     tick_at: float | None = None
+    share_at: float | None = None
     count = 0
     while replay.heap and replay.heap[0][0] <= end:
         now, kind, job, epoch = heapq.heappop(replay.heap)
@@ -130,21 +153,37 @@ def _run_events(
                 continue
             replay.finish(job, now)
         elif kind == ARRIVE:
-            replay.enqueue(job, now)
+            replay.restart(job, now) if epoch else replay.enqueue(job, now)
+        elif kind == SHARE:
+            share_at = None
+            replay.changed |= shared_devices(replay)
         else:
             tick_at = None
             if wants_tick(replay):
                 tick(replay, now)
-        if replay.dirty:
-            replay.dirty = False
-            for placed, spot in replay.queues.schedule(replay.cluster):
-                replay.start(placed, spot, now)
+        _settle(replay, now)
+        if share_at is None and replay.on_device and shared_devices(replay):
+            share_at = (now // share_step + 1) * share_step
+            heapq.heappush(replay.heap, (share_at, SHARE, -1, 0))
         if tick_at is None and wants_tick(replay):
             tick_at = (now // interval + 1) * interval
             heapq.heappush(replay.heap, (tick_at, TICK, -1, 0))
         count += 1
         if on_progress is not None and count % 512 == 0:
             on_progress((now - begin) / max(end - begin, 1.0))
+
+
+def _settle(replay: Replay, now: float) -> None:
+    """Place what fits, and re-price the time-sliced GPUs whose pods changed, until calm (an
+    OOM kill frees a replica, but its job comes back only after its back-off)."""
+    while replay.dirty or replay.changed:
+        if replay.dirty:
+            replay.dirty = False
+            for placed, spot in replay.queues.schedule(replay.cluster):
+                replay.start(placed, spot, now)
+        if replay.changed:
+            changed, replay.changed = replay.changed, set()
+            reprice(replay, changed, now)
 
 
 def _close(replay: Replay, end: float) -> None:

@@ -10,8 +10,16 @@ A preemption is wrongful when the victim would have reached the idle threshold a
 forecast horizon after the preemption point (read from its own profile); it is guaranteed when
 the victim's queue is not reclaimable (every policy must keep that at zero). Lost GPU-hours are
 the GPUs x seconds of work (time at or above the idle threshold) since the victim's last
-checkpoint (or start): what it must do again. `own_utilization_jobs` counts the jobs that
-replayed their own measured utilization (an `export-history` trace) rather than a drawn profile.
+checkpoint (or start): what it must do again (an OOM kill's lost work is counted there too).
+
+Time-slicing (`sim_timeslice`): a finished job's slowdown is its time running over its trace run
+time (1 when it never shared a GPU, lost no work and was never stopped); `slowdown_p95` pools
+every queue's finished jobs, `guaranteed_slowdown_p95` the guaranteed queues'. `oom_kills` counts
+jobs killed for GPU memory on a time-sliced GPU, `guaranteed_oom_kills` those of guaranteed
+queues. `busy_share_physical` is the busy GPU-hours over the physical GPU-hours of the replay
+(`gpu_hours_capacity`), `timesliced_gpus` how many GPUs the pool holds. `own_utilization_jobs`
+counts the jobs that replayed their own measured utilization (an `export-history` trace) rather
+than a drawn profile.
 """
 
 from __future__ import annotations
@@ -35,8 +43,24 @@ JSON_KEYS = (
     "guaranteed_preemptions",
     "lost_gpu_hours",
     "own_utilization_jobs",
+    "slowdown_p95",
+    "guaranteed_slowdown_p95",
+    "oom_kills",
+    "guaranteed_oom_kills",
+    "busy_share_physical",
+    "timesliced_gpus",
     "wall_seconds",
 )
+
+
+@dataclass(frozen=True)
+class SharingTally:
+    """What time-slicing did in a replay (`Replay.sharing_tally`)."""
+
+    slowdowns: dict[str, list[float]] = field(default_factory=dict)  # per queue, finished jobs
+    oom_kills: int = 0
+    guaranteed_oom_kills: int = 0
+    timesliced_gpus: int = 0
 
 
 @dataclass
@@ -81,6 +105,12 @@ class SimResult:
     guaranteed_preemptions: int
     lost_gpu_hours: float
     own_utilization_jobs: int = 0  # jobs that replayed their own measured utilization
+    slowdown_p95: float = 1.0
+    guaranteed_slowdown_p95: float = 1.0
+    oom_kills: int = 0
+    guaranteed_oom_kills: int = 0
+    busy_share_physical: float = 0.0
+    timesliced_gpus: int = 0
     wall_seconds: float = 0.0
 
     def to_json(self) -> dict[str, object]:
@@ -100,6 +130,11 @@ def _pooled_p95(waits: dict[str, list[float]], queues: frozenset[str]) -> float:
     return round(float(np.percentile(pooled, 95)), 1) if pooled else 0.0
 
 
+def _slowdown_p95(slowdowns: dict[str, list[float]], queues: frozenset[str] | None) -> float:
+    pooled = [x for q, xs in sorted(slowdowns.items()) if queues is None or q in queues for x in xs]
+    return round(float(np.percentile(pooled, 95)), 4) if pooled else 1.0
+
+
 def result_of(
     strategy: str,
     tally: Tally,
@@ -108,7 +143,9 @@ def result_of(
     guaranteed: frozenset[str],
     *,
     own_utilization_jobs: int = 0,
+    sharing: SharingTally | None = None,
 ) -> SimResult:
+    shared = sharing or SharingTally()
     capacity = capacity_gpus * span_seconds / 3600.0
     allocated = tally.allocated_gpu_s / 3600.0
     busy = tally.busy_gpu_s / 3600.0
@@ -127,4 +164,10 @@ def result_of(
         guaranteed_preemptions=tally.guaranteed,
         lost_gpu_hours=round(tally.lost_gpu_s / 3600.0, 2),
         own_utilization_jobs=own_utilization_jobs,
+        slowdown_p95=_slowdown_p95(shared.slowdowns, None),
+        guaranteed_slowdown_p95=_slowdown_p95(shared.slowdowns, guaranteed),
+        oom_kills=shared.oom_kills,
+        guaranteed_oom_kills=shared.guaranteed_oom_kills,
+        busy_share_physical=round(busy / capacity, 4) if capacity else 0.0,
+        timesliced_gpus=shared.timesliced_gpus,
     )

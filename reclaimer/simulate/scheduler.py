@@ -7,6 +7,16 @@ devices and whole nodes free for large jobs: a whole-GPU job goes to the node wi
 free devices that still fits it, a sharing job to the fullest device that fits it, and when it
 must open an untouched device, to the node with the fewest untouched devices.
 
+A node of the time-sliced pool (`replicas` >= 2, as the NVIDIA device plugin's time-slicing
+config makes it) advertises GPUs x replicas `nvidia.com/gpu`: a one-GPU pod (whole or sharing)
+takes one replica, and multi-GPU pods never go there (a request for more than one replica gains
+no compute: the plugin's `failRequestsGreaterThanOne`). One-GPU pods try the pool first (best-fit:
+the node with the fewest free replicas), keeping whole devices elsewhere for the large pods. Which
+GPU of the node a replica lands on is the plugin's `distributedAlloc` (NVIDIA/k8s-device-plugin,
+internal/rm/allocate.go at 5f516c90): the GPU with the fewest replicas already allocated (ties
+here: the lowest index, where the plugin's unstable sort leaves it open). A node whose replicas
+are lowered below what its pods hold keeps them running and takes no new pod until they drain.
+
 Queues are ordered the way Volcano's proportion plugin orders them: the queue with the lowest
 allocated/deserved ratio first, so guaranteed queues go before the best-effort queue, whose
 deserved share is zero. Within a queue jobs go first come, first served, and a job that does not
@@ -28,25 +38,56 @@ from reclaimer.simulate.trace import MILLI, IntArray, Jobs, Nodes
 class Placement:
     node: int
     devices: tuple[int, ...]
-    milli: int
+    milli: int  # 0 for a time-slice replica
+    replica: bool = False  # one replica of a time-sliced GPU
 
 
 class Cluster:
     """Free milli-GPUs per device; mutated only by the simulator's event loop."""
 
-    def __init__(self, nodes: Nodes) -> None:
+    def __init__(self, nodes: Nodes, replicas: IntArray | None = None) -> None:
         width = int(nodes.gpus.max())
         self.free: IntArray = np.full((len(nodes.gpus), width), -1, dtype=np.int64)
+        self.exists = np.zeros((len(nodes.gpus), width), dtype=bool)
         for i, count in enumerate(nodes.gpus):
-            self.free[i, : int(count)] = MILLI
+            self.exists[i, : int(count)] = True
+        self.replicas: IntArray = (
+            np.ones(len(nodes.gpus), dtype=np.int64) if replicas is None else replicas.copy()
+        )
+        self.sliced = self.replicas >= 2  # the pool: fixed for a replay
+        self.free[self.exists & ~self.sliced[:, None]] = MILLI
+        self.holders: IntArray = np.zeros((len(nodes.gpus), width), dtype=np.int64)
         self.total_gpus = int(nodes.gpus.sum())
+
+    def free_replicas(self) -> IntArray:
+        """Per device, replicas a new pod could take now (0 off the pool or when lowered)."""
+        room = np.where(self.exists & self.sliced[:, None], self.replicas[:, None], 0)
+        result: IntArray = np.maximum(room - self.holders, 0)
+        return result
+
+    def _place_replica(self) -> Placement | None:
+        room = self.free_replicas()
+        per_node = room.sum(axis=1)
+        if not per_node.any():
+            return None
+        node = int(np.where(per_node > 0, per_node, np.iinfo(np.int64).max).argmin())
+        held = np.where(room[node] > 0, self.holders[node], np.iinfo(np.int64).max)
+        device = int(held.argmin())  # distributedAlloc: fewest replicas allocated
+        self.holders[node, device] += 1
+        return Placement(node, (device,), 0, replica=True)
 
     def fits_anywhere_empty(self, num_gpu: int, milli: int) -> bool:
         """Could this shape run on some node of the empty cluster?"""
+        if num_gpu == 1 and self.sliced.any():
+            return True
         devices = (self.free >= 0).sum(axis=1)
         return bool((devices >= num_gpu).any()) if milli >= MILLI else bool(devices.any())
 
     def place(self, num_gpu: int, milli: int) -> Placement | None:
+        if num_gpu == 1 and self.sliced.any():
+            spot = self._place_replica()
+            if spot is not None:
+                return spot
         whole = (self.free == MILLI).sum(axis=1)
         if milli < MILLI:
             # fullest device that fits; among untouched devices, the node with fewest of them
@@ -67,6 +108,9 @@ class Cluster:
         return Placement(node, devices, MILLI)
 
     def release(self, placement: Placement) -> None:
+        if placement.replica:
+            self.holders[placement.node, placement.devices[0]] -= 1
+            return
         self.free[placement.node, list(placement.devices)] += placement.milli
 
     def could_fit(self, released: list[Placement], shapes: set[tuple[int, int]]) -> bool:
@@ -76,11 +120,17 @@ class Cluster:
         devices on one node.
         """
         free = self.free.copy()
+        holders = self.holders.copy()
         for p in released:
-            free[p.node, list(p.devices)] += p.milli
+            if p.replica:
+                holders[p.node, p.devices[0]] -= 1
+            else:
+                free[p.node, list(p.devices)] += p.milli
+        room = np.where(self.exists & self.sliced[:, None], self.replicas[:, None], 0) - holders
+        replica = bool((room > 0).any())
         whole = (free == MILLI).sum(axis=1)
         return any(
-            bool((free >= milli).any()) if num == 1 else bool((whole >= num).any())
+            replica or bool((free >= milli).any()) if num == 1 else bool((whole >= num).any())
             for num, milli in shapes
         )
 

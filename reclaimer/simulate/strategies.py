@@ -8,6 +8,8 @@
   deserved share has pending demand, reclaimable jobs are taken back, every one a candidate.
   It runs through the project's `plan()` with every reclaimable job declared idle (confidence
   1), so victim choice, fit check, limits and minimum runtime are the same as ours.
+- `timeslice`: what NVIDIA's docs give: the pool's GPUs time-sliced at a fixed `--replicas`,
+  nothing ever preempted or reshaped.
 - `forecast` (ours): the controller's own `forecast()` on each running reclaimable job's recent
   utilization history, then the controller's own `plan()`; victims are what the plan preempts.
   The default policy takes idle jobs only; with `reclaimBusyAfter` set, also busy reclaimable
@@ -66,6 +68,7 @@ class Strategy(StrEnum):
     ALLOCATION = "allocation"
     THRESHOLD = "threshold"
     FORECAST = "forecast"
+    TIMESLICE = "timeslice"  # static time-slicing on the pool (`--replicas`), no reclaim
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,8 @@ class ReplayPlanner:
     reclaim_after_seconds: float  # the planner takes no victim for a job pending less long
     plan_devices: PlanFn  # in the node view (see `sim_devices`): limits counted in devices
     plan_resumes: PlanFn  # in the device view, resumes only (see `sim_devices`)
+    plan_reshapes: PlanFn  # on the time-sliced pool's nodes, reshapes only (`sim_reshaping`)
+    node_cooldown_seconds: float  # the planner reshapes a node at most this often
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,14 @@ decimals that gives it. The default range runs from half the trace's peak concur
 (`peak_demand`: the most GPUs its jobs would hold at once with room for all) up to the first
 point at or above that peak, where nothing should wait.
 
-`minimum` applies the rule: a capacity meets the SLO when the pooled guaranteed wait p95 is at
-most the SLO on every seed; `min_gpus` is the fewest GPUs from which every larger capacity tried
-meets it too (a queue can wait longer with more GPUs, so a capacity that meets the SLO below one
-that does not is reported as a caveat, not taken). No capacity meeting it is `null` with the
-reason, never a guess; a minimum at the smallest capacity tried is only an upper bound (said in
-the caveats), and a saving against `none` is `null` unless both minima are known exactly.
+`minimum` applies the rule: a capacity meets the SLO when, on every seed, the pooled guaranteed wait
+p95 is at most the SLO, the guaranteed jobs' slowdown p95 at most `max_slowdown` (default
+`DEFAULT_MAX_SLOWDOWN`) and no guaranteed job was OOM-killed; `min_gpus` is the fewest GPUs from
+which every larger capacity tried meets it too (a queue can wait longer with more GPUs, so a
+capacity that meets the SLO below one that does not is reported as a caveat, not taken). No capacity
+meeting it is `null` with the reason, never a guess; a minimum at the smallest capacity tried is
+only an upper bound (said in the caveats), and a saving against `none` is `null` unless both minima
+are known exactly.
 Pure: no files, no processes.
 """
 
@@ -30,6 +32,20 @@ from reclaimer.report.replay_data import CapacityResult, PolicyVerdict
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import Jobs, Nodes, parse_nodes
 
+DEFAULT_MAX_SLOWDOWN = 1.10
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    """One replay's outcome, as the rule reads it."""
+
+    gpus: int
+    scale: float
+    seed: int
+    p95: float  # guaranteed pooled wait p95, seconds
+    slowdown: float = 1.0  # guaranteed_slowdown_p95
+    oom_kills: int = 0  # guaranteed_oom_kills
+
 
 @dataclass(frozen=True)
 class CapacityPoint:
@@ -39,7 +55,10 @@ class CapacityPoint:
 
 def nodes_at(every_node: Nodes, scale: float) -> Nodes:
     """The nodes `--capacity-scale scale` keeps, from every node of the list (in file order)."""
-    return parse_nodes(pd.DataFrame({"sn": list(every_node.names), "gpu": every_node.gpus}), scale)
+    frame = pd.DataFrame({"sn": list(every_node.names), "gpu": every_node.gpus})
+    if every_node.models:
+        frame["model"] = list(every_node.models)
+    return parse_nodes(frame, scale)
 
 
 def capacity_points(every_node: Nodes, up_to: int | None = None) -> tuple[CapacityPoint, ...]:
@@ -116,14 +135,24 @@ def _count(text: str) -> int:
 
 
 def capacity_results(
-    runs: Iterable[tuple[int, float, int, float]], slo_seconds: float
+    runs: Iterable[RunPoint], slo_seconds: float, max_slowdown: float = DEFAULT_MAX_SLOWDOWN
 ) -> tuple[CapacityResult, ...]:
-    """(gpus, scale, seed, p95) of one strategy's runs, per capacity, fewest GPUs first."""
-    grouped: dict[tuple[int, float], dict[int, float]] = {}
-    for gpus, scale, seed, p95 in runs:
-        grouped.setdefault((gpus, scale), {})[seed] = p95
+    """One strategy's runs, per capacity, fewest GPUs first."""
+    grouped: dict[tuple[int, float], dict[int, RunPoint]] = {}
+    for run in runs:
+        grouped.setdefault((run.gpus, run.scale), {})[run.seed] = run
     return tuple(
-        CapacityResult(g, s, seeds, all(v <= slo_seconds for v in seeds.values()))
+        CapacityResult(
+            g,
+            s,
+            {seed: r.p95 for seed, r in seeds.items()},
+            all(
+                r.p95 <= slo_seconds and r.slowdown <= max_slowdown and r.oom_kills == 0
+                for r in seeds.values()
+            ),
+            {seed: r.slowdown for seed, r in seeds.items()},
+            {seed: r.oom_kills for seed, r in seeds.items()},
+        )
         for (g, s), seeds in sorted(grouped.items())
     )
 
@@ -138,8 +167,8 @@ def minimum(
     if not last.meets_slo:
         met = [c.gpus for c in per_capacity if c.meets_slo]
         reason = (
-            f"no capacity tried keeps the p95 within the SLO "
-            f"(at {last.gpus} GPUs, the largest tried, it is {last.worst_p95:,.0f} s)"
+            f"no capacity tried meets the SLO (at {last.gpus} GPUs, the largest tried, the "
+            f"wait p95 is {last.worst_p95:,.0f} s{_sharing_note(last)})"
         )
         note = (f"meets the SLO at {_gpus(met)} but not at every larger capacity",)
         return None, reason, note if met else ()
@@ -163,6 +192,15 @@ def minimum(
             f"misses it at {per_capacity[i - 1].gpus} GPUs, the next capacity tried below"
         )
     return found, None, tuple(caveats)
+
+
+def _sharing_note(result: CapacityResult) -> str:
+    """What time-slicing cost the guaranteed jobs, when it cost them anything."""
+    slow = max(result.slowdown_by_seed.values(), default=1.0)
+    kills = max(result.oom_by_seed.values(), default=0)
+    parts = [f"slowdown p95 {slow:.2f}"] if slow > 1.0 else []
+    parts += [f"{kills} guaranteed OOM kills"] if kills else []
+    return "".join(f", {p}" for p in parts)
 
 
 def _gpus(counts: Sequence[int]) -> str:

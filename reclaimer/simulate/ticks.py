@@ -18,6 +18,7 @@ from types import MappingProxyType
 
 from reclaimer.simulate.devices import planned_resumes, planned_victims
 from reclaimer.simulate.jobs import Replay
+from reclaimer.simulate.reshaping import planned_reshapes, pool_view, shown_pods, wants_reshape
 from reclaimer.simulate.strategies import (
     HeldJob,
     ReplayPlanner,
@@ -32,10 +33,12 @@ from reclaimer.simulate.strategies import (
 def wants_tick(replay: Replay) -> bool:
     """Could the policy act at some coming tick? (Cheap; checked after every event.)"""
     policy = replay.settings.strategy
-    if policy is Strategy.NONE:
+    if policy in (Strategy.NONE, Strategy.TIMESLICE):
         return False
     if policy is Strategy.THRESHOLD:
         return replay.reclaimable_running > 0
+    if policy is Strategy.FORECAST and replay.cluster.sliced.any():
+        return True  # the pool's reshapes are planned every cycle
     return bool(replay.suspended) or _starved_while_reclaimable_runs(replay)
 
 
@@ -46,7 +49,7 @@ def _starved_while_reclaimable_runs(replay: Replay) -> bool:
 def tick(replay: Replay, now: float) -> None:
     """One control cycle at `now`: preempt what the policy names, resume what it gives back."""
     policy = replay.settings.strategy
-    if policy is Strategy.NONE:
+    if policy in (Strategy.NONE, Strategy.TIMESLICE):
         return
     if policy is Strategy.THRESHOLD:
         window = replay.settings.idle_window_seconds
@@ -65,6 +68,12 @@ def tick(replay: Replay, now: float) -> None:
     if not victims and any(now - t >= ctl.cooldown_seconds for t in replay.suspended.values()):
         for job in planned_resumes(view(replay, now), ctl):
             replay.resume(job, now)
+    if (
+        policy is Strategy.FORECAST
+        and replay.cluster.sliced.any()
+        and wants_reshape(replay, ctl, now)
+    ):
+        planned_reshapes(replay, ctl, now)
 
 
 def worth_planning(replay: Replay, ctl: ReplayPlanner, now: float) -> bool:
@@ -96,12 +105,13 @@ def worth_planning(replay: Replay, ctl: ReplayPlanner, now: float) -> bool:
 
 def view(replay: Replay, now: float) -> TickView:
     """What the controller would see of the replay at `now`."""
+    nodes, shown = pool_view(replay)
     running = tuple(
         RunningJob(
             index=j,
             job=run.job,
-            pods=run.pods,
-            progress=run.base + now - run.started,
+            pods=shown_pods(run.pods, shown.get(j)),
+            progress=run.progress(now),
             elapsed=now - run.started,
             reclaimable=replay.jobs.queues[j] in replay.settings.reclaimable,
         )
@@ -125,7 +135,7 @@ def view(replay: Replay, now: float) -> TickView:
         running=running,
         pending=tuple(replay.demand.values()),
         queues=replay.queue_objects,
-        nodes=replay.node_objects,
+        nodes=nodes,
         last_actions=MappingProxyType(dict(replay.last_actions)),
         suspended=held,
     )

@@ -2,7 +2,8 @@
 
 `record_run` replays once (`run_replay`) while a `Timeline` collects the job events: each run
 segment (a job's start to its completion, preemption or the end of the replay) and each
-preemption, with whether it was wrongful (the replay's own verdict, carried by the event). The
+preemption, with whether it was wrongful (the replay's own verdict, carried by the event), and
+each OOM kill on a time-sliced GPU; the jobs' slowdowns are the replay's own. The
 replay's span is cut into `bins` equal bins; a bin's allocated GPUs are the segments' GPUs x
 overlap / bin width, its busy GPUs the same weighted by the job's profile over the part of its
 progress that fell in the bin (`Usage.busy_seconds`, the rule the replay's totals use), so the
@@ -34,13 +35,16 @@ class Timeline:
     segments: list[tuple[int, float, float, float]] = field(default_factory=list)
     preempted_at: list[float] = field(default_factory=list)
     wrongful_at: list[float] = field(default_factory=list)
+    oom_at: list[tuple[float, int]] = field(default_factory=list)  # (at, job)
 
     def __call__(self, event: Event) -> None:
         if event.kind is EventKind.STARTED:
             self.opened[event.job] = (event.at, event.progress)
-        elif event.kind in (EventKind.FINISHED, EventKind.PREEMPTED):
+        elif event.kind in (EventKind.FINISHED, EventKind.PREEMPTED, EventKind.OOM_KILLED):
             started, progress = self.opened.pop(event.job)
             self.segments.append((event.job, started, progress, event.at))
+        if event.kind is EventKind.OOM_KILLED:
+            self.oom_at.append((event.at, event.job))
         if event.kind is EventKind.PREEMPTED:
             self.preempted_at.append(event.at)
             if event.wrongful:
@@ -71,16 +75,22 @@ def record_run(
     planner: ReplayPlanner,
     *,
     bins: int = DEFAULT_BINS,
+    memory: FloatArray | None = None,
 ) -> RunRecord:
     """Replay once and keep what the report draws; the result is `simulate`'s own."""
     timeline = Timeline()
-    replay = run_replay(jobs, nodes, profiles, settings, planner=planner, on_event=timeline)
+    replay = run_replay(
+        jobs, nodes, profiles, settings, planner=planner, on_event=timeline, memory=memory
+    )
     begin, end = replay_span(jobs)
     result = replay_result(replay)
     edges = np.linspace(begin, max(end, begin + 1.0), bins + 1)
     allocated, busy = timeline.binned(jobs, replay.usage, edges)
     preemptions, _ = np.histogram(timeline.preempted_at, edges)
     wrongful, _ = np.histogram(timeline.wrongful_at, edges)
+    ooms, _ = np.histogram([at for at, _ in timeline.oom_at], edges)
+    guaranteed = [at for at, j in timeline.oom_at if jobs.queues[j] in replay.guaranteed]
+    guaranteed_ooms, _ = np.histogram(guaranteed, edges)
     return RunRecord(
         strategy=settings.strategy.value,
         gpus=int(nodes.gpus.sum()),
@@ -93,4 +103,7 @@ def record_run(
         busy_gpus=tuple(float(x) for x in busy),
         preemptions=tuple(int(x) for x in preemptions),
         wrongful=tuple(int(x) for x in wrongful),
+        oom_kills=tuple(int(x) for x in ooms),
+        guaranteed_oom_kills=tuple(int(x) for x in guaranteed_ooms),
+        slowdowns={q: tuple(s) for q, s in sorted(replay.slowdowns.items())},
     )

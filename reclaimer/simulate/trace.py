@@ -30,11 +30,13 @@ import pandas as pd
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 MILLI = 1000
 MIN_PROFILE_SAMPLES = 64
 POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_time")
 NODE_COLUMNS = ("sn", "gpu")
+UNKNOWN_MODEL = "unknown"
 UTIL_COLUMNS = ("value", "timestamp_anon", "container_ip")
 
 
@@ -65,6 +67,10 @@ class Jobs:
 class Nodes:
     names: tuple[str, ...]
     gpus: IntArray
+    models: tuple[str, ...] = ()  # per node, its GPU model (the list's `model` column)
+
+    def model(self, node: int) -> str:
+        return self.models[node] if self.models else UNKNOWN_MODEL
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,7 @@ class Profiles:
     step: float  # seconds between samples
     names: tuple[str, ...] = ()  # per profile, the pod it was measured on
     pool: IntArray | None = None  # profiles drawn for jobs without their own (None: all)
+    origins: tuple[float, ...] = ()  # per profile, the time of its first sample
 
     def drawable(self) -> IntArray:
         """Indices of the profiles a job without its own may be given."""
@@ -163,7 +170,12 @@ def parse_nodes(frame: pd.DataFrame, capacity_scale: float = 1.0) -> Nodes:
         if count == largest:
             wanted = max(wanted, 1)
         chosen[rows[:wanted]] = True
-    return Nodes(names=tuple(names[chosen]), gpus=gpus[chosen])
+    models = (
+        frame["model"].astype(str).to_numpy()
+        if "model" in frame.columns
+        else np.full(len(gpus), UNKNOWN_MODEL)
+    )
+    return Nodes(names=tuple(names[chosen]), gpus=gpus[chosen], models=tuple(models[chosen]))
 
 
 def utilization_history(frame: pd.DataFrame) -> pd.DataFrame:
@@ -193,6 +205,7 @@ def parse_profiles(frame: pd.DataFrame) -> Profiles:
     step = float(steps.median())
     chunks: list[FloatArray] = []
     names: list[str] = []
+    origins: list[float] = []
     for name, group in history.groupby("job", sort=True):
         t = group["timestamp"].to_numpy(dtype=np.float64)
         slots = np.rint((t - t[0]) / step).astype(np.int64)
@@ -200,6 +213,7 @@ def parse_profiles(frame: pd.DataFrame) -> Profiles:
         series[slots] = group["value"].to_numpy(dtype=np.float64)
         chunks.append(np.asarray(pd.Series(series).ffill(), dtype=np.float64))
         names.append(str(name))
+        origins.append(float(t[0]))
     lengths = np.array([len(c) for c in chunks], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     long_enough = np.flatnonzero(lengths >= MIN_PROFILE_SAMPLES).astype(np.int64)
@@ -210,10 +224,11 @@ def parse_profiles(frame: pd.DataFrame) -> Profiles:
         step=step,
         names=tuple(names),
         pool=long_enough if len(long_enough) else None,
+        origins=tuple(origins),
     )
 
 
-def _read_csv(path: Path, what: str) -> pd.DataFrame:
+def read_csv_frame(path: Path, what: str) -> pd.DataFrame:
     try:
         return pd.read_csv(path)
     except FileNotFoundError as exc:
@@ -223,16 +238,16 @@ def _read_csv(path: Path, what: str) -> pd.DataFrame:
 
 
 def read_pods(path: Path) -> Jobs:
-    return parse_pods(_read_csv(path, "pods"))
+    return parse_pods(read_csv_frame(path, "pods"))
 
 
 def read_nodes(path: Path, capacity_scale: float = 1.0) -> Nodes:
-    return parse_nodes(_read_csv(path, "nodes"), capacity_scale)
+    return parse_nodes(read_csv_frame(path, "nodes"), capacity_scale)
 
 
 def read_profiles(path: Path) -> Profiles:
-    return parse_profiles(_read_csv(path, "utilization"))
+    return parse_profiles(read_csv_frame(path, "utilization"))
 
 
 def read_utilization(path: Path) -> pd.DataFrame:
-    return utilization_history(_read_csv(path, "utilization"))
+    return utilization_history(read_csv_frame(path, "utilization"))

@@ -58,6 +58,7 @@ class Usage:
     prefix_start: IntArray  # per job: its profile's first entry in `prefix`
     offset: IntArray  # per job: sample its progress 0 maps to
     own: int = 0  # jobs replaying their own measured profile
+    memory: FloatArray | None = None  # GiB per sample, laid out like `values` (`sim_memory`)
 
     def position(self, job: IntArray, progress: FloatArray) -> IntArray:
         """Flat index into `values` of each job's sample at `progress` seconds of work."""
@@ -69,6 +70,13 @@ class Usage:
 
     def utilization(self, job: IntArray, progress: FloatArray) -> FloatArray:
         result: FloatArray = self.values[self.position(job, progress)]
+        return result
+
+    def memory_gib(self, job: IntArray, progress: FloatArray) -> FloatArray:
+        """GiB each job holds at `progress` (0 without a memory series)."""
+        if self.memory is None:
+            return np.zeros(len(job))
+        result: FloatArray = self.memory[self.position(job, progress)]
         return result
 
     def idle_through_window(

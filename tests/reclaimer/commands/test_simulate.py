@@ -181,3 +181,55 @@ def test_a_missing_default_trace_says_how_to_fetch_it(tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "no --pods given" in err and "gpu-reclaimer traces fetch" in err
+
+
+def _memory_csv(tmp_path, pod: str, gib: float):
+    path = tmp_path / "memory.csv"
+    pd.DataFrame(
+        {"timestamp_anon": [1.6e9, 1.6e9 + 60.0], "value": [gib * 2**30] * 2, "container_ip": pod}
+    ).to_csv(path, index=False)
+    return path
+
+
+def test_a_memory_file_replays_oom_kills_on_the_time_sliced_pool(tmp_path, capsys):
+    pods = [P("ls-1", "LS", 0.0, 2 * HOUR), P("ls-2", "LS", 0.0, 2 * HOUR)]
+    paths = write_trace(tmp_path, [*pods, P("ls-3", "LS", 9 * HOUR, HOUR)], [1, 1])
+    memory = _memory_csv(tmp_path, "pod-a", 12.0)  # the profile's pod: 12 of a T4's 16 GiB
+
+    args = _args(paths, "--strategy", "timeslice", "--json", "--pool-share", "1")
+    code = main([*args, "--memory", str(memory), "--memory-peak-gib", "12"])
+    result = json.loads(capsys.readouterr().out)
+    lighter = main([*args, "--memory", str(memory), "--memory-peak-gib", "6"])
+    light = json.loads(capsys.readouterr().out)
+
+    assert code == lighter == 0
+    assert result["timesliced_gpus"] == 1
+    assert result["oom_kills"] == result["guaranteed_oom_kills"] > 0
+    assert light["oom_kills"] == 0  # 6 + 6 GiB fit a T4
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--replicas", "1"), "2 or more replicas"),
+        (("--switch-overhead", "1.5"), "must be in [0, 1)"),
+        (("--pool-share", "2"), "must be in [0, 1]"),
+        (("--memory-peak-gib", "0"), "more than 0 GiB"),
+    ],
+)
+def test_bad_time_slicing_flags_exit_2_with_a_message(tmp_path, capsys, extra, message):
+    paths = write_trace(tmp_path, TRACE, [1, 1])
+    with pytest.raises(SystemExit) as exit_info:
+        main(_args(paths, "--strategy", "timeslice", *extra))
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_memory_file_without_the_profiles_pods_exits_2_saying_which(tmp_path, capsys):
+    paths = write_trace(tmp_path, TRACE, [1, 1])
+    memory = _memory_csv(tmp_path, "another-pod", 1.0)
+
+    code = main(_args(paths, "--strategy", "timeslice", "--memory", str(memory)))
+
+    assert code == 2
+    assert "no series for 1 utilization pod(s), e.g. pod-a" in capsys.readouterr().err

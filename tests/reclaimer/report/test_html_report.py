@@ -22,6 +22,8 @@ HEADINGS = (
     "Wait time per queue",
     "GPUs allocated and busy over time",
     "Preemptions and wrongful preemptions over time",
+    "Slowdown of time-sliced jobs",
+    "OOM kills on time-sliced GPUs over time",
 )
 # What would make the page fetch something: a URL in a src/href/url(), an import, a script.
 EXTERNAL = re.compile(
@@ -58,7 +60,7 @@ def test_the_page_has_every_section_and_every_strategy(report):
     for strategy in Strategy:
         assert f" {strategy.value} " in text
     assert "Runs at 2 GPUs, seed 0" in text  # --capacity-scale 0.5 of four 1-GPU nodes
-    assert dom.count("<svg") == 4  # the four plots, inline
+    assert dom.count("<svg") == 6  # the six plots, inline
 
 
 def test_the_page_is_drawn_in_colour(report, tmp_path):

@@ -16,7 +16,7 @@ def _results(p95_by_gpus: dict[int, float | list[float]]) -> tuple[CapacityResul
     runs = []
     for gpus, p95 in p95_by_gpus.items():
         for seed, value in enumerate(p95 if isinstance(p95, list) else [p95]):
-            runs.append((gpus, gpus / 1000, seed, value))
+            runs.append(sweep.RunPoint(gpus, gpus / 1000, seed, value))
     return sweep.capacity_results(runs, SLO)
 
 

@@ -1,0 +1,181 @@
+"""The time-sliced pool of a replay: which nodes, and what sharing a GPU does to its pods.
+
+**The pool.** `pool_nodes` takes the first `round(n * share)` nodes (in list order) of each GPU
+count, but leaves at least one node of the largest count out, so every multi-GPU pod still has a
+node (multi-GPU pods never run on the pool: `sim_scheduler`). `simulate --pool-share` defaults to
+0.5; `SimSettings.pool_share` to 0 (no pool, the replay as it was before time-slicing). Only
+`timeslice` and `forecast` slice the pool (`pool_replicas`); the other strategies replay every
+GPU whole, as before.
+
+**Shares.** Whenever the pods of a time-sliced GPU change, and every `share_step_seconds` while
+two or more share one, `reprice` settles each pod's progress at its old rate and gives it a new
+one: the mean of `sim_sharing.progress_rates` over the coming step, read sample by sample from
+every member's profile (at the positions its progress would reach running alone: an
+approximation within one step). Its completion is rescheduled at that rate. The same samples of
+the members' memory series (`sim_memory`) are checked against the device (`sim_sharing.device_gib`
+of the node's model): when they pass it, the pod that grows is OOM-killed now (`Replay.oom_kill`)
+and the GPU is priced again without it.
+
+**Load for the reshape planner.** `pool_stats` gives each pool GPU what the controller reads from
+Prometheus (`prometheus.history.node_stats_queries`): utilization averaged over the stats window
+(the members' demand summed, at most 1, over the window's samples), memory used now over the
+device's memory.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from reclaimer.model import GpuStats
+from reclaimer.simulate.jobs import COMPLETE, Replay
+from reclaimer.simulate.sharing import device_gib, oom_victim, progress_rates
+from reclaimer.simulate.trace import BoolArray, FloatArray, IntArray, Nodes
+
+STATS_WINDOW_SECONDS = 600.0  # the controller's default `stats_window`
+
+
+def pool_nodes(nodes: Nodes, share: float) -> BoolArray:
+    """The nodes of the time-sliced pool (see the module doc)."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"the pool share must be in [0, 1], got {share}")
+    chosen = np.zeros(len(nodes.gpus), dtype=bool)
+    largest = int(nodes.gpus.max())
+    for count in np.unique(nodes.gpus):
+        rows = np.flatnonzero(nodes.gpus == count)
+        wanted = round(len(rows) * share)
+        if count == largest:
+            wanted = min(wanted, len(rows) - 1)
+        chosen[rows[:wanted]] = True
+    return chosen
+
+
+def pool_replicas(nodes: Nodes, share: float, replicas: int) -> IntArray | None:
+    """Replicas per node at the start: `replicas` on the pool, 1 elsewhere (None: no pool)."""
+    if replicas < 2 or share <= 0:
+        return None
+    result: IntArray = np.where(pool_nodes(nodes, share), replicas, 1).astype(np.int64)
+    return result
+
+
+def shared_devices(replay: Replay) -> set[tuple[int, int]]:
+    """Time-sliced GPUs that two or more jobs hold now."""
+    return {d for d, jobs in replay.on_device.items() if len(jobs) >= 2}
+
+
+def _limit(replay: Replay, device: tuple[int, int]) -> float:
+    """GiB of the device (its node's model; every GPU of a node is the same model)."""
+    node = device[0]
+    if node not in replay.device_gib:
+        model = replay.nodes.model(node)
+        replay.device_gib[node] = device_gib(model, replay.settings.anonymized_gib)
+    return replay.device_gib[node]
+
+
+def _samples(replay: Replay, span: float) -> FloatArray:
+    step = replay.usage.step
+    result: FloatArray = np.arange(max(1, int(np.ceil(span / step))), dtype=np.float64) * step
+    return result
+
+
+def _padded(groups: list[list[int]], values: FloatArray, width: int) -> FloatArray:
+    """Per-job rows (jobs x samples, groups back to back) as devices x width x samples."""
+    slot = [i * width + r for i, g in enumerate(groups) for r in range(len(g))]
+    out = np.zeros((len(groups) * width, values.shape[1]))
+    out[slot] = values
+    result: FloatArray = out.reshape(len(groups), width, values.shape[1])
+    return result
+
+
+def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
+    """Settle and re-rate every job on `devices`; OOM-kill where memory runs out."""
+    todo = set(devices)
+    k = _samples(replay, replay.settings.share_step_seconds)
+    usage = replay.usage
+    while todo:
+        batch = sorted(d for d in todo if replay.on_device.get(d))
+        if not batch:
+            return
+        groups = [list(replay.on_device[d]) for d in batch]
+        width = max(len(g) for g in groups)
+        jobs = np.array([j for g in groups for j in g], dtype=np.int64)
+        progress = np.array([replay.runs[int(j)].progress(now) for j in jobs])
+        index = np.repeat(jobs, len(k))
+        at = (progress[:, None] + k[None, :]).reshape(-1)
+        memory = _padded(groups, usage.memory_gib(index, at).reshape(len(jobs), -1), width)
+        fresh = np.array([replay.runs[int(j)].started == now for j in jobs])
+        earlier = usage.memory_gib(jobs, np.maximum(progress - usage.step, 0.0))
+        before = _padded(groups, np.where(fresh, 0.0, earlier)[:, None], width)[:, :, 0]
+        todo = _oom_kills(replay, batch=batch, groups=groups, memory=memory, before=before, now=now)
+        demand = _padded(groups, usage.utilization(index, at).reshape(len(jobs), -1), width)
+        pods_first = demand.transpose(1, 0, 2).reshape(width, -1)
+        rates = progress_rates(pods_first, replay.settings.switch_overhead)
+        mean = rates.reshape(width, len(batch), len(k)).mean(axis=2).T
+        for i, device in enumerate(batch):
+            if device in todo:  # a pod was OOM-killed: priced again without it
+                continue
+            for r, j in enumerate(groups[i]):
+                _set_rate(replay, j, 1.0 if len(groups[i]) == 1 else float(mean[i, r]), now)
+
+
+def _oom_kills(
+    replay: Replay,
+    *,
+    batch: list[tuple[int, int]],
+    groups: list[list[int]],
+    memory: FloatArray,
+    before: FloatArray,
+    now: float,
+) -> set[tuple[int, int]]:
+    """Kill one pod on each device whose memory runs out; returns those devices."""
+    limits = np.array([_limit(replay, d) for d in batch])
+    killed: set[tuple[int, int]] = set()
+    for i in np.flatnonzero((memory.sum(axis=1) > limits[:, None]).any(axis=1)).tolist():
+        n = len(groups[i])
+        victim = oom_victim(memory[i, :n], before[i, :n], float(limits[i]))
+        if victim is not None:
+            replay.oom_kill(groups[i][victim], now)
+            killed.add(batch[i])
+    return killed
+
+
+def _set_rate(replay: Replay, job: int, rate: float, now: float) -> None:
+    run = replay.runs[job]
+    run.lag += (1.0 - run.rate) * (now - run.since)
+    run.since = now
+    rate = max(rate, 1e-6)
+    if rate == run.rate:
+        return
+    run.rate = rate
+    left = float(replay.jobs.runtime[job]) - run.progress(now)
+    replay.epoch[job] += 1
+    heapq.heappush(replay.heap, (now + max(left, 0.0) / rate, COMPLETE, job, replay.epoch[job]))
+
+
+def pool_stats(replay: Replay, now: float) -> dict[int, tuple[GpuStats, ...]]:
+    """Each GPU of each pool node as the controller reads it from Prometheus (module doc)."""
+    back = _samples(replay, STATS_WINDOW_SECONDS)[::-1]
+    devices = [
+        (i, d)
+        for i in np.flatnonzero(replay.cluster.sliced).tolist()
+        for d in range(int(replay.nodes.gpus[i]))
+    ]
+    groups = [replay.on_device.get(dev, []) for dev in devices]
+    width = max((len(g) for g in groups), default=0)
+    util = np.zeros(len(devices))
+    memory = np.zeros(len(devices))
+    if width:
+        jobs = np.array([j for g in groups for j in g], dtype=np.int64)
+        progress = np.array([replay.runs[int(j)].progress(now) for j in jobs])
+        at = np.maximum(progress[:, None] - back[None, :], 0.0).reshape(-1)
+        index = np.repeat(jobs, len(back))
+        demand = _padded(groups, replay.usage.utilization(index, at).reshape(len(jobs), -1), width)
+        used = _padded(groups, replay.usage.memory_gib(index, at).reshape(len(jobs), -1), width)
+        util = np.minimum(demand.sum(axis=1), 1.0).mean(axis=1)
+        limits = np.array([_limit(replay, dev) for dev in devices])
+        memory = np.minimum(used[:, :, -1].sum(axis=1) / limits, 1.0)
+    out: dict[int, list[GpuStats]] = {}
+    for (node, _), u, m in zip(devices, util.tolist(), memory.tolist(), strict=True):
+        out.setdefault(node, []).append(GpuStats(u, m))
+    return {node: tuple(stats) for node, stats in out.items()}

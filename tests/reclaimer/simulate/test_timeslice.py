@@ -1,0 +1,238 @@
+"""Time-sliced GPUs in the replay: placement, contention, memory, reshape, and the sweep's rule."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+from simworld import HOUR, STEP, P, nodes_frame, pods_frame, profile_frame
+
+from reclaimer.policy.settings import Policy
+from reclaimer.simulate import sweep
+from reclaimer.simulate.jobs import Event, EventKind, SimSettings
+from reclaimer.simulate.memory import parse_memory
+from reclaimer.simulate.planning import planner_for
+from reclaimer.simulate.replay import run_replay, simulate
+from reclaimer.simulate.results import SimResult
+from reclaimer.simulate.scheduler import Cluster
+from reclaimer.simulate.sharing import measured_points, oom_victim, progress_rates
+from reclaimer.simulate.strategies import Strategy
+from reclaimer.simulate.timeslice import pool_nodes
+from reclaimer.simulate.trace import TraceError, parse_nodes, parse_pods, parse_profiles
+
+BUSY = profile_frame([100.0] * 240)
+IDLE = profile_frame([0.0] * 240)
+
+
+def _memory(gib_per_sample: list[float], peak: float) -> pd.DataFrame:
+    """pod-a's memory, one sample a minute (bytes; the largest value stands for `peak` GiB)."""
+    return pd.DataFrame(
+        {
+            "timestamp_anon": [1.6e9 + STEP * i for i in range(len(gib_per_sample))],
+            "value": [g * 2**30 for g in gib_per_sample],
+            "container_ip": "pod-a",
+        }
+    )
+
+
+def _replay(
+    pods: list[P],
+    gpus: list[int],
+    strategy: Strategy,
+    profile: pd.DataFrame,
+    *,
+    memory: pd.DataFrame | None = None,
+    events: list[Event] | None = None,
+    **sharing: float,
+) -> SimResult:
+    profiles = parse_profiles(profile)
+    mem = (
+        None
+        if memory is None
+        else parse_memory(memory, profiles, float(memory.value.max()) / 2**30)
+    )
+    settings = replace(SimSettings(strategy), pool_share=1.0, **sharing)  # type: ignore[arg-type]
+    return simulate(
+        parse_pods(pods_frame(pods)),
+        parse_nodes(nodes_frame(gpus)),
+        profiles,
+        settings,
+        planner=planner_for(Policy()),
+        memory=mem,
+        on_event=None if events is None else events.append,
+    )
+
+
+# -- the contention model ------------------------------------------------------------------------
+def test_the_model_reproduces_the_measured_kuberay_points_without_switch_loss():
+    # two jobs 0.877 busy alone run at 0.57x each, three 0.855 busy at 0.39x (module doc)
+    assert measured_points(0.0, 0.877)[0] == (2, pytest.approx(0.57, abs=0.005))
+    assert measured_points(0.0, 0.855)[1] == (3, pytest.approx(0.39, abs=0.005))
+    # fully busy jobs split the GPU equally, less the switching overhead
+    assert measured_points(0.05, 1.0) == ((2, 0.475), (3, pytest.approx(0.317, abs=0.001)))
+
+
+def test_light_jobs_barely_slow_and_heavy_ones_do():
+    light = progress_rates(np.array([[0.1], [0.2]]), 0.05)
+    heavy = progress_rates(np.array([[0.9], [0.9]]), 0.05)
+    mixed = progress_rates(np.array([[0.1], [0.9]]), 0.05)
+
+    assert light[:, 0].tolist() == [1.0, 1.0]
+    assert heavy[:, 0].tolist() == pytest.approx([0.475 / 0.9] * 2)
+    # the light one gets all it asks; the heavy one what is left of 95%
+    assert mixed[:, 0].tolist() == pytest.approx([1.0, 0.85 / 0.9])
+
+
+def test_an_idle_neighbour_costs_nothing_not_even_the_switch_overhead():
+    rates = progress_rates(np.array([[1.0], [0.0]]), 0.15)
+    assert rates[:, 0].tolist() == [1.0, 1.0]
+
+
+def test_the_pod_whose_memory_grows_is_the_one_oom_killed():
+    memory = np.array([[10.0, 10.0, 10.0], [4.0, 5.0, 7.0]])  # GiB at three moments
+    assert oom_victim(memory, np.array([10.0, 4.0]), 16.0) == 1  # 10 + 7 > 16 when it grows
+    assert oom_victim(memory, np.array([10.0, 4.0]), 18.0) is None
+    assert oom_victim(memory[:1], np.array([10.0]), 4.0) is None  # alone: it ran so in the trace
+
+
+# -- the pool and its placement ------------------------------------------------------------------
+def _cluster(replicas: list[int], gpus: list[int]) -> Cluster:
+    return Cluster(parse_nodes(nodes_frame(gpus)), np.array(replicas, dtype=np.int64))
+
+
+def test_replicas_spread_over_the_gpus_as_the_device_plugin_allocates_them():
+    cluster = _cluster([2], [2])  # one node, 2 GPUs x 2 replicas = 4 nvidia.com/gpu
+    spots = [cluster.place(1, 1000) for _ in range(5)]
+
+    assert [s.devices[0] for s in spots[:4] if s] == [0, 1, 0, 1]  # fewest allocated first
+    assert all(s is not None and s.replica for s in spots[:4])
+    assert spots[4] is None  # 4 replicas, all taken
+    assert cluster.place(1, 300) is None  # a sharing pod needs a replica too
+
+
+def test_multi_gpu_pods_never_land_on_the_time_sliced_pool():
+    cluster = _cluster([2, 1], [2, 2])
+    spot = cluster.place(2, 1000)
+
+    assert spot is not None and spot.node == 1 and not spot.replica
+    assert cluster.place(2, 1000) is None  # the pool's 4 replicas are no room for it
+    assert not _cluster([2], [2]).fits_anywhere_empty(2, 1000)
+
+
+def test_lowering_replicas_evicts_nothing_and_takes_no_pod_until_they_drain():
+    cluster = _cluster([4], [1])
+    held = [cluster.place(1, 1000) for _ in range(3)]
+    cluster.replicas[0] = 2
+
+    assert cluster.holders[0, 0] == 3  # still running
+    assert cluster.place(1, 1000) is None
+    for spot in held[:2]:
+        assert spot is not None
+        cluster.release(spot)
+    assert cluster.place(1, 1000) is not None  # one below the new count: room again
+
+
+def test_the_pool_keeps_a_node_of_the_largest_size_out():
+    nodes = parse_nodes(nodes_frame([2, 2, 8, 8]))
+    assert pool_nodes(nodes, 0.5).tolist() == [True, False, True, False]
+    assert pool_nodes(nodes, 1.0).tolist() == [True, True, True, False]
+
+
+# -- replays -------------------------------------------------------------------------------------
+TWO = [P("ls-1", "LS", 0.0, 2 * HOUR), P("ls-2", "LS", 0.0, 2 * HOUR)]
+
+
+def test_two_busy_jobs_time_sliced_on_one_gpu_slow_each_other_down():
+    sliced = _replay(TWO, [1, 1], Strategy.TIMESLICE, BUSY, switch_overhead=0.05)
+    whole = _replay(TWO, [1, 1], Strategy.NONE, BUSY)
+
+    assert sliced.timesliced_gpus == 1  # the second node stays whole (largest size)
+    assert whole.guaranteed_slowdown_p95 == 1.0
+    # both start on the pool's two replicas (pool first) and share one GPU at 0.475x each
+    assert sliced.guaranteed_slowdown_p95 == pytest.approx(1 / 0.475, rel=0.01)
+    # one GPU busy 95% of the time, the other idle, against two GPUs busy whole
+    assert sliced.busy_share_physical == pytest.approx(0.95 / 2, rel=0.01)
+    assert whole.busy_share_physical == pytest.approx(1.0, rel=0.01)
+
+
+def test_the_switch_overhead_flag_moves_the_slowdown():
+    slow = [
+        _replay(TWO, [1, 1], Strategy.TIMESLICE, BUSY, switch_overhead=o).guaranteed_slowdown_p95
+        for o in (0.0, 0.05, 0.15)
+    ]
+    assert slow == pytest.approx([2.0, 1 / 0.475, 1 / 0.425], rel=0.01)
+
+
+def test_idle_jobs_share_a_gpu_for_free():
+    sliced = _replay(TWO, [1, 1], Strategy.TIMESLICE, IDLE)
+    assert sliced.guaranteed_slowdown_p95 == 1.0
+
+
+def test_co_located_jobs_exceeding_the_device_are_oom_killed_and_restart():
+    events: list[Event] = []
+    # 10 GiB each on a 16 GiB T4: two together do not fit
+    memory = _memory([10.0] * 240, 10.0)
+    late = [*TWO, P("ls-late", "LS", 10 * HOUR, HOUR)]  # keeps the replay going
+    result = _replay(late, [1, 1], Strategy.TIMESLICE, BUSY, memory=memory, events=events)
+    kills = [e for e in events if e.kind is EventKind.OOM_KILLED]
+
+    assert result.oom_kills == len(kills) > 2
+    assert result.guaranteed_oom_kills == result.oom_kills  # LS is guaranteed
+    assert {e.job for e in kills} == {1}  # the second placed grows past the device, at once
+    assert kills[0].at == 0.0
+    # it comes back after the kubelet's back-off (10 s, doubling) and crash-loops next to ls-1
+    assert [kills[1].at - kills[0].at, kills[2].at - kills[1].at] == [10.0, 20.0]
+    # until ls-1 is done; then it runs and finishes
+    finished = {e.job: e.at for e in events if e.kind is EventKind.FINISHED}
+    assert sorted(finished) == [0, 1, 2]
+    assert finished[1] >= finished[0] + 2 * HOUR
+
+
+def test_without_a_memory_file_no_job_is_oom_killed():
+    assert _replay(TWO, [1, 1], Strategy.TIMESLICE, BUSY).oom_kills == 0
+
+
+def test_forecast_raises_an_underused_pool_in_two_cycles():
+    pods = [P("ls-1", "LS", 0.0, 3 * HOUR)]
+    profiles = parse_profiles(IDLE)
+    settings = replace(SimSettings(Strategy.FORECAST), pool_share=1.0, replicas=2)
+    replay = run_replay(
+        parse_pods(pods_frame(pods)),
+        parse_nodes(nodes_frame([1, 1])),
+        profiles,
+        settings,
+        planner=planner_for(Policy()),
+        memory=parse_memory(_memory([1.0] * 240, 1.0), profiles, 1.0),
+    )
+
+    # the first cycle (300 s) writes the key, the second relabels: 2 -> 4 (maxReplicas), idle
+    assert replay.last_reshape == {0: 600.0}
+    assert replay.cluster.replicas.tolist() == [4, 1]
+    assert replay.reshapes == 1
+
+
+# -- memory series and the sweep's rule ---------------------------------------------------------
+def test_a_jobs_memory_is_read_on_its_profiles_grid_and_scaled_to_the_peak():
+    profiles = parse_profiles(profile_frame([0.0, 50.0, 0.0, 50.0]))
+    memory = _memory([2.0, 4.0, 8.0, 4.0], 8.0)
+    gib = parse_memory(memory.iloc[[0, 2, 3]], profiles, 16.0)  # sample 1 missing
+    assert gib.tolist() == [4.0, 4.0, 16.0, 8.0]  # filled from the previous sample
+
+
+def test_a_profile_without_a_memory_series_is_a_clear_error():
+    profiles = parse_profiles(profile_frame([0.0, 50.0]))
+    other = _memory([1.0, 1.0], 1.0).assign(container_ip="pod-b")
+    with pytest.raises(TraceError, match="no series for 1 utilization pod"):
+        parse_memory(other, profiles, 16.0)
+
+
+def test_a_capacity_meets_the_slo_only_without_slowdown_or_guaranteed_oom_kills():
+    def met(slowdown: float, kills: int) -> bool:
+        run = sweep.RunPoint(40, 0.007, 0, 100.0, slowdown, kills)
+        return sweep.capacity_results([run], 600.0, 1.10)[0].meets_slo
+
+    assert met(1.05, 0)
+    assert not met(1.2, 0)
+    assert not met(1.0, 1)
