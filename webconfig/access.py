@@ -5,8 +5,8 @@ the next request. Auth is the outermost middleware, so it runs before the app's 
 path, unknown ones included (an unauthenticated client learns nothing, not even a 404), except the
 `open_paths` the caller names (exact matches of the decoded path, as the router sees it). The
 headers are set when any response is prepared, the 401 included, as exporter-toolkit does. While
-too many password checks wait for bcrypt (see `auth`), an uncached password gets 503 with
-Retry-After instead of a verdict.
+too many password checks wait for bcrypt (see `auth` and `admission`), an uncached password gets
+503 with Retry-After instead of a verdict.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ def install_access_rules(
         users = live.current().config.basic_auth_users
         if not users or request.path in open_set:
             return await handler(request)
-        outcome = await auth.check(users, request.headers.get("Authorization"))
+        client = request.remote or ""  # the peer address: fair turns at bcrypt (see `admission`)
+        outcome = await auth.check(users, request.headers.get("Authorization"), client)
         if outcome is Outcome.ALLOWED:
             return await handler(request)
         if outcome is Outcome.BUSY:
