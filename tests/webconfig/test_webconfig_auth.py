@@ -165,18 +165,21 @@ async def test_no_credentials_never_reach_bcrypt() -> None:
 
 
 async def test_a_flood_of_checks_beyond_the_queue_is_busy_not_parked() -> None:
+    """`max_queued` checks wait behind the one running; one more is answered BUSY at once."""
     release = asyncio.Event()
     loop = asyncio.get_running_loop()
 
     def matches(password: str, hashed: str) -> bool:
-        asyncio.run_coroutine_threadsafe(release.wait(), loop).result()
+        asyncio.run_coroutine_threadsafe(release.wait(), loop).result(timeout=30)
         return False
 
     auth = BasicAuth(max_queued=2, matches=matches)
     users = {"p": bcrypt_hash("pw")}
-    queued = [asyncio.create_task(auth.check(users, basic("p", f"guess{i}"))) for i in range(2)]
-    await asyncio.sleep(0)  # both tasks run to their first await: one checking, one queued
-    assert await auth.check(users, basic("p", "one-more")) is Outcome.BUSY
+    queued = [asyncio.create_task(auth.check(users, basic("p", f"guess{i}"))) for i in range(3)]
+    await asyncio.sleep(0)  # the tasks run to their first await: one checking, two queued
+    one_more = auth.check(users, basic("p", "one-more"))
+    assert await asyncio.wait_for(one_more, 10) is Outcome.BUSY  # never parked
     release.set()
-    assert [await task for task in queued] == [Outcome.DENIED, Outcome.DENIED]
-    assert auth.bcrypt_checks == 2
+    done = await asyncio.wait_for(asyncio.gather(*queued), 30)
+    assert done == [Outcome.DENIED] * 3
+    assert auth.bcrypt_checks == 3
