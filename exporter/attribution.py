@@ -23,6 +23,12 @@ Rules:
 - Unknown is not idle: on a device whose processes could not be read (`processes` None: the
   process list failed, the GPU is lost) every holder gets utilization NaN and no memory or
   process count, only `allocated`, so nothing reads it as idle.
+- Unowned busy time is unknown, not idle: when a process on a shared device has busy time (SM
+  utilization above 0, or unknown) and cannot be given to a pod (`/proc/<pid>` gone, cgroup
+  unreadable, API server down and more than one pod holding the device), it may be any pod's.
+  Every pod of that device then gets utilization NaN and no memory or process count, exactly as
+  on an unreadable device; giving the holders without an attributed process 0.0 would show a
+  90%-busy GPU as four idle pods. An unowned process with 0 utilization changes nothing.
 """
 
 from __future__ import annotations
@@ -98,6 +104,14 @@ def _container(
     return mine[0] if mine else ""
 
 
+def _unknown(device: DeviceReading, rows: Mapping[_Key, bool]) -> list[PodUsage]:
+    """Rows (key -> allocated) whose usage cannot be known: NaN, no memory or process count."""
+    return [
+        PodUsage(PodRef(*key), device, math.nan, None, None, allocated=allocated)
+        for key, allocated in sorted(rows.items())
+    ]
+
+
 def _device_usage(
     device: DeviceReading,
     held: Sequence[_Key],
@@ -105,15 +119,14 @@ def _device_usage(
     index: PodIndex | None,
 ) -> list[PodUsage]:
     if device.processes is None:
-        return [
-            PodUsage(PodRef(*key), device, math.nan, None, None, allocated=True)
-            for key in sorted(held)
-        ]
+        return _unknown(device, dict.fromkeys(held, True))
     acc: dict[_Key, _Acc] = {key: _Acc(allocated=True) for key in held}
+    unowned_busy = False
     for proc in device.processes:
         ref = owners.get(proc.pid)
         pod = _owner_pod(ref, index, held)
         if pod is None:
+            unowned_busy = unowned_busy or not proc.sm_util <= 0.0  # NaN counts as busy
             continue
         key = (*pod, _container(pod, ref, index, held))
         entry = acc.setdefault(key, _Acc())
@@ -122,6 +135,8 @@ def _device_usage(
             entry.measured += 1
         entry.memory_bytes += proc.memory_bytes or 0
         entry.processes += 1
+    if unowned_busy:
+        return _unknown(device, {key: a.allocated for key, a in acc.items()})
     total = sum(a.utilization for a in acc.values())
     reported = device.values.get(DCGM_GPU_UTIL)
     cap = min(reported / 100.0, 1.0) if reported is not None and reported >= 0 else 1.0

@@ -9,7 +9,10 @@ JSON report still says what is missing. Then, through the exporter's own code
 (`gpu_check_run`): the collect loop over a known load (one busy process, then two; torch on a GPU
 box, scripted pods on the emulator), the readings checked against each other and against
 nvidia-smi (`gpu_check_quant`, `gpu_check_served`), and the served exporter against the metric
-contract. Writes gpu_check.json and the scrapes to --out, prints PASS/FAIL/SKIP per check, exits
+contract. Then an experiment (`gpu_check_window`): what `nvmlDeviceGetProcessUtilization`'s
+smUtil averages over, asked with several lastSeenTimeStamp values about a process with a known
+busy/idle pattern; the answer is recorded for the exporter's reading to be checked against.
+Writes gpu_check.json and the scrapes to --out, prints PASS/FAIL/SKIP per check, exits
 0 only if no check failed (a skipped check, e.g. no nvidia-smi, is not a failure).
 """
 
@@ -64,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
             from gpu_check_run import run_check  # noqa: PLC0415 (after the imports are known)
 
             checks += run_check(args, report)
+            from gpu_check_load import wants_load  # noqa: PLC0415
+            from gpu_check_window_run import window_check  # noqa: PLC0415
+
+            checks.append(window_check(args, report, wants_load(args.load, args.lib)))
         except Exception as exc:  # report what broke instead of a bare traceback on the device
             checks.append(Check("run", False, f"{type(exc).__name__}: {exc}"))
             report["traceback"] = traceback.format_exc()

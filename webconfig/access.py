@@ -4,9 +4,11 @@ Both read `LiveWebConfig.current()` on every request, so a reloaded password or 
 the next request. Auth is the outermost middleware, so it runs before the app's own and for every
 path, unknown ones included (an unauthenticated client learns nothing, not even a 404), except the
 `open_paths` the caller names (exact matches of the decoded path, as the router sees it). The
-headers are set when any response is prepared, the 401 included, as exporter-toolkit does. While
-too many password checks wait for bcrypt (see `auth`), an uncached password gets 503 with
-Retry-After instead of a verdict.
+headers are set when any response is prepared, the 401 included, as exporter-toolkit does; a
+`Content-Security-Policy` the response already has (the status page's own) is combined with the
+configured one, the strictest of both (`csp.combine`), not replaced. While
+too many password checks wait for bcrypt (see `auth` and `admission`), an uncached password gets
+503 with Retry-After instead of a verdict.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from collections.abc import Awaitable, Callable, Collection
 
 from aiohttp import web
 
+from webconfig import csp
 from webconfig.auth import BasicAuth, Outcome
 from webconfig.live import LiveWebConfig
 
+_CSP = "content-security-policy"
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -32,7 +36,8 @@ def install_access_rules(
         users = live.current().config.basic_auth_users
         if not users or request.path in open_set:
             return await handler(request)
-        outcome = await auth.check(users, request.headers.get("Authorization"))
+        client = request.remote or ""  # the peer address: fair turns at bcrypt (see `admission`)
+        outcome = await auth.check(users, request.headers.get("Authorization"), client)
         if outcome is Outcome.ALLOWED:
             return await handler(request)
         if outcome is Outcome.BUSY:
@@ -43,7 +48,9 @@ def install_access_rules(
 
     async def configured_headers(_request: web.Request, response: web.StreamResponse) -> None:
         for name, value in live.current().config.headers.items():
-            response.headers[name] = value
+            own = response.headers.get(name) if name.lower() == _CSP else None
+            # A policy of the response's own (the status page's) is combined, never replaced.
+            response.headers[name] = csp.combine(own, value) if own else value
 
     app.middlewares.insert(0, basic_auth)
     app.on_response_prepare.append(configured_headers)

@@ -1,15 +1,21 @@
 """HTTP basic auth against the bcrypt hashes of `basic_auth_users`, as exporter-toolkit does it.
 
-bcrypt is slow on purpose (cost 10 is ~70 ms of CPU), so:
+bcrypt is slow on purpose (cost 10 is ~70 ms of CPU, cost 12 four times that), so:
 - a successful check is cached, keyed by a SHA-256 of (user, stored hash, password): the cache holds
   no password, a changed hash in the file misses it at once, and a scrape every few seconds pays
-  bcrypt once. Failures are not cached, so a wrong guess always pays the full price;
+  bcrypt once. A failure is cached the same way: the same wrong password against the same hash
+  is denied again without bcrypt (bcrypt is deterministic, so the answer cannot change; an attacker
+  learns nothing from it, and every *new* guess still pays the full price). A client that keeps
+  sending an old password after a rotation then costs nothing and blocks nobody;
 - checks run in a worker thread (bcrypt releases the GIL), one at a time, so a flood of wrong
   passwords costs at most one core and never stalls the event loop that serves other scrapes;
-- at most `max_queued` checks wait for that thread; beyond, the answer is BUSY (503) at once.
-  Otherwise a flood of wrong passwords would park every connection slot in the queue for seconds
-  and lock out scrapers, whose cached credentials need no bcrypt at all;
-- an unknown user is checked against a fixed hash, so timing does not tell which users exist.
+- the checks waiting for that thread are admitted by `admission.Admission` (at most `max_queued`
+  wait, fair across client addresses; beyond, BUSY, 503): a flood of new wrong passwords delays a
+  right password that is not cached yet, but cannot keep it out;
+- an unknown user is checked against a stand-in hash with the same bcrypt cost as the configured
+  users' hashes (the highest, when they differ), so the time an answer takes does not tell which
+  user names exist, whatever cost `htpasswd -nB` (5) or `make-secrets.sh` (12) wrote. The
+  stand-in is made once per cost, on the first check at that cost, whichever user it names.
 """
 
 from __future__ import annotations
@@ -19,14 +25,35 @@ import base64
 import binascii
 import hashlib
 import json
+import re
+import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 
 import bcrypt
 
-# bcrypt of a random string nobody kept (cost 10, like htpasswd -B): it matches no password.
-_UNKNOWN_USER_HASH = "$2b$10$8X3721ziDzal/JWjnBk6q.VWa4EIcIXqZsTneYymQ7d1DoGAexGAW"
+from webconfig.admission import Admission
+
+DEFAULT_COST = 10  # for a stand-in when no configured hash says its cost (not a bcrypt hash)
+_COST = re.compile(r"\$2[aby]\$(\d\d)\$")
+
+
+def bcrypt_cost(hashed: str) -> int | None:
+    """The cost of a `$2a$`/`$2b$`/`$2y$` hash, or None when it is not one."""
+    match = _COST.match(hashed)
+    return int(match.group(1)) if match else None
+
+
+def stand_in_cost(users: Mapping[str, str]) -> int:
+    """Pure: the cost an unknown user's check must pay, the highest of the configured hashes'."""
+    costs = [c for c in map(bcrypt_cost, users.values()) if c is not None]
+    return max(costs, default=DEFAULT_COST)
+
+
+def make_stand_in(cost: int) -> str:
+    """A bcrypt hash of a random secret nobody keeps, at `cost`: it matches no password."""
+    return bcrypt.hashpw(secrets.token_bytes(32), bcrypt.gensalt(cost)).decode("ascii")
 
 
 def parse_basic_authorization(header: str | None) -> tuple[str, str] | None:
@@ -59,46 +86,68 @@ class Outcome(StrEnum):
 
 class BasicAuth:
     """Checks `Authorization` headers against a user -> bcrypt hash map (given per call, so a
-    reloaded config applies at once). One instance per server: it owns the cache and the lock."""
+    reloaded config applies at once). One instance per server: it owns the caches and the queue."""
 
     def __init__(
         self,
         *,
         cache_size: int = 100,
-        max_queued: int = 8,
+        denied_size: int = 1024,
+        max_queued: int = 32,
         matches: Callable[[str, str], bool] = bcrypt_matches,
     ) -> None:
         self._cache: OrderedDict[bytes, None] = OrderedDict()
+        self._denied: OrderedDict[bytes, None] = OrderedDict()
         self._cache_size = cache_size
+        self._denied_size = denied_size
         self._matches = matches
-        self._lock = asyncio.Lock()
-        self._max_queued = max_queued
-        self._queued = 0
+        self._admission = Admission(max_queued)
+        self._stand_ins: dict[int, str] = {}  # cost -> stand-in hash for unknown users
         self.bcrypt_checks = 0  # how many checks paid bcrypt's cost (tests pin the cache with it)
 
-    async def check(self, users: Mapping[str, str], header: str | None) -> Outcome:
+    async def check(
+        self, users: Mapping[str, str], header: str | None, client: str = ""
+    ) -> Outcome:
+        """The verdict on `header`; `client` (the peer address) only decides whose turn is next."""
         credentials = parse_basic_authorization(header)
         if credentials is None:
             return Outcome.DENIED
         user, password = credentials
         hashed = users.get(user)
         key = hashlib.sha256(json.dumps([user, hashed, password]).encode("utf-8")).digest()
-        if hashed is not None and key in self._cache:
-            self._cache.move_to_end(key)
+        if hashed is not None and _touch(self._cache, key):
             return Outcome.ALLOWED
-        if self._queued >= self._max_queued:
-            return Outcome.BUSY
-        self._queued += 1
-        try:
-            async with self._lock:
-                self.bcrypt_checks += 1
-                stored = hashed or _UNKNOWN_USER_HASH
-                ok = await asyncio.to_thread(self._matches, password, stored)
-        finally:
-            self._queued -= 1
-        if not ok or hashed is None:
+        if _touch(self._denied, key):
             return Outcome.DENIED
-        self._cache[key] = None
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        async with self._admission.turn(client) as granted:
+            if not granted:
+                return Outcome.BUSY
+            # Made (once per cost) whichever user this is, so the first check of each pays alike.
+            stand_in = await self._stand_in(stand_in_cost(users))
+            stored = hashed or stand_in
+            self.bcrypt_checks += 1
+            ok = await asyncio.to_thread(self._matches, password, stored)
+        if not ok or hashed is None:
+            _remember(self._denied, key, self._denied_size)
+            return Outcome.DENIED
+        _remember(self._cache, key, self._cache_size)
         return Outcome.ALLOWED
+
+    async def _stand_in(self, cost: int) -> str:
+        stand_in = self._stand_ins.get(cost)
+        if stand_in is None:
+            stand_in = self._stand_ins[cost] = await asyncio.to_thread(make_stand_in, cost)
+        return stand_in
+
+
+def _touch(cache: OrderedDict[bytes, None], key: bytes) -> bool:
+    if key not in cache:
+        return False
+    cache.move_to_end(key)
+    return True
+
+
+def _remember(cache: OrderedDict[bytes, None], key: bytes, size: int) -> None:
+    cache[key] = None
+    if len(cache) > size:
+        cache.popitem(last=False)

@@ -2,7 +2,11 @@
 
 What NVML returns (nvml.h; answers printed in go-nvml#51 and nvtop#110): one row per process
 that was busy since the `lastSeenTimeStamp` passed in; `smUtil` / `memUtil` are that process's
-average since then, in percent; `timeStamp` is when the driver last sampled that process and
+average since then, in percent (the reading taken here of nvml.h's "had some non-zero utilization
+during the last sample period" next to "read utilization since the previous query"; the other
+reading, the last period's value whatever the window, would make a row a ~1 s snapshot, not the
+interval's average; `make gpu-check` records which a real driver does, see
+scripts/gpu_check_window.py); `timeStamp` is when the driver last sampled that process and
 differs from process to process. A running process without a row was idle (0); NotFound means
 every process was. So a row is the process's time average over the collect interval as it is, and
 nothing is summed or scaled.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from types import MappingProxyType
 
 import pytest
@@ -27,14 +28,15 @@ def rows(
     allocations: list[Allocation],
     index: PodIndex | None = INDEX,
     owners: dict[int, CgroupRef] | None = None,
-) -> list[tuple[str, str, int, float, int, int, bool]]:
+) -> list[tuple[str, str, int, float | None, int | None, int | None, bool]]:
+    """One row per usage; an unknown (NaN) utilization reads None so that rows compare."""
     usage = attribute(devices, allocations, owners if owners is not None else OWNERS, index)
     return [
         (
             u.ref.pod,
             u.ref.container,
             u.device.index,
-            round(u.utilization, 6),
+            None if math.isnan(u.utilization) else round(u.utilization, 6),
             u.memory_bytes,
             u.processes,
             u.allocated,
@@ -120,7 +122,7 @@ def test_attribute(
     assert rows(devices, allocations) == expected
 
 
-def test_without_the_api_a_sole_holder_gets_the_processes_and_shared_devices_get_none() -> None:
+def test_without_the_api_a_sole_holder_gets_the_processes_and_shared_devices_are_unknown() -> None:
     devices = [with_util(G0, 40, proc(11, 0.4)), with_util(G1, 70, proc(12, 0.3), proc(13, 0.4))]
     allocations = [
         alloc("a", "train", G0.uuid),
@@ -129,8 +131,71 @@ def test_without_the_api_a_sole_holder_gets_the_processes_and_shared_devices_get
     ]
     assert rows(devices, allocations, index=None) == [
         ("train", "main", 0, 0.4, 1 << 20, 1, True),
-        ("nb", "main", 1, 0.0, 0, 0, True),
-        ("hpo", "main", 1, 0.0, 0, 0, True),
+        ("nb", "main", 1, None, None, None, True),
+        ("hpo", "main", 1, None, None, None, True),
+    ]
+
+
+FOUR_SLICES = [
+    alloc(ns, name, f"{G0.uuid}::{n}")
+    for n, (ns, name) in enumerate([("a", "train"), ("b", "nb"), ("c", "hpo"), ("d", "priv")])
+]
+UNKNOWN4 = [(pod, "main", 0, None, None, None, True) for pod in ("hpo", "nb", "priv", "train")]
+
+UNOWNED = [
+    pytest.param(
+        [with_util(G0, 90, proc(11, 0.9), proc(12, 0.0), proc(13, 0.0), proc(14, 0.0))],
+        None,
+        OWNERS,
+        UNKNOWN4,
+        id="api-down-four-pods-of-a-busy-time-sliced-gpu-are-unknown",
+    ),
+    pytest.param(
+        [with_util(G0, 90, proc(99, 0.9), proc(12, 0.0), proc(13, 0.0), proc(14, 0.0))],
+        INDEX,
+        OWNERS,
+        UNKNOWN4,
+        id="proc-gone-busy-process-unowned-its-neighbours-unknown-too",
+    ),
+    pytest.param(
+        [with_util(G0, 50, proc(11, 0.5), proc(99, float("nan")))],
+        INDEX,
+        OWNERS,
+        UNKNOWN4,
+        id="unowned-process-of-unknown-utilization-counts-as-busy",
+    ),
+    pytest.param(
+        [with_util(G0, 50, proc(11, 0.5), proc(99, 0.0))],
+        INDEX,
+        OWNERS,
+        [
+            ("hpo", "main", 0, 0.0, 0, 0, True),
+            ("nb", "main", 0, 0.0, 0, 0, True),
+            ("priv", "main", 0, 0.0, 0, 0, True),
+            ("train", "main", 0, 0.5, 1 << 20, 1, True),
+        ],
+        id="unowned-idle-process-changes-nothing",
+    ),
+]
+
+
+@pytest.mark.parametrize(("devices", "index", "owners", "expected"), UNOWNED)
+def test_holders_of_a_device_with_unowned_busy_time_are_unknown_never_idle(
+    devices: list[DeviceReading],
+    index: PodIndex | None,
+    owners: dict[int, CgroupRef],
+    expected: list[tuple[object, ...]],
+) -> None:
+    assert sorted(rows(devices, FOUR_SLICES, index, owners)) == expected
+
+
+def test_a_pod_running_on_a_device_it_does_not_hold_is_unknown_there_too() -> None:
+    devices = [with_util(G0, 80, proc(14, 0.3), proc(99, 0.5))]
+    allocations = [alloc("a", "train", f"{G0.uuid}::0"), alloc("b", "nb", f"{G0.uuid}::1")]
+    assert sorted(rows(devices, allocations)) == [
+        ("nb", "main", 0, None, None, None, True),
+        ("priv", "", 0, None, None, None, False),
+        ("train", "main", 0, None, None, None, True),
     ]
 
 

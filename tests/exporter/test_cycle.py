@@ -228,8 +228,11 @@ def test_without_the_api_exclusive_gpus_are_still_attributed(tmp_path: Path) -> 
     api.close()
     assert samples(loop, "gpu_pod_utilization_ratio") == {
         ("gpu=0", "pod=one"): 0.5,  # sole holder: attributed without the API
-        ("gpu=1", "pod=two"): 0.0,  # shared: cannot tell whose process it is
-        ("gpu=1", "pod=x"): 0.0,
+    }  # shared: cannot tell whose busy process it is, so neither holder reads (never 0.0)
+    assert set(samples(loop, "gpu_pod_allocated")) == {
+        ("gpu=0", "pod=one"),
+        ("gpu=1", "pod=two"),
+        ("gpu=1", "pod=x"),
     }
     assert samples(loop, "gpu_exporter_collector_success")[("collector=kubernetes",)] == 0.0
     assert samples(loop, "gpu_exporter_errors_total") == {("call=kubernetes_list_pods",): 1.0}

@@ -1,4 +1,5 @@
-"""Basic auth: header parsing, bcrypt through the `bcrypt` package, the success-only cache."""
+"""Basic auth: header parsing, bcrypt through the `bcrypt` package, the verdict caches, the
+stand-in hash of unknown users, the bounded queue."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ import base64
 import pytest
 from webfixtures import bcrypt_hash
 
-from webconfig.auth import BasicAuth, Outcome, bcrypt_matches, parse_basic_authorization
+from webconfig.auth import (
+    BasicAuth,
+    Outcome,
+    bcrypt_cost,
+    bcrypt_matches,
+    parse_basic_authorization,
+    stand_in_cost,
+)
 
 
 def basic(user: str, password: str) -> str:
@@ -58,15 +66,15 @@ def test_bcrypt_matches_uses_the_hash_and_refuses_what_it_cannot_check() -> None
     assert not bcrypt_matches("right", "$2y$10$short")
 
 
-async def test_a_success_is_cached_and_a_failure_is_not() -> None:
+async def test_a_success_is_cached_and_so_is_a_failure_but_every_new_guess_pays() -> None:
     auth = BasicAuth()
     users = {"prometheus": bcrypt_hash("pw")}
     assert await auth.check(users, basic("prometheus", "pw")) is Outcome.ALLOWED
     assert await auth.check(users, basic("prometheus", "pw")) is Outcome.ALLOWED
     assert auth.bcrypt_checks == 1
-    for _ in range(2):
-        assert await auth.check(users, basic("prometheus", "guess")) is Outcome.DENIED
-    assert auth.bcrypt_checks == 3  # every wrong guess pays bcrypt
+    for guess in ("old-pw", "old-pw", "guess", "old-pw"):
+        assert await auth.check(users, basic("prometheus", guess)) is Outcome.DENIED
+    assert auth.bcrypt_checks == 3  # the old password paid once; a new guess pays again
 
 
 async def test_a_changed_hash_misses_the_cache() -> None:
@@ -85,9 +93,55 @@ async def test_an_unknown_user_pays_bcrypt_like_a_known_one() -> None:
         return True  # even a "match" against the stand-in hash must not let a stranger in
 
     auth = BasicAuth(matches=matches)
-    assert await auth.check({"alice": bcrypt_hash("pw")}, basic("mallory", "pw")) is Outcome.DENIED
-    assert await auth.check({"alice": bcrypt_hash("pw")}, basic("mallory", "pw")) is Outcome.DENIED
-    assert len(seen) == 2 and seen[0][1].startswith("$2b$10$")
+    users = {"alice": bcrypt_hash("pw")}
+    assert await auth.check(users, basic("mallory", "pw")) is Outcome.DENIED
+    assert await auth.check(users, basic("mallory", "pw2")) is Outcome.DENIED
+    assert len(seen) == 2 and seen[0][1] not in users.values()
+
+
+def fake_hash(cost: int) -> str:
+    """A well-formed bcrypt hash string at `cost` (never checked: `matches` is injected)."""
+    return f"$2y${cost:02d}$" + "a" * 53
+
+
+@pytest.mark.parametrize(
+    ("costs", "expected"),
+    [
+        pytest.param([5], 5, id="htpasswd-nB-cost-5"),
+        pytest.param([12, 12], 12, id="make-secrets-cost-12"),
+        pytest.param([5, 12, 10], 12, id="mixed-costs-the-highest"),
+    ],
+)
+async def test_an_unknown_users_stand_in_hash_has_the_configured_users_cost(
+    costs: list[int], expected: int
+) -> None:
+    """Structural: equal cost is equal bcrypt work (bench/auth_timing_bench.py measures it)."""
+    seen: list[str] = []
+
+    def matches(_password: str, hashed: str) -> bool:
+        seen.append(hashed)
+        return False
+
+    users = {f"user{i}": fake_hash(cost) for i, cost in enumerate(costs)}
+    auth = BasicAuth(matches=matches)
+    assert await auth.check(users, basic("user0", "guess")) is Outcome.DENIED
+    assert await auth.check(users, basic("nobody", "guess")) is Outcome.DENIED
+    known, unknown = seen
+    assert bcrypt_cost(known) == costs[0] and bcrypt_cost(unknown) == expected
+    assert bcrypt_matches("guess", unknown) is False  # a real bcrypt hash that matches nothing
+
+
+@pytest.mark.parametrize(
+    ("users", "expected"),
+    [
+        ({}, 10),
+        ({"a": "not-a-hash"}, 10),
+        ({"a": fake_hash(4), "b": "$2a$07$" + "b" * 53}, 7),
+    ],
+    ids=["no-users", "unparsable-hash-default", "2a-prefix-counts"],
+)
+def test_stand_in_cost(users: dict[str, str], expected: int) -> None:
+    assert stand_in_cost(users) == expected
 
 
 async def test_the_cache_is_bounded_and_keeps_no_password() -> None:

@@ -9,13 +9,20 @@ the exporter reads them:
   process (go-nvml#51 and nvtop#110 print answers whose rows carry different timeStamps). A
   sample is in the buffer from its timestamp on (nvml.h: the row "includes the CPU timestamp at
   which the samples were recorded"), so a query answers from the samples stamped up to its time.
-- An answer has ONE row per process that was busy since `lastSeenTimeStamp` (nvml.h: "One
-  utilization sample structure is returned per process running, that had some non-zero
-  utilization"); its timeStamp is the moment the driver last sampled that process, its smUtil and
-  memUtil the process's average over its samples newer than `lastSeenTimeStamp`, in percent (nvtop
-  PR #91 and nvitop PR #85: a stale or missing lastSeenTimeStamp averages over a longer span).
-  Nothing newer: NotFound (nvml.h: "If no valid sample entries are found since the
-  lastSeenTimeStamp, NVML_ERROR_NOT_FOUND is returned").
+- An answer has ONE row per process that was busy since `lastSeenTimeStamp`; its timeStamp is the
+  moment the driver last sampled that process, its smUtil and memUtil the process's average over
+  its samples newer than `lastSeenTimeStamp`, in percent. Nothing newer: NotFound.
+  nvml.h's whole sentence is "One utilization sample structure is returned per process running,
+  that had some non-zero utilization during the last sample period", and it goes on "If no valid
+  sample entries are found since the lastSeenTimeStamp, NVML_ERROR_NOT_FOUND is returned" and
+  "Set lastSeenTimeStamp to a timeStamp retrieved from a previous query to read utilization since
+  the previous query" (NVIDIA/go-nvml gen/nvml/nvml.h). Read alone, "during the last sample
+  period" would make a row the last period's value whatever the window; the emulator takes the
+  other reading, an average since lastSeenTimeStamp, because the header also speaks of reading
+  utilization "since the previous query" and "based on all the samples" in the buffer, and nvtop
+  PR #91 and nvitop PR #85 saw a stale or missing lastSeenTimeStamp average over a longer span.
+  Which one real drivers do is not settled here: `make gpu-check` records it on a GPU
+  (scripts/gpu_check_window.py: a process busy, idle, busy again, asked with several windows).
 - Samples outlive their process until they age out of the buffer, so an answer may name PIDs that
   no longer run (nvtop#110: rows for zombie processes).
 - Answers sometimes carry junk rows: PID 0 / timeStamp 0 padding and rows with impossible values

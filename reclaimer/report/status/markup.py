@@ -2,19 +2,32 @@
 
 Convention: a `str` argument named `text` (or a header) is plain text and is escaped here; an
 argument named `markup` (or a table cell) is HTML built by these functions already. Everything
-from the cluster (names, queue names, details) enters the page only through `esc`.
+from the cluster (names, queue names, details) enters the page only through `esc`, which also
+replaces lone surrogates (`encodable`), so no name can make the page fail to encode.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from html import escape
 
+# A lone UTF-16 surrogate (a JSON `\ud800` in a hand-edited dump, a proxy's bytes) is a valid
+# Python str but cannot be encoded as UTF-8: one such name would fail the whole page.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def encodable(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD, so it always encodes as UTF-8."""
+    return _SURROGATE.sub(REPLACEMENT, text)
+
 
 def esc(text: object) -> str:
-    """`text` as HTML text, safe in element content and in quoted attribute values."""
-    return escape(str(text), quote=True)
+    """`text` as HTML text, safe in element content and in quoted attribute values, and always
+    encodable (a lone surrogate shows as U+FFFD, the page never fails on a name)."""
+    return escape(encodable(str(text)), quote=True)
 
 
 def element(tag: str, markup: str, **attrs: str) -> str:

@@ -5,7 +5,8 @@ its result, dry-run or apply), what the data was worth, the fleet summary, what 
 at, the planned actions with their reasons and evidence, what was skipped and why, the Volcano
 queues' shares, and each job's forecast with a chart of its recent utilization. Before the first
 cycle, or when a cycle could not plan, it says so and why. Pure: the report in, a string out;
-every value from the cluster is escaped (`markup.esc`), and `security_headers` are the headers
+every value from the cluster is escaped (`markup.esc`), a name that cannot be encoded (a lone
+surrogate) shows U+FFFD instead of failing the page, and `security_headers` are the headers
 it must be served with (a CSP that allows no script and only this page's stylesheet).
 """
 
@@ -16,7 +17,14 @@ from reclaimer.report.cycle import CycleReport, CycleResult
 from reclaimer.report.fleet import render as render_fleet
 from reclaimer.report.status.decisions import actions_section, skipped_section, warnings_section
 from reclaimer.report.status.jobs import MAX_JOBS, jobs_section
-from reclaimer.report.status.markup import element, esc, paragraph, section, timestamp
+from reclaimer.report.status.markup import (
+    element,
+    encodable,
+    esc,
+    paragraph,
+    section,
+    timestamp,
+)
 from reclaimer.report.status.queues import queues_section
 from reclaimer.report.status.style import STYLESHEET, style_source
 
@@ -40,6 +48,7 @@ def render_page(report: CycleReport | None, *, dry_run: bool, max_jobs: int = MA
 
 
 def _document(body: str) -> str:
+    body = encodable(body)  # belt and braces: esc already did it for every value it escaped
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

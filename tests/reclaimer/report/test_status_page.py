@@ -165,6 +165,18 @@ def test_everything_from_the_cluster_is_escaped() -> None:
     assert f"{evil} 8 0 8 (1)" in shown  # the queue row
 
 
+def test_a_lone_surrogate_in_a_name_never_fails_the_page() -> None:
+    """A JSON `\\ud800` (a hand-edited dump, a proxy) decodes to a str UTF-8 cannot encode; the
+    server encodes the page as UTF-8, so one such name made every request a 500."""
+    odd = "be/job-\ud800x"
+    w = starved_world().job(odd, "be", {"n1": 8}, idle=0.99).job("be/busy", "be", {"n2": 8})
+    w = w.queue("q-\udfff", deserved_gpus=8.0, reclaimable=False).pend("ls/x", "q-\udfff", 8)
+    report = with_usage(report_of(w), usage(odd, "be", 8))
+    body = render_page(report, dry_run=True).encode("utf-8")  # raised UnicodeEncodeError
+    shown = " ".join(parse(body.decode("utf-8")).text)
+    assert "be/job-\ufffdx be 8 idle" in shown and "q-\ufffd" in shown
+
+
 def test_the_security_headers_allow_exactly_the_page_s_stylesheet() -> None:
     page = render_page(report_of(world()), dry_run=True)
     (sheet,) = re.findall(r"<style>(.*?)</style>", page, flags=re.S)
