@@ -9,6 +9,13 @@ At a tick the culler re-queues the jobs it culls at once. The planners run the c
 preempts nothing, while a suspended victim is past its cool-down, asks the controller's plan
 which victims to resume (`sim_devices.planned_resumes`). Both shortcuts below skip only calls
 whose answer is provably empty: `forecast()` keeps no state, so a skipped call changes nothing.
+
+Under `forecast` with a time-sliced pool, each cycle first reads the pool as the controller would
+(`sim_timeslice.pool_readings`), records each node's load for its history (`sim_loadlog`), and
+shows the per-pod readings to the preempt and resume plans (`sim_reshaping.device_rows`); a cycle
+where a busy reclaimable pod shares a GPU with a busy guaranteed one plans a preemption even with
+no queue starved (contention relief needs no forecast, so none is made), and a suspended job keeps
+the reason it was stopped for (`Job.stop_reason`).
 """
 
 from __future__ import annotations
