@@ -18,6 +18,7 @@ peak is 0.04-0.07 lower at about the same miss rate, so it allows more raises fo
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -94,20 +95,36 @@ class SeasonalParams:
 DEFAULT_PARAMS = SeasonalParams()
 
 
+def _too_sparse(window: Array) -> bool:
+    """More than a quarter of a fit window without samples: no fit on it."""
+    return bool(np.isnan(window).mean() > 0.25)
+
+
 def outlook(
     history: LoadHistory, now: float, horizon: float, params: SeasonalParams = DEFAULT_PARAMS
 ) -> LoadOutlook | None:
     """The load's outlook for `horizon` seconds after `now`, or None when the history cannot
     give one: not ending within a step of `now`, shorter than `fit_days` + `calibration_days` +
-    one horizon, or NaN over more than a quarter of the fit window."""
-    step = history.step
-    if step <= 0 or not history.values or now - history.end > step:
+    one horizon, or NaN over more than a quarter of the fit window. A calibration origin counts
+    only where its own fit window passes that rule too, and its horizon holds a sample (a history
+    that begins in NaN, as the controller reads it in the days after Prometheus was installed,
+    calibrates on the origins its samples cover, and gives no outlook before `min_origins`)."""
+    if history.step <= 0 or not history.values or now - history.end > history.step:
         return None
+    return _outlook(history, horizon, params)
+
+
+@functools.lru_cache(maxsize=1024)
+def _outlook(history: LoadHistory, horizon: float, params: SeasonalParams) -> LoadOutlook | None:
+    """`outlook` once the history is known fresh: it depends on nothing else, so it is kept
+    (a node's hourly history stays the same all hour, and the replay plans every 5 minutes;
+    each call is 29 STL + AR fits)."""
+    step = history.step
     per_day = round(DAY / step)
     ahead = max(1, math.ceil(horizon / step))
     fit = round(params.fit_days * per_day)
     values = np.asarray(history.values, dtype=np.float64)
-    if per_day < 2 or len(values) < fit or np.isnan(values[-fit:]).mean() > 0.25:
+    if per_day < 2 or len(values) < fit or _too_sparse(values[-fit:]):
         return None
     every = max(1, round(params.origin_every / step))
     back = round(params.calibration_days * per_day)
@@ -119,7 +136,7 @@ def outlook(
     misses = []
     for o in origins:
         actual = values[o : o + ahead]
-        if not np.all(np.isnan(actual)):
+        if not np.all(np.isnan(actual)) and not _too_sparse(values[o - fit : o]):
             peak = float(np.nanmax(stl_ar_forecast(values[o - fit : o], per_day, ahead)))
             misses.append(float(np.nanmax(actual)) - peak)
     if len(misses) < params.min_origins:

@@ -145,6 +145,7 @@ def node_view(view: TickView, forecasts: Mapping[str, Forecast]) -> NodeView:
             replace(d, gpus=d.min_member, min_member=1) for d in view.pending if d.min_member > 1
         ),
         last_actions=_group_actions(view.last_actions, members),
+        pod_gpus=(),  # no pool GPU is in this view
     )
     return NodeView(snapshot, {**forecasts, **group_forecasts}, members)
 
@@ -190,32 +191,40 @@ def _group_actions(
     return out
 
 
-def planned_victims(view: TickView, usage: Usage, planner: ReplayPlanner, blind: bool) -> list[int]:
-    """Forecast (or the blind stand-in), then plan in the device view, then the node view."""
+def planned_victims(
+    view: TickView, usage: Usage, planner: ReplayPlanner, blind: bool, *, forecasting: bool = True
+) -> dict[int, str]:
+    """Forecast (or the blind stand-in), then plan in the device view, then the node view.
+
+    Returns each victim with the reason the plan stopped it for. Without `forecasting` (a tick
+    planned only because a busy reclaimable pod shares a GPU with a busy guaranteed one), no job
+    is forecast and only the device view is planned: contention relief needs no forecast.
+    """
+    forecasts: Mapping[str, Forecast] = {}
     if blind:
-        forecasts: Mapping[str, Forecast] = blind_forecasts(view, planner)
-    else:
+        forecasts = blind_forecasts(view, planner)
+    elif forecasting:
         history = history_frame(view, usage, planner.history_seconds)
         forecasts = planner.forecast(history, view.now)
     by_key = {r.job.key: r.index for r in view.running}
     single = replace(view, pending=tuple(d for d in view.pending if d.min_member <= 1))
     plan = planner.plan(snapshot_of(single), forecasts, view.now)
-    victims = [
-        by_key[a.target]
+    victims = {
+        by_key[a.target]: a.reason.value
         for a in plan.actions
         if a.kind is ActionKind.PREEMPT and a.target in by_key
-    ]
-    if victims or not any(d.min_member > 1 for d in view.pending):
+    }
+    if victims or not forecasting or not any(d.min_member > 1 for d in view.pending):
         return victims
     nodes = node_view(view, forecasts)
     plan = planner.plan_devices(nodes.snapshot, nodes.forecasts, view.now)
-    return [
-        by_key[key]
+    return {
+        by_key[key]: a.reason.value
         for a in plan.actions
         if a.kind is ActionKind.PREEMPT
         for key in nodes.members.get(a.target, (a.target,))
         if key in by_key
-    ]
+    }
 
 
 def planned_resumes(view: TickView, planner: ReplayPlanner) -> list[int]:

@@ -36,6 +36,7 @@ from types import MappingProxyType
 
 from reclaimer.model import Job, PendingDemand, Pod, Queue
 from reclaimer.policy.settings import Policy
+from reclaimer.simulate.loadlog import LoadLog
 from reclaimer.simulate.results import SharingTally, Tally
 from reclaimer.simulate.scheduler import Cluster, Placement, Queues
 from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD
@@ -160,6 +161,7 @@ class Replay:
         self.pending_since: dict[int, float] = {}  # queued or suspended, since
         self.demand: dict[int, PendingDemand] = {}
         self.suspended: dict[int, float] = {}  # held by the reclaimer, since
+        self.stop_reasons: dict[int, str] = {}  # held by the reclaimer: the plan's reason
         self.waited = [0.0] * n
         self.runs: dict[int, Run] = {}
         self.ran = [0.0] * n  # seconds running, over every run
@@ -172,6 +174,7 @@ class Replay:
         self.last_reshape: dict[int, float] = {}  # node: when its replicas last changed
         self.key_written: dict[int, tuple[float, int]] = {}  # node: (at, replicas) not relabelled
         self.reshapes = 0  # replica changes applied (relabels)
+        self.load_log = LoadLog()  # pool nodes' load, as Prometheus would hold it
         self.device_gib: dict[int, float] = {}  # node: GiB per GPU (`sim_timeslice`, cached)
         self.reclaimable_running = 0
         self.last_actions: dict[str, float] = {}
@@ -290,8 +293,9 @@ class Replay:
         self._queue(job, now)
         self._emit(EventKind.QUEUED, now, job, self.base[job])
 
-    def preempt(self, job: int, now: float, *, suspend: bool) -> None:
-        """Stop the job; it must redo its work (not its idle time) since its last checkpoint."""
+    def preempt(self, job: int, now: float, *, suspend: bool, reason: str = "") -> None:
+        """Stop the job; it must redo its work (not its idle time) since its last checkpoint.
+        A suspended job keeps the plan's `reason` (its `Job.stop_reason`) until resumed."""
         progress, lost = self._lose_work(job, now)
         queue = self.jobs.queues[job]
         wrongful = self.usage.busy_within_horizon(job, progress, self.threshold)
@@ -303,6 +307,7 @@ class Replay:
             self.on_event(Event(EventKind.PREEMPTED, now, job, progress, lost, suspend, wrongful))
         if suspend:
             self.suspended[job] = now
+            self.stop_reasons[job] = reason
             self.pending_since[job] = now
         else:
             self.enqueue(job, now)
@@ -310,6 +315,7 @@ class Replay:
     def resume(self, job: int, now: float) -> None:
         """A suspended job goes back to its queue; it has been waiting since its preemption."""
         del self.suspended[job]
+        self.stop_reasons.pop(job, None)
         self.last_actions[self.keys[job]] = now  # the actuator marks resumes as actions too
         self._queue(job, now)
         self._emit(EventKind.RESUMED, now, job, self.base[job])

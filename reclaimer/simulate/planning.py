@@ -90,4 +90,5 @@ def planner_for(policy: Policy, params: ForecastParams | None = None) -> ReplayP
         plan_resumes=run_plan_resumes,
         plan_reshapes=run_plan_reshapes,
         node_cooldown_seconds=policy.time_slicing.node_cooldown_seconds,
+        contention_busy_above=policy.time_slicing.contention_busy_above,
     )

@@ -9,8 +9,10 @@ preempting a holder frees exactly one. The node view for multi-GPU pods leaves t
 multi-GPU pod can run there.
 
 **Reshape.** `planned_reshapes` runs the controller's `plan()` with only reshapes allowed, on the
-pool's nodes as the controller reads them (`Node.replicas`, the per-GPU load of
-`sim_timeslice.pool_stats`, `last_reshape`, `reshape_key_at`). `apply` does what
+pool's nodes as the controller reads them (`Node.replicas`, the per-GPU load and memory of
+`sim_timeslice.pool_readings`, the per-pod readings, the load history of `sim_loadlog`,
+`last_reshape`, `reshape_key_at`), so a raise passes the planner's memory-headroom and
+load-outlook gates as in the controller. `apply` does what
 the actuator does with a reshape: the first cycle writes the new config key (`reshape_key_at`),
 a later cycle that plans the same count relabels the node, and only then does the node offer the
 new count. Lowering never evicts: the node takes no new pod until its pods drain below the new
@@ -23,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from reclaimer.decisions import ActionKind
-from reclaimer.model import DataQuality, Node, Pod, Snapshot
+from reclaimer.model import DataQuality, Node, Pod, PodGpuUsage, Snapshot
 from reclaimer.simulate.jobs import Replay
 from reclaimer.simulate.strategies import SLOTS_PER_GPU, ReplayPlanner, device_name
-from reclaimer.simulate.timeslice import pool_stats
+from reclaimer.simulate.timeslice import PoolReadings, gpu_uuid, pool_readings
 
 
 def replica_name(node: str, device: int, replica: int) -> str:
@@ -54,6 +56,53 @@ def pool_view(replay: Replay) -> tuple[tuple[Node, ...], Mapping[int, str]]:
     return tuple(nodes), shown
 
 
+def device_rows(replay: Replay, readings: PoolReadings) -> tuple[PodGpuUsage, ...]:
+    """The pool's per-pod readings for the preempt and resume view (`Snapshot.pod_gpus`).
+
+    That view shows each replica of a GPU as a node of its own (`pool_view`), so each pod on a
+    time-sliced GPU reads on every replica node of it, with the GPU's id: the pods sharing a GPU
+    then share a (node, gpu) on every replica, as contention relief groups them, and a
+    guaranteed pod busy there marks every replica of its GPU as a node where a job stopped for
+    contention relief must not come back to (`plan.resume`).
+    """
+    names = replay.nodes.names
+    rows: list[PodGpuUsage] = []
+    for pod in readings.pods:
+        key = replay.runs[pod.job].pods[0].key
+        gpu = gpu_uuid(names[pod.node], pod.device)
+        rows += [
+            PodGpuUsage(key, replica_name(names[pod.node], pod.device, r), gpu, pod.busy)
+            for r in range(int(replay.cluster.replicas[pod.node]))
+        ]
+    return tuple(rows)
+
+
+def node_rows(replay: Replay, readings: PoolReadings) -> tuple[PodGpuUsage, ...]:
+    """The pool's per-pod readings as the controller reads them: on the node, GPU by id."""
+    names = replay.nodes.names
+    return tuple(
+        PodGpuUsage(
+            pod=replay.runs[p.job].pods[0].key,
+            node=names[p.node],
+            gpu=gpu_uuid(names[p.node], p.device),
+            busy=p.busy,
+            memory_bytes=p.memory_bytes,
+        )
+        for p in readings.pods
+    )
+
+
+def contended(replay: Replay, readings: PoolReadings, busy_above: float) -> bool:
+    """Does a busy reclaimable job share a GPU with a busy guaranteed one? (Could contention
+    relief stop anything now; cheap, checked every tick.)"""
+    kinds: dict[tuple[int, int], set[bool]] = {}
+    for p in readings.pods:
+        if p.busy >= busy_above:
+            guaranteed = replay.jobs.queues[p.job] in replay.guaranteed
+            kinds.setdefault((p.node, p.device), set()).add(guaranteed)
+    return any(len(k) == 2 for k in kinds.values())
+
+
 def shown_pods(pods: tuple[Pod, ...], node: str | None) -> tuple[Pod, ...]:
     return pods if node is None else tuple(replace(p, node=node) for p in pods)
 
@@ -70,14 +119,17 @@ def wants_reshape(replay: Replay, ctl: ReplayPlanner, now: float) -> bool:
     return False
 
 
-def reshape_snapshot(replay: Replay, now: float) -> Snapshot:
-    """The pool's nodes, as the controller reads them for a reshape.
+def reshape_snapshot(replay: Replay, now: float, readings: PoolReadings | None = None) -> Snapshot:
+    """The pool's nodes, as the controller reads them for a reshape: per-GPU stats with ids and
+    memory bytes, the per-pod readings (`node_rows`: the raise's memory-headroom gate) and each
+    node's load history (`sim_loadlog`: the raise's load-outlook gate).
 
     No pod is shown: the reshape plan reads pods only for their workload-class label, which no
     trace pod carries, so the plan is the same without them (and far cheaper every cycle).
     """
     cluster = replay.cluster
-    stats = pool_stats(replay, now)
+    readings = pool_readings(replay, now) if readings is None else readings
+    stats = readings.stats
     nodes = []
     for i, name in enumerate(replay.nodes.names):
         if not cluster.sliced[i]:
@@ -91,6 +143,7 @@ def reshape_snapshot(replay: Replay, now: float) -> Snapshot:
                 gpu_stats=stats[i],
                 last_reshape=replay.last_reshape.get(i),
                 reshape_key_at=None if written is None else written[0],
+                load=replay.load_log.history(i, now),
             )
         )
     return Snapshot(
@@ -102,12 +155,15 @@ def reshape_snapshot(replay: Replay, now: float) -> Snapshot:
         pending=(),
         quality=DataQuality(metrics_at=now, complete=True),
         last_actions={},
+        pod_gpus=node_rows(replay, readings),
     )
 
 
-def planned_reshapes(replay: Replay, ctl: ReplayPlanner, now: float) -> None:
+def planned_reshapes(
+    replay: Replay, ctl: ReplayPlanner, now: float, readings: PoolReadings | None = None
+) -> None:
     """Plan the pool's reshapes with the controller's `plan()` and apply them as it does."""
-    plan = ctl.plan_reshapes(reshape_snapshot(replay, now), {}, now)
+    plan = ctl.plan_reshapes(reshape_snapshot(replay, now, readings), {}, now)
     index = {name: i for i, name in enumerate(replay.nodes.names)}
     for action in plan.actions:
         if action.kind is ActionKind.RESHAPE and action.to_replicas is not None:

@@ -45,6 +45,7 @@ from reclaimer.model import (
     Node,
     PendingDemand,
     Pod,
+    PodGpuUsage,
     PodPhase,
     Queue,
     Snapshot,
@@ -88,6 +89,7 @@ class ReplayPlanner:
     plan_resumes: PlanFn  # in the device view, resumes only (see `sim_devices`)
     plan_reshapes: PlanFn  # on the time-sliced pool's nodes, reshapes only (`sim_reshaping`)
     node_cooldown_seconds: float  # the planner reshapes a node at most this often
+    contention_busy_above: float = 0.3  # `timeSlicing.contentionBusyAbove`
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ class TickView:
     nodes: tuple[Node, ...]
     last_actions: Mapping[str, float]
     suspended: tuple[HeldJob, ...] = ()
+    pod_gpus: tuple[PodGpuUsage, ...] = ()  # the pool's per-pod readings (`sim_reshaping`)
 
 
 def culler_victims(view: TickView, usage: Usage, threshold: float, window: float) -> list[int]:
@@ -190,6 +193,7 @@ def snapshot_of(view: TickView) -> Snapshot:
         pending=view.pending,
         quality=DataQuality(metrics_at=view.now, complete=True),
         last_actions=view.last_actions,
+        pod_gpus=view.pod_gpus,
     )
 
 
@@ -234,8 +238,11 @@ def make_job(
     return job, pods
 
 
-def suspended_job(key: str, queue: str, slots: int, count: int, since: float) -> Job:
-    """A trace pod the reclaimer suspended, as the planner sees it: no pods, `count` to place."""
+def suspended_job(
+    key: str, queue: str, slots: int, count: int, since: float, *, stop_reason: str = ""
+) -> Job:
+    """A trace pod the reclaimer suspended, as the planner sees it: no pods, `count` to place,
+    and the reason the plan stopped it for (`stop_reason`)."""
     namespace, _, name = key.partition("/")
     return Job(
         key=key,
@@ -248,4 +255,5 @@ def suspended_job(key: str, queue: str, slots: int, count: int, since: float) ->
         start_time=since,
         suspended=True,
         suspended_by_reclaimer=True,
+        stop_reason=stop_reason,
     )

@@ -9,6 +9,13 @@ At a tick the culler re-queues the jobs it culls at once. The planners run the c
 preempts nothing, while a suspended victim is past its cool-down, asks the controller's plan
 which victims to resume (`sim_devices.planned_resumes`). Both shortcuts below skip only calls
 whose answer is provably empty: `forecast()` keeps no state, so a skipped call changes nothing.
+
+Under `forecast` with a time-sliced pool, each cycle first reads the pool as the controller would
+(`sim_timeslice.pool_readings`), records each node's load for its history (`sim_loadlog`), and
+shows the per-pod readings to the preempt and resume plans (`sim_reshaping.device_rows`); a cycle
+where a busy reclaimable pod shares a GPU with a busy guaranteed one plans a preemption even with
+no queue starved (contention relief needs no forecast, so none is made), and a suspended job keeps
+the reason it was stopped for (`Job.stop_reason`).
 """
 
 from __future__ import annotations
@@ -16,9 +23,17 @@ from __future__ import annotations
 import math
 from types import MappingProxyType
 
+from reclaimer.model import PodGpuUsage
 from reclaimer.simulate.devices import planned_resumes, planned_victims
 from reclaimer.simulate.jobs import Replay
-from reclaimer.simulate.reshaping import planned_reshapes, pool_view, shown_pods, wants_reshape
+from reclaimer.simulate.reshaping import (
+    contended,
+    device_rows,
+    planned_reshapes,
+    pool_view,
+    shown_pods,
+    wants_reshape,
+)
 from reclaimer.simulate.strategies import (
     HeldJob,
     ReplayPlanner,
@@ -28,6 +43,7 @@ from reclaimer.simulate.strategies import (
     culler_victims,
     suspended_job,
 )
+from reclaimer.simulate.timeslice import pool_readings
 
 
 def wants_tick(replay: Replay) -> bool:
@@ -59,21 +75,29 @@ def tick(replay: Replay, now: float) -> None:
     ctl = replay.planner
     if ctl is None:
         raise ValueError(f"policy {policy} needs a controller")
-    victims: list[int] = []
+    readings = None
+    if policy is Strategy.FORECAST and replay.cluster.sliced.any():
+        readings = pool_readings(replay, now)  # one reading per cycle, as the controller's
+        replay.load_log.record(readings.stats, now)
+    rows = () if readings is None else device_rows(replay, readings)
+    victims: dict[int, str] = {}
     if _starved_while_reclaimable_runs(replay) and worth_planning(replay, ctl, now):
         blind = policy is Strategy.ALLOCATION
-        victims = planned_victims(view(replay, now), replay.usage, ctl, blind)
-    for victim in victims:
-        replay.preempt(victim, now, suspend=True)
+        victims = planned_victims(view(replay, now, rows), replay.usage, ctl, blind)
+    elif readings is not None and contended(replay, readings, ctl.contention_busy_above):
+        victims = planned_victims(
+            view(replay, now, rows), replay.usage, ctl, False, forecasting=False
+        )
+    for victim, reason in victims.items():
+        replay.preempt(victim, now, suspend=True, reason=reason)
+    resumed = []
     if not victims and any(now - t >= ctl.cooldown_seconds for t in replay.suspended.values()):
-        for job in planned_resumes(view(replay, now), ctl):
+        resumed = planned_resumes(view(replay, now, rows), ctl)
+        for job in resumed:
             replay.resume(job, now)
-    if (
-        policy is Strategy.FORECAST
-        and replay.cluster.sliced.any()
-        and wants_reshape(replay, ctl, now)
-    ):
-        planned_reshapes(replay, ctl, now)
+    if readings is not None and wants_reshape(replay, ctl, now):
+        fresh = pool_readings(replay, now) if victims or resumed else readings  # pods moved
+        planned_reshapes(replay, ctl, now, fresh)
 
 
 def worth_planning(replay: Replay, ctl: ReplayPlanner, now: float) -> bool:
@@ -103,8 +127,8 @@ def worth_planning(replay: Replay, ctl: ReplayPlanner, now: float) -> bool:
     return replay.cluster.could_fit(released, shapes)
 
 
-def view(replay: Replay, now: float) -> TickView:
-    """What the controller would see of the replay at `now`."""
+def view(replay: Replay, now: float, pod_gpus: tuple[PodGpuUsage, ...] = ()) -> TickView:
+    """What the controller would see of the replay at `now` (`pod_gpus`: the pool's readings)."""
     nodes, shown = pool_view(replay)
     running = tuple(
         RunningJob(
@@ -126,6 +150,7 @@ def view(replay: Replay, now: float) -> TickView:
                 replay.slots[j],
                 int(replay.jobs.num_gpu[j]),
                 since,
+                stop_reason=replay.stop_reasons.get(j, ""),
             ),
         )
         for j, since in replay.suspended.items()
@@ -138,4 +163,5 @@ def view(replay: Replay, now: float) -> TickView:
         nodes=nodes,
         last_actions=MappingProxyType(dict(replay.last_actions)),
         suspended=held,
+        pod_gpus=pod_gpus,
     )

@@ -18,19 +18,24 @@ and the GPU is priced again without it.
 
 **Load for the reshape planner.** `pool_stats` gives each pool GPU what the controller reads from
 Prometheus (`prometheus.history.node_stats_queries`): utilization averaged over the stats window
-(the members' demand summed, at most 1, over the window's samples), memory used now over the
-device's memory.
+(the members' demand summed, at most 1, over the window's samples), memory used now (bytes, and
+over the device's memory), and the GPU's id `node/gpuN`; `pool_readings` adds what the exporter's
+per-pod series give (`prometheus.sharing.pod_gpu_queries`): each member's busy share, the share of
+the GPU's time it got (its progress rate x its mean demand over the window), and the most memory
+it held over the window.
 """
 
 from __future__ import annotations
 
 import heapq
+from dataclasses import dataclass
 
 import numpy as np
 
 from reclaimer.model import GpuStats
 from reclaimer.simulate.jobs import COMPLETE, Replay
 from reclaimer.simulate.sharing import device_gib, oom_victim, progress_rates
+from reclaimer.simulate.strategies import device_name
 from reclaimer.simulate.trace import BoolArray, FloatArray, IntArray, Nodes
 
 STATS_WINDOW_SECONDS = 600.0  # the controller's default `stats_window`
@@ -153,8 +158,33 @@ def _set_rate(replay: Replay, job: int, rate: float, now: float) -> None:
     heapq.heappush(replay.heap, (now + max(left, 0.0) / rate, COMPLETE, job, replay.epoch[job]))
 
 
+GIB = 2.0**30
+
+
+@dataclass(frozen=True)
+class PodReading:
+    """One job's use of its time-sliced GPU over the stats window, as the exporter reads it."""
+
+    job: int
+    node: int
+    device: int
+    busy: float  # the share of the GPU's time it got: its progress rate x its mean demand
+    memory_bytes: float  # the most device memory it held over the window
+
+
+@dataclass(frozen=True)
+class PoolReadings:
+    stats: dict[int, tuple[GpuStats, ...]]  # pool node -> each of its GPUs
+    pods: tuple[PodReading, ...]
+
+
 def pool_stats(replay: Replay, now: float) -> dict[int, tuple[GpuStats, ...]]:
     """Each GPU of each pool node as the controller reads it from Prometheus (module doc)."""
+    return pool_readings(replay, now).stats
+
+
+def pool_readings(replay: Replay, now: float) -> PoolReadings:
+    """The pool's GPUs and the jobs on them, as the controller reads them (module doc)."""
     back = _samples(replay, STATS_WINDOW_SECONDS)[::-1]
     devices = [
         (i, d)
@@ -165,17 +195,42 @@ def pool_stats(replay: Replay, now: float) -> dict[int, tuple[GpuStats, ...]]:
     width = max((len(g) for g in groups), default=0)
     util = np.zeros(len(devices))
     memory = np.zeros(len(devices))
+    limits = np.array([_limit(replay, dev) for dev in devices])
+    pods: list[PodReading] = []
     if width:
         jobs = np.array([j for g in groups for j in g], dtype=np.int64)
         progress = np.array([replay.runs[int(j)].progress(now) for j in jobs])
         at = np.maximum(progress[:, None] - back[None, :], 0.0).reshape(-1)
         index = np.repeat(jobs, len(back))
-        demand = _padded(groups, replay.usage.utilization(index, at).reshape(len(jobs), -1), width)
-        used = _padded(groups, replay.usage.memory_gib(index, at).reshape(len(jobs), -1), width)
+        each = replay.usage.utilization(index, at).reshape(len(jobs), -1)
+        held = replay.usage.memory_gib(index, at).reshape(len(jobs), -1)
+        demand = _padded(groups, each, width)
+        used = _padded(groups, held, width)
         util = np.minimum(demand.sum(axis=1), 1.0).mean(axis=1)
-        limits = np.array([_limit(replay, dev) for dev in devices])
-        memory = np.minimum(used[:, :, -1].sum(axis=1) / limits, 1.0)
+        memory = np.minimum(used[:, :, -1].sum(axis=1), limits)
+        rates = np.array([replay.runs[int(j)].rate for j in jobs])
+        busy = np.minimum(rates * each.mean(axis=1), 1.0)
+        peak = held.max(axis=1) * GIB
+        where = [dev for dev, g in zip(devices, groups, strict=True) for _ in g]
+        pods = [
+            PodReading(int(j), node, d, float(b), float(m))
+            for j, (node, d), b, m in zip(jobs.tolist(), where, busy, peak, strict=True)
+        ]
     out: dict[int, list[GpuStats]] = {}
-    for (node, _), u, m in zip(devices, util.tolist(), memory.tolist(), strict=True):
-        out.setdefault(node, []).append(GpuStats(u, m))
-    return {node: tuple(stats) for node, stats in out.items()}
+    for (node, d), u, m, total in zip(
+        devices, util.tolist(), memory.tolist(), limits.tolist(), strict=True
+    ):
+        stats = GpuStats(
+            utilization=u,
+            memory_used_ratio=m / total,
+            uuid=gpu_uuid(replay.nodes.names[node], d),
+            memory_used_bytes=m * GIB,
+            memory_total_bytes=total * GIB,
+        )
+        out.setdefault(node, []).append(stats)
+    return PoolReadings({node: tuple(s) for node, s in out.items()}, tuple(pods))
+
+
+def gpu_uuid(node: str, device: int) -> str:
+    """The physical GPU's id in the replay (`GpuStats.uuid`, `PodGpuUsage.gpu`): `node/gpuN`."""
+    return device_name(node, device)

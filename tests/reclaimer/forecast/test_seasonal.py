@@ -61,6 +61,25 @@ def test_no_outlook_without_enough_recent_history(
     assert outlook(_history(values, end), NOW, 8 * H) is None, why
 
 
+def test_a_history_that_begins_in_nan_calibrates_only_on_origins_it_covers() -> None:
+    """Nine days without samples (Prometheus installed a week ago, as the controller's 15-day
+    grid reads it), then a week of load: origins whose fit window is mostly NaN are left out
+    (no fit on them: statsmodels refuses an all-NaN window), the others calibrate."""
+    values = [math.nan] * (9 * 24) + [0.1] * (7 * 24)
+    look = outlook(_history(values), NOW, 8 * H)
+    assert look is not None and look.origins == 6  # fit windows at most a quarter NaN
+    assert look.upper_peak == pytest.approx(0.1, abs=0.02)
+    assert outlook(_history([math.nan] * (12 * 24) + [0.1] * (4 * 24)), NOW, 8 * H) is None
+
+
+def test_the_same_history_is_fitted_once_whatever_the_time_within_its_step() -> None:
+    history = _history(_daily(16, noise=0.03))
+    first = outlook(history, NOW, 8 * H)
+    again = outlook(history, NOW + 0.5 * H, 8 * H)  # a later cycle in the same hour
+    assert first is not None and again is first  # kept, not fitted again
+    assert outlook(history, NOW + 1.5 * H, 8 * H) is None  # stale: not from the cache
+
+
 def test_seasonal_naive_takes_the_busier_of_a_day_and_a_week_ago() -> None:
     values = np.full(8 * 24 + 4, 0.1)
     values[-24] = 0.5  # a day before the first hour ahead

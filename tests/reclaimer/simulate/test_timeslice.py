@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
@@ -9,6 +10,8 @@ import pandas as pd
 import pytest
 from simworld import HOUR, STEP, P, nodes_frame, pods_frame, profile_frame
 
+from reclaimer.decisions import Plan, Reason
+from reclaimer.model import Forecast, Snapshot
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate import sweep
 from reclaimer.simulate.jobs import Event, EventKind, SimSettings
@@ -194,21 +197,38 @@ def test_without_a_memory_file_no_job_is_oom_killed():
     assert _replay(TWO, [1, 1], Strategy.TIMESLICE, BUSY).oom_kills == 0
 
 
-def test_forecast_raises_an_underused_pool_in_two_cycles():
-    pods = [P("ls-1", "LS", 0.0, 3 * HOUR)]
+def test_forecast_raises_an_underused_pool_in_two_cycles_once_its_load_history_allows():
+    """The raise passes the planner's gates on what the replay reads: device memory in bytes,
+    each pod's memory, and the node's hourly load (`sim_loadlog`): the load outlook needs a
+    week of samples before its calibration origins are covered, so the pool stays at 2 until
+    then, and the raise then takes the actuator's two cycles."""
+    pods = [P("ls-1", "LS", 0.0, 8 * 24 * HOUR)]
     profiles = parse_profiles(IDLE)
     settings = replace(SimSettings(Strategy.FORECAST), pool_share=1.0, replicas=2)
+    ctl = planner_for(Policy())
+    seen: list[tuple[float, Plan]] = []
+
+    def observed(snapshot: Snapshot, forecasts: Mapping[str, Forecast], now: float) -> Plan:
+        seen.append((now, ctl.plan_reshapes(snapshot, forecasts, now)))
+        return seen[-1][1]
+
     replay = run_replay(
         parse_pods(pods_frame(pods)),
         parse_nodes(nodes_frame([1, 1])),
         profiles,
         settings,
-        planner=planner_for(Policy()),
+        planner=replace(ctl, plan_reshapes=observed),
         memory=parse_memory(_memory([1.0] * 240, 1.0), profiles, 1.0),
     )
 
-    # the first cycle (300 s) writes the key, the second relabels: 2 -> 4 (maxReplicas), idle
-    assert replay.last_reshape == {0: 600.0}
+    first = next(i for i, (_, p) in enumerate(seen) if p.actions)
+    before = {s.reason for _, p in seen[:first] for s in p.skipped if s.target == "node-0"}
+    assert before == {Reason.NO_LOAD_HISTORY}
+    raised_at, plan = seen[first]
+    assert raised_at > 5 * 24 * HOUR  # a week of hourly load covers enough origins
+    assert [(a.target, a.to_replicas) for a in plan.actions] == [("node-0", 4)]  # maxReplicas
+    # the first cycle writes the key, the next relabels: 2 -> 4
+    assert replay.last_reshape == {0: raised_at + 300.0}
     assert replay.cluster.replicas.tolist() == [4, 1]
     assert replay.reshapes == 1
 
