@@ -83,3 +83,10 @@ def test_every_doc_page_is_reachable_from_the_readme() -> None:
 )
 def test_slugs_follow_github(heading: str, anchor: str) -> None:
     assert slug(heading) == anchor
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_no_page_sends_users_to_the_ci_mirror(page: Path) -> None:
+    """The traces come from `gpu-reclaimer traces fetch`; a folder beside our CI's checkout is
+    nowhere a user has."""
+    assert "../shared" not in page.read_text()
