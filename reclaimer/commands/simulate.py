@@ -39,6 +39,7 @@ from types import MappingProxyType
 from typing import TextIO
 
 from reclaimer.commands import simulate_sweep, trace_paths
+from reclaimer.commands.flag_values import number_in
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
 from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, read_memory
 from reclaimer.simulate.planning import planner_for
@@ -68,14 +69,10 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-def _scale(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
-    return value
+_scale = number_in(lambda v: 0.0 < v <= 1.0, "must be in (0, 1]")
+_ratio = number_in(lambda v: 0.0 <= v < 1.0, "must be in [0, 1)")
+_share = number_in(lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]")
+_gib = number_in(lambda v: v > 0, "must be more than 0 GiB")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -108,36 +105,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print only JSON on stdout")
     _sharing_arguments(parser)
     simulate_sweep.add_arguments(parser)
-
-
-def _ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
-
-
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
-    return value
-
-
-def _gib(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 GiB, got {text}")
-    return value
 
 
 def _replicas(text: str) -> int:

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from reclaimer.commands import replay_pool
+from reclaimer.commands.flag_values import number_in
 from reclaimer.commands.replay_pool import Inputs, Task
 from reclaimer.policy.settings import Policy
 from reclaimer.report import figures, html_report
@@ -44,14 +45,7 @@ def _slo(text: str) -> float:
     return seconds
 
 
-def _slowdown(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if value < 1.0:
-        raise argparse.ArgumentTypeError(f"a slowdown is at least 1 (dedicated), got {text}")
-    return value
+_slowdown = number_in(lambda v: v >= 1.0, "a slowdown is at least 1 (dedicated)")
 
 
 def _strategies(text: str) -> tuple[Strategy, ...]:

@@ -1,0 +1,23 @@
+"""Parsers for numeric command-line values: a number, then the range it must be in.
+
+`number_in(ok, expect)` gives argparse a `type=` that turns a non-number into "not a number: 'x'"
+and a number outside the range into "<expect>, got x", so every numeric flag says the same thing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+
+def number_in(ok: Callable[[float], bool], expect: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"{expect}, got {text}")
+        return value
+
+    return parse
