@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from reclaimer.report.replay_data import PolicyVerdict, RunRecord
@@ -72,35 +72,50 @@ def _svg(fig: Figure) -> str:
 
 def wait_distribution(records: Sequence[RunRecord]) -> str:
     """Per queue, the share of jobs that waited longer than x, one line per strategy."""
-    queues = sorted({q for r in records for q in r.waits})
+    by_queue = [r.waits for r in records]
+    fig, axes = _survival(records, by_queue, start=0.0, height=2.8)
+    for ax in axes:
+        ax.set_xscale("symlog", linthresh=60.0)
+        ax.set_xlim(left=0.0)
+        ax.set_xlabel("wait (s, log above 60 s)")
+        ax.set_ylabel("share of jobs waiting longer")
+    return _svg(fig)
+
+
+def _survival(
+    records: Sequence[RunRecord],
+    by_queue: Sequence[Mapping[str, Sequence[float]]],
+    *,
+    start: float,
+    height: float,
+) -> tuple[Figure, list[Axes]]:
+    """One panel per queue: per strategy, the share of jobs whose value (a wait, a slowdown)
+    passes x, as a step curve from (`start`, 1); the panels in use, the others hidden."""
+    queues = sorted({q for values in by_queue for q in values})
     cols = 2 if len(queues) > 1 else 1
-    fig, axes = _figure(math.ceil(len(queues) / cols), cols, height=2.8)
+    fig, axes = _figure(max(1, math.ceil(len(queues) / cols)), cols, height=height)
     names = [r.strategy for r in records]
     for ax, queue in zip(axes, queues, strict=False):
-        for record in records:
-            waits = sorted(record.waits.get(queue, ()))
-            if not waits:
+        for record, values in zip(records, by_queue, strict=True):
+            ordered = sorted(values.get(queue, ()))
+            if not ordered:
                 continue
-            share = [1.0 - (i + 1) / len(waits) for i in range(len(waits))]
+            share = [1.0 - (i + 1) / len(ordered) for i in range(len(ordered))]
             ax.step(
-                [0.0, *waits],
+                [start, *ordered],
                 [1.0, *share],
                 where="post",
                 label=record.strategy,
                 color=colour(record.strategy, names),
                 linewidth=1.6,
             )
-        ax.set_xscale("symlog", linthresh=60.0)
-        ax.set_xlim(left=0.0)
         ax.set_ylim(0.0, 1.02)
         ax.set_title(f"queue {queue}", fontsize=10)
-        ax.set_xlabel("wait (s, log above 60 s)")
-        ax.set_ylabel("share of jobs waiting longer")
         ax.grid(alpha=0.3)
     for ax in axes[len(queues) :]:
         ax.set_visible(False)
     axes[0].legend(fontsize=8)
-    return _svg(fig)
+    return fig, axes[: len(queues)]
 
 
 def _days(record: RunRecord) -> list[float]:
@@ -147,33 +162,12 @@ def preemptions_over_time(records: Sequence[RunRecord]) -> str:
 
 def slowdown_distribution(records: Sequence[RunRecord]) -> str:
     """Per queue, the share of jobs slowed more than x (run time over dedicated run time)."""
-    queues = sorted({q for r in records for q in r.slowdowns})
-    cols = 2 if len(queues) > 1 else 1
-    fig, axes = _figure(max(1, math.ceil(len(queues) / cols)), cols, height=2.6)
-    names = [r.strategy for r in records]
-    for ax, queue in zip(axes, queues, strict=False):
-        for record in records:
-            slow = sorted(record.slowdowns.get(queue, ()))
-            if not slow:
-                continue
-            share = [1.0 - (i + 1) / len(slow) for i in range(len(slow))]
-            ax.step(
-                [1.0, *slow],
-                [1.0, *share],
-                where="post",
-                label=record.strategy,
-                color=colour(record.strategy, names),
-                linewidth=1.6,
-            )
+    by_queue = [r.slowdowns for r in records]
+    fig, axes = _survival(records, by_queue, start=1.0, height=2.6)
+    for ax in axes:
         ax.set_xscale("log")
-        ax.set_ylim(0.0, 1.02)
-        ax.set_title(f"queue {queue}", fontsize=10)
         ax.set_xlabel("slowdown (run time / dedicated run time, log)")
         ax.set_ylabel("share of jobs slower")
-        ax.grid(alpha=0.3)
-    for ax in axes[len(queues) :]:
-        ax.set_visible(False)
-    axes[0].legend(fontsize=8)
     return _svg(fig)
 
 
