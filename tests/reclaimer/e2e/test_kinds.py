@@ -5,7 +5,6 @@ workload is stopped whole, by its own kind's stop, for the guaranteed job that w
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,10 @@ from promserver import PromServer, openmetrics, start_prometheus
 from runonce import run_once
 
 import gpu_contract as gc
+from e2e.starved_world import starved_world
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 HISTORY_S = 24 * 3600
-
-
-def _ts(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _ns(kind: str) -> str:
@@ -58,33 +54,7 @@ def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromS
 
 def _cluster(kind: str, now: float) -> FakeCluster:
     c = FakeCluster()
-    queue = "scheduling.volcano.sh/v1beta1"
-    for name, reclaimable in (("research", True), ("prod", False)):
-        c.add(
-            {
-                "apiVersion": queue,
-                "kind": "Queue",
-                "metadata": {"name": name},
-                "spec": {"deserved": {"nvidia.com/gpu": "2"}, "reclaimable": reclaimable},
-                "status": {"state": "Open"},
-            }
-        )
-    c.add(
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": "gpu-node-1", "labels": {"nvidia.com/gpu.count": "2"}},
-            "status": {"capacity": {"nvidia.com/gpu": "2"}},
-        },
-        {
-            "apiVersion": queue,
-            "kind": "PodGroup",
-            "metadata": {"name": "llm", "namespace": "prod", "creationTimestamp": _ts(now - 1800)},
-            "spec": {"minMember": 1, "queue": "prod", "minResources": {"nvidia.com/gpu": "2"}},
-            "status": {"phase": "Inqueue"},
-        },
-        *world(kind, _ns(kind)),
-    )
+    c.add(*starved_world(now, node_gpus=2), *world(kind, _ns(kind)))
     return c
 
 

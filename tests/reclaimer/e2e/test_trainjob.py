@@ -17,7 +17,6 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from promserver import PromServer, openmetrics, start_prometheus
 from repo_paths import REPO
 
 import gpu_contract as gc
+from e2e.starved_world import starved_world, ts
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 NS, HISTORY_S = "research", 24 * 3600
@@ -36,10 +36,6 @@ TJ = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
 JS = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 PODS = ("", "v1", "pods")
 TRAINJOB, FOREIGN, PENDING = f"{NS}/finetune", f"{NS}/pretrain", "prod/llm"
-
-
-def _ts(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _workloads() -> list[dict[str, Any]]:
@@ -75,33 +71,7 @@ def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromS
 @pytest.fixture
 def cluster(now: float) -> FakeCluster:
     c = FakeCluster()
-    volcano = "scheduling.volcano.sh/v1beta1"
-    for name, reclaimable in (("research", True), ("prod", False)):
-        c.add(
-            {
-                "apiVersion": volcano,
-                "kind": "Queue",
-                "metadata": {"name": name},
-                "spec": {"deserved": {"nvidia.com/gpu": "2"}, "reclaimable": reclaimable},
-                "status": {"state": "Open"},
-            }
-        )
-    c.add(
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": "gpu-node-1", "labels": {"nvidia.com/gpu.count": "4"}},
-            "status": {"capacity": {"nvidia.com/gpu": "4"}},
-        },
-        {
-            "apiVersion": volcano,
-            "kind": "PodGroup",
-            "metadata": {"name": "llm", "namespace": "prod", "creationTimestamp": _ts(now - 1800)},
-            "spec": {"minMember": 1, "queue": "prod", "minResources": {"nvidia.com/gpu": "2"}},
-            "status": {"phase": "Inqueue"},
-        },
-        *_workloads(),
-    )
+    c.add(*starved_world(now, node_gpus=4), *_workloads())
     return c
 
 
@@ -153,7 +123,7 @@ def test_an_idle_trainjob_is_suspended_through_its_own_spec_and_resumed_later(
         cluster.delete(PODS, NS, p["metadata"]["name"], dry=False)
     cluster.finish_termination(NS)  # the kubelet ends them after their grace period
     cluster.delete(("scheduling.volcano.sh", "v1beta1", "podgroups"), "prod", "llm", dry=False)
-    notes["gpu-reclaim.io/suspended-at"] = _ts(now - 3600)
+    notes["gpu-reclaim.io/suspended-at"] = ts(now - 3600)
     third = _cycle(prom, kubeconfig)
     assert _actions(third) == [("resume", TRAINJOB)]
     assert [o["outcome"] for o in third["outcomes"]] == ["applied"], third["outcomes"]
