@@ -1,14 +1,19 @@
-"""`gpu-reclaimer run --once --json` in-process against a Prometheus and a kubeconfig."""
+"""`gpu-reclaimer run --once --json` against a Prometheus and a kubeconfig: in this process
+(`run_once`), or in a process of its own, as a cycle after a restart is (`once_in_process`,
+`applied_once`)."""
 
 from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
 from promserver import PromServer
+from repo_paths import REPO
 
 from reclaimer.cli import main
 
@@ -30,3 +35,25 @@ def run_once(prom: PromServer, kubeconfig: Path, *extra: str) -> tuple[int, dict
             ]
         )
     return code, json.loads(out.getvalue())
+
+
+def once_in_process(
+    prom_url: str, kubeconfig: Path, *extra: str, timeout: float = 120.0
+) -> tuple[int, dict[str, Any], str]:
+    """One `run --once --json` in a process of its own: (exit code, report or {}, stderr)."""
+    argv = [sys.executable, "-m", "reclaimer", "run", "--once", "--json"]
+    argv += ["--prometheus-url", prom_url, "--kubeconfig", str(kubeconfig), *extra]
+    done = subprocess.run(
+        argv, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    report = json.loads(done.stdout) if done.stdout.strip() else {}
+    return done.returncode, report, done.stderr
+
+
+def applied_once(
+    prom_url: str, kubeconfig: Path, *extra: str, timeout: float = 120.0
+) -> dict[str, Any]:
+    """One `run --once --json --apply` process that must succeed: its report."""
+    code, report, err = once_in_process(prom_url, kubeconfig, "--apply", *extra, timeout=timeout)
+    assert code == 0, err
+    return report

@@ -16,9 +16,6 @@ guaranteed job waiting for room).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +23,7 @@ from typing import Any
 import pytest
 from fakeapi import FakeCluster
 from promserver import PromServer, start_prometheus
-from repo_paths import REPO
+from runonce import once_in_process
 from safety_world import IDLE, POLICY, cluster_objects, history
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
@@ -38,12 +35,7 @@ def cycle(prom_url: str, kubeconfig: Path, tmp_path: Path) -> tuple[int, dict[st
     """One `run --once --apply --json` in a process of its own: (exit code, report, stderr)."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(POLICY)
-    argv = [sys.executable, "-m", "reclaimer", "run", "--once", "--json", "--apply"]
-    argv += ["--prometheus-url", prom_url, "--kubeconfig", str(kubeconfig)]
-    argv += ["--policy-file", str(policy)]
-    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
-    report = json.loads(done.stdout) if done.stdout.strip() else {}
-    return done.returncode, report, done.stderr
+    return once_in_process(prom_url, kubeconfig, "--apply", "--policy-file", str(policy))
 
 
 @pytest.fixture(scope="module")

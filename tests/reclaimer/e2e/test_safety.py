@@ -29,6 +29,7 @@ import pytest
 from fakeapi import FakeCluster
 from promserver import PromServer, free_port, start_prometheus
 from repo_paths import REPO
+from runonce import once_in_process
 from safety_world import (
     BUSY,
     IDLE,
@@ -57,11 +58,7 @@ def policy(tmp_path: Path) -> Path:
 
 def cycle(prom_url: str, kubeconfig: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
     """One `run --once --json` in a process of its own: (exit code, report, stderr)."""
-    argv = [sys.executable, "-m", "reclaimer", "run", "--once", "--json"]
-    argv += ["--prometheus-url", prom_url, "--kubeconfig", str(kubeconfig), *extra]
-    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
-    report = json.loads(done.stdout) if done.stdout.strip() else {}
-    return done.returncode, report, done.stderr
+    return once_in_process(prom_url, kubeconfig, *extra)
 
 
 def preempted(report: dict[str, Any]) -> list[str]:

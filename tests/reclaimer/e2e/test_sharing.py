@@ -15,9 +15,6 @@ device load and a day of per-pod readings (`share_world`).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +22,7 @@ from typing import Any
 import pytest
 from fakeapi import FakeCluster
 from promserver import PromServer
-from repo_paths import REPO
+from runonce import applied_once
 from share_world import (
     CONTENDED,
     GUARANTEED,
@@ -45,12 +42,7 @@ world_objects = cluster_objects
 
 def cycle(prom_url: str, kubeconfig: Path) -> dict[str, Any]:
     """One `run --once --apply --json` in a process of its own: its report."""
-    argv = [sys.executable, "-m", "reclaimer", "run", "--once", "--json", "--apply"]
-    argv += ["--prometheus-url", prom_url, "--kubeconfig", str(kubeconfig)]
-    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=180, check=False)
-    assert done.returncode == 0, done.stderr
-    report: dict[str, Any] = json.loads(done.stdout)
-    return report
+    return applied_once(prom_url, kubeconfig, timeout=180)
 
 
 def _suspended(cluster: FakeCluster, key: str) -> bool:

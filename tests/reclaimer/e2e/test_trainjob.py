@@ -13,9 +13,6 @@ alone, with the skip reason naming its owner.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +22,7 @@ import pytest
 from fakeapi import FakeCluster
 from kube.workload_objects import meta, owner, world
 from promserver import PromServer, openmetrics, start_prometheus
-from repo_paths import REPO
+from runonce import applied_once
 
 import gpu_contract as gc
 from e2e.starved_world import starved_world, ts
@@ -77,12 +74,7 @@ def cluster(now: float) -> FakeCluster:
 
 def _cycle(prom: PromServer, kubeconfig: Path) -> dict[str, Any]:
     """One `run --once --apply --json` in a process of its own, as after a restart."""
-    argv = [sys.executable, "-m", "reclaimer", "run", "--once", "--apply", "--json"]
-    argv += ["--prometheus-url", prom.url, "--kubeconfig", str(kubeconfig)]
-    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    report: dict[str, Any] = json.loads(done.stdout)
-    return report
+    return applied_once(prom.url, kubeconfig)
 
 
 def _actions(report: dict[str, Any]) -> list[tuple[str, str]]:
