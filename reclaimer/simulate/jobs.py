@@ -54,7 +54,10 @@ from reclaimer.simulate.usage import Usage
 COMPLETE, ARRIVE, TICK, SHARE = 0, 1, 2, 3
 MIN_SLOWDOWN_PROGRESS = 60.0  # a job cut with less progress than this has no slowdown measured
 RESTART = 1  # the epoch field of an ARRIVE event that brings an OOM-killed job back
-RESTART_BACKOFF = (10.0, 300.0)  # the kubelet's container restart back-off: first, most
+# The kubelet's container restart back-off, first and most: "an exponential back-off delay (10s,
+# 20s, 40s, ...), that is capped at five minutes" (Kubernetes docs, Pod Lifecycle, Container
+# restart policy; kubelet's MaxContainerBackOff = 300 s in pkg/kubelet/kubelet.go).
+RESTART_BACKOFF = (10.0, 300.0)
 RECLAIMABLE = frozenset({"be"})
 
 DEFAULT_POLICY = Policy()  # the replay's idle definition without a planner
