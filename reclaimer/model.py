@@ -154,6 +154,16 @@ class PodGpuUsage:
 
 
 @dataclass(frozen=True)
+class MemoryPeaks:
+    """Each pod's most device memory over the last `window` seconds, from the exporter's per-pod
+    series (the raise gate's budget for the pods a raise lets in); `error` says why it is unread."""
+
+    window: float  # seconds looked back
+    pods: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))  # key -> bytes
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class LoadHistory:
     """A node's mean GPU utilization over time, evenly spaced, oldest first (the seasonal
     raise gate's input). `values[i]` covers [start + i*step, start + (i+1)*step); NaN: none."""
@@ -234,6 +244,8 @@ class Snapshot(ClusterView):
     """Job key -> why its recent utilization cannot be known (missing samples): never idle."""
     pod_gpus: tuple[PodGpuUsage, ...] = ()
     """Per (pod, physical GPU) busy fraction and memory, this cycle (contention relief)."""
+    memory_peaks: MemoryPeaks | None = None
+    """Pods' device-memory peaks over days (the raise gate); None: not read."""
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
             now=now,
             last_actions=snap.last_actions,
             usage=snap.pod_gpus,
+            peaks=snap.memory_peaks,
         )
         actions += acts
         skips += more

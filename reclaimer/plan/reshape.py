@@ -13,7 +13,8 @@ scaled by new/old replicas, as each replica holds its own memory) is under the l
 or over `saturatedAbove` -> one replica less; utilization at or under `underusedBelow` -> raise to
 the most replicas whose projected utilization stays at the middle of the band and projected memory
 under the limit. A raise then passes the gates of `raises` (memory headroom for the new pods,
-and the node's load outlook over `raiseHorizon`), which lower it or refuse it with their reason.
+budgeted from the pods' memory peaks over days, and the node's load outlook over
+`raiseHorizon`), which lower it or refuse it with their reason.
 A node changes at most once per node cool-down, and only when the count actually changes.
 
 A reshape takes two cycles: the actuator first writes the new config key, and relabels the node
@@ -28,7 +29,7 @@ from collections.abc import Mapping, Sequence
 
 from reclaimer.decisions import Action, ActionKind, Evidence, Reason, Skip
 from reclaimer.devices import count
-from reclaimer.model import Node, Pod, PodGpuUsage
+from reclaimer.model import MemoryPeaks, Node, Pod, PodGpuUsage
 from reclaimer.plan.raises import load_gate, memory_gate
 from reclaimer.policy.settings import TimeSlicing
 from reclaimer.units import format_duration
@@ -45,9 +46,11 @@ def plan_reshapes(
     now: float,
     last_actions: Mapping[str, float],
     usage: Sequence[PodGpuUsage] = (),
+    peaks: MemoryPeaks | None = None,
 ) -> tuple[list[Action], list[Skip]]:
     """Reshape actions for nodes whose replicas should change, and skips for the rest; a raise
-    passes the gates of `raises` first (`usage`: the per-pod device readings)."""
+    passes the gates of `raises` first (`usage`: the per-pod device readings; `peaks`: the
+    pods' memory peaks over days)."""
     classes = _classes_by_node(pods, ts.class_label)
     actions: list[Action] = []
     skips: list[Skip] = []
@@ -59,7 +62,13 @@ def plan_reshapes(
             continue
         node_classes = sorted(set(node.workload_classes) | classes.get(node.name, set()))
         verdict = _decide(
-            node, node_classes, ts, now=now, last_action=last_actions.get(node.name), usage=usage
+            node,
+            node_classes,
+            ts,
+            now=now,
+            last_action=last_actions.get(node.name),
+            usage=usage,
+            peaks=peaks,
         )
         if isinstance(verdict, Action) and len(actions) >= max_per_cycle:
             verdict = Skip(node.name, Reason.LIMIT_REACHED, f"maxReshapesPerCycle={max_per_cycle}")
@@ -75,12 +84,13 @@ def _gate(
     target: int,
     util: float,
     usage: Sequence[PodGpuUsage],
+    peaks: MemoryPeaks | None,
     *,
     ts: TimeSlicing,
     now: float,
 ) -> int | Skip:
     """The raise's target once memory headroom and then the load outlook allow it."""
-    allowed = memory_gate(node, target, usage, ts)
+    allowed = memory_gate(node, target, usage, ts, peaks)
     if isinstance(allowed, Skip):
         return allowed
     return load_gate(node, allowed, util, ts, now=now)
@@ -122,6 +132,7 @@ def _decide(
     now: float,
     last_action: float | None,
     usage: Sequence[PodGpuUsage],
+    peaks: MemoryPeaks | None,
 ) -> Action | Skip:
     times = [t for t in (node.last_reshape, last_action) if t is not None]
     if times and now - max(times) < ts.node_cooldown_seconds:
@@ -160,7 +171,7 @@ def _decide(
         )
         return Skip(node.name, Reason.NO_METRICS, why)
     if target > r:
-        gated = _gate(node, target, util, usage, ts=ts, now=now)
+        gated = _gate(node, target, util, usage, peaks, ts=ts, now=now)
         if isinstance(gated, Skip):
             return gated
         target = gated

@@ -94,6 +94,9 @@ class TimeSlicing:
     # A raise must leave this share of each GPU's memory free once the new pods hold theirs
     # (time-slicing isolates no memory: a neighbour's growth OOM-kills a pod).
     memory_headroom: float = setting(0.1, as_ratio, "memoryHeadroom")
+    # Each pod a raise lets in, and each pod there now, may come to hold this quantile of the
+    # pods' device-memory peaks measured over the last days (`plan.raises.memory_gate`).
+    memory_peak_quantile: float = setting(0.99, as_positive_ratio, "memoryPeakQuantile")
     # A raise needs the node's load forecast to stay low this long: the new pods' run time.
     raise_horizon_seconds: float = setting(8 * 3600.0, as_positive_duration, "raiseHorizon")
     workloads: tuple[WorkloadClass, ...] = setting((), None, "workloads", items=WorkloadClass)

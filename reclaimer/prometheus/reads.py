@@ -5,8 +5,9 @@ controller probes at start, then hourly until the rules cover the window), one f
 (`max(timestamp(...))`, the newest raw sample, looking `lookahead` past now for samples from the
 future), the history's `query_range`s, and three instant
 queries for node GPU stats, three for the per (pod, device) readings of `sharing` (our
-exporter's source only), and the hourly node load `query_range` when the hour has turned since
-the caller's last `LoadRead` (a failed one refuses raises, never the cycle). The history is
+exporter's source only), and the hourly node load `query_range` and pods' memory peaks (our
+exporter's source only) when the hour has turned since the caller's last `LoadRead` (a failed
+one refuses raises, never the cycle). The history is
 fetched per (pod shard x time chunk): shards of at most `pods_per_request` of the view's GPU pods
 (`fold.pod_shards`, named by a pod-name regex), time chunks of the window to fetch (the first
 read's whole window, then only the new tail) short
@@ -38,7 +39,7 @@ from functools import partial
 import pandas as pd
 
 from reclaimer.forecast.history import History
-from reclaimer.model import ClusterView, GpuStats, LoadHistory, PodGpuUsage
+from reclaimer.model import ClusterView, GpuStats, LoadHistory, MemoryPeaks, PodGpuUsage
 from reclaimer.prometheus.client import PromClient, PromError
 from reclaimer.prometheus.coverage import Recent
 from reclaimer.prometheus.fold import (
@@ -67,9 +68,12 @@ from reclaimer.prometheus.history import (
 from reclaimer.prometheus.series import QueryResult
 from reclaimer.prometheus.sharing import (
     LOAD_STEP,
+    PEAK_DAYS,
     load_histories,
     load_query,
     load_range,
+    memory_peaks,
+    peaks_query,
     pod_gpu_queries,
     pod_gpus,
 )
@@ -83,12 +87,20 @@ class MetricsUnavailable(Exception):
 
 @dataclass(frozen=True)
 class LoadRead:
-    """One read of node load histories (`sharing.load_query`) and when it was read up to; a
-    failed read holds none and says why (raises are then refused `NoLoadHistory`)."""
+    """One hourly read of node load histories (`sharing.load_query`) and, from our exporter's
+    per-pod series, the pods' memory peaks, and when it was read up to; a failed load read holds
+    none and says why (raises are then refused `NoLoadHistory`), a failed peaks read says why in
+    `peaks.error` (raises are then refused `NoMemoryHeadroom`)."""
 
     last: float  # last hourly evaluation time
     nodes: Mapping[str, LoadHistory]
     error: str = ""
+    peaks: MemoryPeaks | None = None  # the pods' memory peaks (`sharing.peaks_query`), same hour
+
+    @property
+    def fresh(self) -> bool:
+        """Read without error: kept until the hour turns (a failed read is tried again)."""
+        return not self.error and (self.peaks is None or not self.peaks.error)
 
 
 @dataclass(frozen=True)
@@ -153,7 +165,7 @@ async def read_metrics(
     side = [client.query(freshness_query(source, params.lookahead), at=now + params.lookahead)]
     side += [client.query(q, at=now) for q in [*stats_q.values(), *share_q.values()]]
     side_task = asyncio.gather(*side, return_exceptions=True)
-    load_task = asyncio.ensure_future(_read_load(client, now, load))
+    load_task = asyncio.ensure_future(_read_load(client, now, load, source))
     pods = pod_matrix(
         pod_rows(view), window_start, end, params.step, previous=previous, fetched_from=start
     )
@@ -190,16 +202,35 @@ async def read_metrics(
     )
 
 
-async def _read_load(client: PromClient, now: float, previous: LoadRead | None) -> LoadRead:
-    """Node load histories, re-read only when the hour has turned since `previous`."""
+async def _read_load(
+    client: PromClient, now: float, previous: LoadRead | None, source: MetricsSource
+) -> LoadRead:
+    """Node load histories and pods' memory peaks, re-read only when the hour has turned since
+    `previous` (or it failed). Under dcgm-exporter's source there are no per-pod series: no
+    peaks (raises are then refused)."""
     first, last = load_range(now)
-    if previous is not None and previous.last == last and not previous.error:
+    if previous is not None and previous.last == last and previous.fresh:
         return previous
+    peaks_task = (
+        asyncio.ensure_future(_read_peaks(client, last))
+        if source is MetricsSource.GPU_RECLAIM
+        else None
+    )
     try:
         result = await client.query_range(load_query(), first, last, LOAD_STEP)
     except PromError as err:
+        if peaks_task is not None:
+            await peaks_task
         return LoadRead(last, {}, f"node load history unavailable: {err}")
-    return LoadRead(last, load_histories(result, first, last))
+    peaks = None if peaks_task is None else await peaks_task
+    return LoadRead(last, load_histories(result, first, last), peaks=peaks)
+
+
+async def _read_peaks(client: PromClient, at: float) -> MemoryPeaks:
+    try:
+        return memory_peaks(await client.query(peaks_query(), at=at))
+    except PromError as err:
+        return MemoryPeaks(PEAK_DAYS * 86400.0, error=f"query failed: {err}")
 
 
 def _pod_gpus(

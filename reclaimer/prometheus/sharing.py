@@ -8,6 +8,9 @@ Queries and their parsing only (`reads` sends them):
   `GPU-<uuid>::<n>` counts as its device) and, on a MIG instance, its `GPU_I_ID`: the device is
   `UUID`, or `UUID/GPU_I_ID` for an instance. dcgm-exporter copies a device's readings onto each
   pod and has no per-pod share, so under the DCGM source these are not read (no contention relief).
+- Pods' memory peaks for the raise gate's memory budget: each pod's most device memory over the
+  last `PEAK_DAYS` (`max by (namespace, pod)`, over its GPUs and its restarts), read hourly with
+  the load (the pods a raise lets in are new ones, and pods grow: the last minutes do not say).
 - Node load history for the raise gate: each node's mean GPU utilization per hour over the last
   `LOAD_DAYS` (`max by (Hostname, UUID)` de-duplicates dcgm-exporter's per-pod copies), one
   `query_range` an hour (the controller keeps the last answer until the hour turns).
@@ -17,13 +20,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import gpu_contract as gc
-from reclaimer.model import LoadHistory, PodGpuUsage
+from reclaimer.model import LoadHistory, MemoryPeaks, PodGpuUsage
 from reclaimer.prometheus.series import QueryResult
 
 LOAD_STEP = 3600.0
 LOAD_DAYS = 15.0  # the outlook's fit and calibration (14 days) plus a horizon
+PEAK_DAYS = 7.0  # a week of pods: their peaks take in the weekly cycle
 _DEVICE = ("Hostname", "UUID", "GPU_I_ID", "namespace", "pod")
 
 
@@ -73,6 +78,21 @@ def _key(labels: Mapping[str, str]) -> tuple[str, str, str] | None:
     instance = labels.get("GPU_I_ID", "")
     device = f"{uuid}/{instance}" if instance else uuid
     return node, device, f"{labels.get('namespace', '')}/{pod}"
+
+
+def peaks_query() -> str:
+    """Each pod's most device memory (bytes) over the last `PEAK_DAYS`."""
+    return f"max by (namespace, pod) (max_over_time({gc.POD_MEMORY}[{int(PEAK_DAYS * 86400)}s]))"
+
+
+def memory_peaks(result: QueryResult) -> MemoryPeaks:
+    """The pods' peaks from `peaks_query`'s answer ("namespace/pod" -> bytes; NaN left out)."""
+    pods: dict[str, float] = {}
+    for s in result.series:
+        ns, pod = s.labels.get("namespace", ""), s.labels.get("pod", "")
+        if pod and s.points and not math.isnan(s.points[-1][1]):
+            pods[f"{ns}/{pod}"] = max(0.0, s.points[-1][1])
+    return MemoryPeaks(PEAK_DAYS * 86400.0, MappingProxyType(pods))
 
 
 def load_query() -> str:

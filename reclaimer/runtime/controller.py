@@ -99,6 +99,7 @@ def build_snapshot(view: ClusterView, read: MetricsRead) -> Snapshot:
         quality=DataQuality(read.metrics_at, read.complete, read.problems),
         unknown_usage=MappingProxyType(dict(read.unknown)),
         pod_gpus=read.pod_gpus,
+        memory_peaks=read.load.peaks if read.load is not None else None,
     )
 
 
@@ -248,6 +249,8 @@ class Controller:
         self._recorded, self._pods, self._load = read.recorded, read.pod_history, read.load
         if read.load is not None and read.load.error:
             log.warning("raises refused this hour: %s", read.load.error)
+        if read.load is not None and read.load.peaks is not None and read.load.peaks.error:
+            log.warning("raises refused this hour: pods' memory peaks %s", read.load.peaks.error)
         return view, read
 
     async def _cycle(self, now: float) -> CycleReport:

@@ -37,6 +37,7 @@ from types import MappingProxyType
 from reclaimer.model import Job, PendingDemand, Pod, Queue
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate.loadlog import LoadLog
+from reclaimer.simulate.peaklog import PeakLog
 from reclaimer.simulate.results import SharingTally, Tally
 from reclaimer.simulate.scheduler import Cluster, Placement, Queues
 from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD
@@ -178,6 +179,7 @@ class Replay:
         self.key_written: dict[int, tuple[float, int]] = {}  # node: (at, replicas) not relabelled
         self.reshapes = 0  # replica changes applied (relabels)
         self.load_log = LoadLog()  # pool nodes' load, as Prometheus would hold it
+        self.peak_log = PeakLog()  # pods' memory peaks, as Prometheus would hold them
         self.device_gib: dict[int, float] = {}  # node: GiB per GPU (`sim_timeslice`, cached)
         self.reclaimable_running = 0
         self.last_actions: dict[str, float] = {}
@@ -253,6 +255,7 @@ class Replay:
         self.reclaimable_running -= queue in self.settings.reclaimable
         self.dirty = True
         progress = run.progress(now)
+        self.peak_log.ended(self.keys[job], now, self.usage.memory_peak(job, run.base, progress))
         busy = self.usage.busy_seconds(job, run.base, progress)
         self.tally.segment(gpus, now - run.started, busy)
         return progress

@@ -25,8 +25,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from reclaimer.decisions import ActionKind
-from reclaimer.model import DataQuality, Node, Pod, PodGpuUsage, Snapshot
+from reclaimer.model import DataQuality, MemoryPeaks, Node, Pod, PodGpuUsage, Snapshot
 from reclaimer.simulate.jobs import Replay
+from reclaimer.simulate.peaklog import RunningPeak
 from reclaimer.simulate.strategies import SLOTS_PER_GPU, ReplayPlanner, device_name
 from reclaimer.simulate.timeslice import PoolReadings, gpu_uuid, pool_readings
 
@@ -121,8 +122,9 @@ def wants_reshape(replay: Replay, ctl: ReplayPlanner, now: float) -> bool:
 
 def reshape_snapshot(replay: Replay, now: float, readings: PoolReadings | None = None) -> Snapshot:
     """The pool's nodes, as the controller reads them for a reshape: per-GPU stats with ids and
-    memory bytes, the per-pod readings (`node_rows`: the raise's memory-headroom gate) and each
-    node's load history (`sim_loadlog`: the raise's load-outlook gate).
+    memory bytes, the per-pod readings (`node_rows`) and the pods' memory peaks over days
+    (`sim_peaklog`): the raise's memory-headroom gate; each node's load history (`sim_loadlog`:
+    the raise's load-outlook gate).
 
     No pod is shown: the reshape plan reads pods only for their workload-class label, which no
     trace pod carries, so the plan is the same without them (and far cheaper every cycle).
@@ -156,7 +158,17 @@ def reshape_snapshot(replay: Replay, now: float, readings: PoolReadings | None =
         quality=DataQuality(metrics_at=now, complete=True),
         last_actions={},
         pod_gpus=node_rows(replay, readings),
+        memory_peaks=memory_peaks(replay, now),
     )
+
+
+def memory_peaks(replay: Replay, now: float) -> MemoryPeaks:
+    """The pods' memory peaks as the controller's hourly read gives them (`sim_peaklog`)."""
+    running = (
+        RunningPeak(replay.keys[job], job, run.base, run.progress(now))
+        for job, run in replay.runs.items()
+    )
+    return replay.peak_log.read(now, running, replay.usage.memory_peak)
 
 
 def planned_reshapes(

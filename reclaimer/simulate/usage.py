@@ -79,6 +79,21 @@ class Usage:
         result: FloatArray = self.memory[self.position(job, progress)]
         return result
 
+    def memory_peak(self, job: int, progress_from: float, progress_to: float) -> float:
+        """Most GiB the job held between two progress points (0 without a memory series)."""
+        if self.memory is None or progress_to < progress_from:
+            return 0.0
+        length, start = int(self.length[job]), int(self.start[job])
+        a = int(self.offset[job]) + math.floor(progress_from / self.step)
+        b = int(self.offset[job]) + math.floor(progress_to / self.step)
+        own = self.memory[start : start + length]
+        if b - a + 1 >= length:
+            return float(own.max())
+        a, b = a % length, b % length
+        if a <= b:
+            return float(own[a : b + 1].max())
+        return float(max(own[a:].max(), own[: b + 1].max()))
+
     def idle_through_window(
         self, job: IntArray, progress: FloatArray, threshold: float
     ) -> FloatArray:

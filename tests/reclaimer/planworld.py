@@ -19,6 +19,7 @@ from reclaimer.model import (
     Job,
     JobKind,
     LoadHistory,
+    MemoryPeaks,
     Node,
     PendingDemand,
     Pod,
@@ -34,6 +35,13 @@ NOW = 1_000_000.0
 HOUR = 3600.0
 DEVICE_BYTES = 16 * 1024.0**3
 LOAD_DAYS = 16  # enough hourly history for the raise gate's load outlook
+PEAK_WINDOW = 7 * 86400.0
+
+
+def fleet_peaks(*gib: float, error: str = "") -> MemoryPeaks:
+    """The pods' memory peaks over the week: pod `fleet/p-K` peaked at `gib[K]` GiB."""
+    pods = {f"fleet/p-{k}": g * 1024.0**3 for k, g in enumerate(gib)}
+    return MemoryPeaks(PEAK_WINDOW, MappingProxyType(pods), error)
 
 
 def forecast(job: str, *, idle: bool, confidence: float, horizon: float = 900.0) -> Forecast:
@@ -63,6 +71,8 @@ class World:
     quality: DataQuality = field(default_factory=lambda: DataQuality(metrics_at=NOW - 30))
     unknown: dict[str, str] = field(default_factory=dict)
     pod_gpus: list[PodGpuUsage] = field(default_factory=list)
+    # a week of 20 pods that peaked at 1 GiB: the raise gate's memory budget lets raises pass
+    memory_peaks: MemoryPeaks | None = field(default_factory=lambda: fleet_peaks(*[1.0] * 20))
 
     def node(self, name: str, gpus: int = 8, **kw: Any) -> World:
         self.nodes.append(Node(name=name, gpus=gpus, **kw))
@@ -222,6 +232,7 @@ class World:
             last_actions=MappingProxyType(dict(self.last_actions)),
             unknown_usage=MappingProxyType(dict(self.unknown)),
             pod_gpus=tuple(self.pod_gpus),
+            memory_peaks=self.memory_peaks,
         )
 
     def plan(self, policy: Policy | None = None) -> Plan:

@@ -3,12 +3,16 @@
 Every node has one physical GPU at 2 time-slice replicas (GPU feature discovery's labels).
 - gpu-ts-1 (90% busy): `prod/train` (guaranteed queue `prod`, busy 50%) and `research/tune`
   (reclaimable queue `research`, busy 45%) each hold one replica of the same GPU, `GPU-ts-1`.
-- gpu-ts-ok: idle (10%) for 15 days, 20% of its memory used: a raise is safe.
-- gpu-ts-mem: idle for 15 days, but a pod there holds 8 GiB of the 8.8 GiB used: one more pod
-  like it would not leave 10% of the 16 GiB free.
+- The week's pods' memory peaks: 100 pods that ended 3 days ago peaked at 2 GiB, the two above
+  hold 3 GiB, `research/big-0` peaked at 10 GiB: the 99% peak, each new pod's budget, is 3 GiB.
+- gpu-ts-ok: idle (10%) for 15 days, 10% of its memory used: four pods of 3 GiB fit.
+- gpu-ts-mem: idle for 15 days; its pod `research/big-0` holds 2 GiB now (2.8 GiB used), but
+  peaked at 10 GiB two days ago: with one more pod of 3 GiB, 10% of the 16 GiB would not stay
+  free (budgeting by what it holds now, or the fill ratio alone, would raise).
 - gpu-ts-new: idle, with one day of load history only.
 - gpu-ts-peak: idle now, but every day from 3 to 6 hours after now's time of day it runs at 60%.
-Per-pod series for a day (60 s), device utilization for 15 days (5 min), memory for 20 minutes.
+Per-pod series for a day (60 s), device utilization for 15 days (5 min), memory for 20 minutes
+(and the peaks above).
 """
 
 from __future__ import annotations
@@ -131,13 +135,13 @@ def history(now: float) -> str:
     long = np.arange(now - 15 * DAY, now - 15.0, 300.0)
     day = np.arange(now - DAY, now - 15.0, 60.0)
     recent = [float(t) for t in np.arange(now - 1200, now - 15.0, 30.0)]
-    used_mib = {"gpu-ts-mem": 8.8 * 1024, "gpu-ts-1": 8 * 1024}
+    used_mib = {"gpu-ts-mem": 2.8 * 1024, "gpu-ts-1": 8 * 1024}
     series = []
     for node in (CONTENDED, *RAISE_NODES):
         dev = _device(node)
         times = day if node == "gpu-ts-new" else long
         series.append((gc.DCGM_GPU_UTIL, dev, [(float(t), _load(node, t, now)) for t in times]))
-        used = used_mib.get(node, 0.2 * 16 * 1024)
+        used = used_mib.get(node, 0.1 * 16 * 1024)
         series.append((gc.DCGM_FB_USED, dev, [(t, used) for t in recent]))
         series.append((gc.DCGM_FB_FREE, dev, [(t, 16 * 1024 - used) for t in recent]))
     for key, busy in BUSY.items():
@@ -150,7 +154,22 @@ def history(now: float) -> str:
         series.append((gc.POD_MEMORY, lab, [(t, 3 * 1024 * MIB) for t in recent]))
     big = {"namespace": "research", "pod": "big-0", "container": "c", **_device("gpu-ts-mem")}
     big.pop("modelName")
-    series.append((gc.POD_MEMORY, big, [(t, 8 * 1024 * MIB) for t in recent]))
+    peak = [(float(t), 10 * 1024 * MIB) for t in np.arange(now - 2 * DAY, now - 2 * DAY + 600, 60)]
+    series.append((gc.POD_MEMORY, big, [*peak, *((t, 2 * 1024 * MIB) for t in recent)]))
     series.append((gc.POD_ALLOCATED, big, [(t, 1.0) for t in recent]))
     series.append((gc.POD_UTILIZATION, big, [(t, 0.1) for t in recent]))
-    return openmetrics(series)
+    return openmetrics([*series, *_ended_pods(now)])
+
+
+def _ended_pods(now: float) -> list[tuple[str, dict[str, str], list[tuple[float, float]]]]:
+    """100 pods that ran ten minutes three days ago, each peaking at 2 GiB."""
+    times = [float(t) for t in np.arange(now - 3 * DAY, now - 3 * DAY + 600, 60)]
+    device = {k: v for k, v in _device(CONTENDED).items() if k != "modelName"}
+    return [
+        (
+            gc.POD_MEMORY,
+            {"namespace": "batch", "pod": f"done-{k}", "container": "c", **device},
+            [(t, 2 * 1024 * MIB) for t in times],
+        )
+        for k in range(100)
+    ]

@@ -8,8 +8,9 @@ device load and a day of per-pod readings (`share_world`).
   suspended `ContentionRelief`, with an Event saying whom it protects; the guaranteed job is never
   stopped, in that cycle or the next process's, and the next process does not resume the stopped
   job into its only room, beside the still busy guaranteed job (`ContentionWouldReturn`).
-- Raise gates: of four idle time-sliced nodes only the one with memory headroom and a quiet
-  outlook is raised; the others are refused `NoMemoryHeadroom`, `NoLoadHistory` and
+- Raise gates: of four idle time-sliced nodes only the one with memory headroom (by the week's
+  pods' memory peaks, read from Prometheus) and a quiet outlook is raised; the others are
+  refused `NoMemoryHeadroom`, `NoLoadHistory` and
   `LoadForecastHigh`, each with a Normal Event on its node.
 """
 
@@ -94,7 +95,9 @@ def test_only_a_node_with_headroom_and_a_quiet_outlook_is_raised(
     assert raised == [("gpu-ts-ok", 2, 4)]
     skipped = {s["target"]: s for s in report["plan"]["skipped"]}
     assert skipped["gpu-ts-mem"]["reason"] == "NoMemoryHeadroom"
-    assert "8.0 GiB" in skipped["gpu-ts-mem"]["detail"]
+    mem = skipped["gpu-ts-mem"]["detail"]  # the week's peaks, read from Prometheus
+    assert "each pod may come to hold 3.0 GiB (the pods' 99% memory peak)" in mem
+    assert "has 1 pod(s) budgeted 10.0 GiB (2.8 used)" in mem
     assert skipped["gpu-ts-new"]["reason"] == "NoLoadHistory"
     assert skipped["gpu-ts-peak"]["reason"] == "LoadForecastHigh"
     assert "within 8h" in skipped["gpu-ts-peak"]["detail"]

@@ -7,9 +7,9 @@ from dataclasses import replace
 import pytest
 
 from reclaimer.decisions import ActionKind, Reason
-from reclaimer.model import DataQuality, GpuStats
+from reclaimer.model import DataQuality, GpuStats, MemoryPeaks
 from reclaimer.policy.settings import Policy, TimeSlicing
-from tests.reclaimer.planworld import HOUR, NOW, World
+from tests.reclaimer.planworld import HOUR, NOW, World, fleet_peaks
 
 GIB = 1024.0**3
 DAY_HOURS = 24
@@ -45,22 +45,62 @@ def test_steady_low_load_raises() -> None:
     assert _verdict(_node())[:2] == (Reason.NODE_UNDERUSED, 4)
 
 
-def test_a_big_neighbour_leaves_no_memory_headroom() -> None:
-    """55% used, one pod holds 8 GiB: a new pod like it would leave less than 10% free (the
-    fill-ratio rule alone, 55% x 3/2 < 90%, would raise)."""
-    world = _node(memory=0.55).usage("be/big-0", "n1", "GPU-n1-0", 0.1, 8 * GIB)
+def test_pods_that_will_grow_leave_no_memory_headroom() -> None:
+    """Two pods hold 1.6 GiB each now (20% of 16 GiB), but the week's pods peaked at 6 GiB: the
+    two may come to hold 12 GiB, so a third would leave less than 10% free. (Budgeting by what
+    they hold now would raise: 14.4 - 3.2 GiB holds seven more like them.)"""
+    world = _node(memory=0.2).usage("be/a-0", "n1", "GPU-n1-0", 0.1, 1.6 * GIB)
+    world.usage("ls/b-0", "n1", "GPU-n1-0", 0.1, 1.6 * GIB)
+    world.memory_peaks = fleet_peaks(*[6.0] * 20)
     reason, to, detail = _verdict(world)
     assert (reason, to) == (Reason.NO_MEMORY_HEADROOM, None)
-    assert "8.0 GiB" in detail and "10% free" in detail
+    assert "6.0 GiB" in detail and "99% memory peak" in detail and "10% free" in detail
+    assert "2 pod(s) budgeted 12.0 GiB" in detail and "room for 2 pod(s)" in detail
 
 
 def test_headroom_lowers_the_raise_to_what_fits() -> None:
-    """40% used, the largest pod 3 GiB: 14.4 - 6.4 = 8 GiB holds two more, so 2 -> 4; with 20%
-    headroom, 12.8 - 6.4 = 6.4 GiB holds two as well, with 30% only one (2 -> 3)."""
+    """40% used (6.4 GiB) by one pod, pods peak at 3 GiB: 14.4 - 6.4 = 8 GiB holds two more,
+    so 2 -> 3 (three pods); with 30% headroom, 11.2 - 6.4 = 4.8 GiB holds one: no raise."""
     world = _node(memory=0.4).usage("be/p-0", "n1", "GPU-n1-0", 0.1, 3 * GIB)
-    assert _verdict(world)[:2] == (Reason.NODE_UNDERUSED, 4)
+    world.memory_peaks = fleet_peaks(*[3.0] * 20)
+    assert _verdict(world)[:2] == (Reason.NODE_UNDERUSED, 3)
     tight = Policy(time_slicing=TimeSlicing(memory_headroom=0.3))
-    assert _verdict(world, tight)[:2] == (Reason.NODE_UNDERUSED, 3)
+    assert _verdict(world, tight)[0] is Reason.NO_MEMORY_HEADROOM
+
+
+def test_the_quantile_of_the_peaks_sets_the_budget() -> None:
+    """18 pods peaked at 2 GiB and 2 at 12: the 99% peak is 12 GiB (no raise), the 90% 2 GiB."""
+    world = _node()
+    world.memory_peaks = fleet_peaks(*[2.0] * 18, 12.0, 12.0)
+    assert _verdict(world)[0] is Reason.NO_MEMORY_HEADROOM
+    p90 = Policy(time_slicing=TimeSlicing(memory_peak_quantile=0.9))
+    assert _verdict(world, p90)[:2] == (Reason.NODE_UNDERUSED, 4)
+
+
+def test_a_pod_that_peaked_high_is_budgeted_at_its_peak() -> None:
+    """The pod holds 1 GiB now but peaked at 13 GiB this week: 14.4 - 13 leaves no new slot."""
+    world = _node(memory=0.0625).usage("ls/big-0", "n1", "GPU-n1-0", 0.1, 1 * GIB)
+    world.memory_peaks = fleet_peaks(*[1.0] * 20)
+    assert _verdict(world)[:2] == (Reason.NODE_UNDERUSED, 4)
+    peaks = dict(world.memory_peaks.pods, **{"ls/big-0": 13 * GIB})
+    world.memory_peaks = replace(world.memory_peaks, pods=peaks)
+    reason, _, detail = _verdict(world)
+    assert reason is Reason.NO_MEMORY_HEADROOM and "budgeted 13.0 GiB" in detail
+
+
+@pytest.mark.parametrize(
+    ("peaks", "says"),
+    [
+        pytest.param(None, "not read", id="unread"),
+        pytest.param(fleet_peaks(error="query failed: 422"), "422", id="failed"),
+        pytest.param(fleet_peaks(*[1.0] * 9), "only 9 pod(s) measured over the last 7d", id="few"),
+    ],
+)
+def test_unknown_pod_peaks_refuse_the_raise(peaks: MemoryPeaks | None, says: str) -> None:
+    world = _node()
+    world.memory_peaks = peaks
+    reason, _, detail = _verdict(world)
+    assert reason is Reason.NO_MEMORY_HEADROOM and says in detail
 
 
 def test_unread_device_memory_refuses_the_raise() -> None:
@@ -71,20 +111,27 @@ def test_unread_device_memory_refuses_the_raise() -> None:
 
 
 @pytest.mark.parametrize(
-    "history",
+    ("history", "says"),
     [
-        pytest.param(None, id="none"),
-        pytest.param([0.1] * (5 * DAY_HOURS), id="five-days"),
+        pytest.param(None, "no load history", id="none"),
+        pytest.param([0.1] * (5 * DAY_HOURS), "sampled 5d of its 5d", id="five-days"),
+        pytest.param(
+            [float("nan")] * (10 * DAY_HOURS) + [0.1] * (5 * DAY_HOURS),
+            "sampled 5d of its 15d",
+            id="nan-then-five-days",
+        ),
     ],
 )
-def test_too_little_load_history_refuses_the_raise(history: list[float] | None) -> None:
+def test_too_little_load_history_refuses_the_raise(
+    history: list[float] | None, says: str
+) -> None:
     world = _node()
     if history is None:
         world.nodes = [replace(n, load=None) for n in world.nodes]
     else:
         world.load("n1", history)
     reason, _, detail = _verdict(world)
-    assert reason is Reason.NO_LOAD_HISTORY and "needs 14d8h" in detail
+    assert reason is Reason.NO_LOAD_HISTORY and "needs 14d8h" in detail and says in detail
 
 
 def test_history_not_reaching_now_refuses_the_raise() -> None:

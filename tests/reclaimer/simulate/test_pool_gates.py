@@ -61,26 +61,37 @@ def _run(
     return [(e.kind, e.at, replay.keys[e.job]) for e in events]
 
 
-def test_a_raise_is_refused_where_the_pods_memory_leaves_no_headroom():
-    """An idle 8 GiB pod on a 16 GiB T4: the node is underused and its memory, scaled by the
-    replicas (8 x 3 / 2 = 12 GiB), stays under the pressure limit, but one more pod of the
-    largest size measured would pass 90% of the device, so the plan refuses the raise."""
+def _gate_skips(gib: float) -> list[tuple[float, str, str]]:
+    """Twelve idle one-GPU jobs of `gib` GiB, 50 minutes each, one every 25 minutes, on two
+    16 GiB T4s at 2 replicas (one pod per GPU): what the reshape plan says of node-0, as
+    (time, reason, detail)."""
     ctl = planner_for(Policy())
     seen: list[tuple[float, Plan]] = []
-    _run(
-        [P("ls-1", "LS", 0.0, 3 * HOUR)],
-        [1, 1],
-        IDLE,
-        8.0,
-        replace(ctl, plan_reshapes=_observe(ctl.plan_reshapes, seen)),
-    )
-
+    pods = [P(f"ls-{k}", "LS", k * 25 * 60.0, 50 * 60.0) for k in range(12)]
+    _run(pods, [1, 1], IDLE, gib, replace(ctl, plan_reshapes=_observe(ctl.plan_reshapes, seen)))
     assert seen and not any(p.actions for _, p in seen)
-    running = [p for t, p in seen if t < 3 * HOUR]  # once ls-1 is done, the node is empty
-    skips = [s for p in running for s in p.skipped if s.target == "node-0"]
-    assert {s.reason for s in skips} == {Reason.NO_MEMORY_HEADROOM}
-    assert "would raise 2 -> 3: a new pod needs 8.0 GiB (largest measured)" in skips[0].detail
-    assert "node-0/gpu0 has 8.0 of 16.0 GiB used" in skips[0].detail
+    return [(t, s.reason, s.detail) for t, p in seen for s in p.skipped if s.target == "node-0"]
+
+
+def test_a_raise_waits_for_enough_pods_measured_then_budgets_by_their_peaks():
+    """The pods held 8 GiB: until ten pods are measured the raise is refused for too few;
+    then each pod may come to hold 8 GiB: the GPU's pod and one more would pass 90% of 16 GiB
+    (the memory scaled by the replicas alone, 8 x 3 / 2 = 12 GiB, passes the fill rule)."""
+    skips = _gate_skips(8.0)  # two pods on one GPU fill it: no raise wanted (NoChangeNeeded)
+    assert {r for _, r, _ in skips} == {Reason.NO_MEMORY_HEADROOM, Reason.NO_CHANGE}
+    gated = [d for _, r, d in skips if r is Reason.NO_MEMORY_HEADROOM]
+    assert "only 1 pod(s) measured over the last 7d" in gated[0]  # the first hour: one running
+    budgeted = [d for d in gated if "each pod may come to hold 8.0 GiB (the pods' 99%" in d]
+    assert budgeted and all("room for 1 pod(s)" in d for d in budgeted)  # even an empty GPU
+    assert any("node-0/gpu0 has 1 pod(s) budgeted 8.0 GiB (8.0 used)" in d for d in budgeted)
+
+
+def test_small_peaks_pass_the_memory_gate():
+    """The same jobs at 2 GiB: once enough pods are measured the memory gate lets the raise
+    on, to the load outlook (which has too little history in a day's replay)."""
+    reasons = [r for _, r, _ in _gate_skips(2.0)]
+    assert reasons[0] is Reason.NO_MEMORY_HEADROOM
+    assert Reason.NO_LOAD_HISTORY in reasons
 
 
 def test_a_busy_be_job_beside_a_busy_guaranteed_one_is_stopped_and_stays_off_its_gpu():

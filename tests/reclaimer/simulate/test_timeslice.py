@@ -201,8 +201,10 @@ def test_forecast_raises_an_underused_pool_in_two_cycles_once_its_load_history_a
     """The raise passes the planner's gates on what the replay reads: device memory in bytes,
     each pod's memory, and the node's hourly load (`sim_loadlog`): the load outlook needs a
     week of samples before its calibration origins are covered, so the pool stays at 2 until
-    then, and the raise then takes the actuator's two cycles."""
-    pods = [P("ls-1", "LS", 0.0, 8 * 24 * HOUR)]
+    then, and the raise then takes the actuator's two cycles. Twelve 10-minute jobs in the first
+    hour give the memory gate its pods' peaks (until the hour's read sees them, too few)."""
+    short = [P(f"ls-s{k}", "LS", 0.0, 600.0) for k in range(12)]
+    pods = [P("ls-1", "LS", 0.0, 8 * 24 * HOUR), *short]
     profiles = parse_profiles(IDLE)
     settings = replace(SimSettings(Strategy.FORECAST), pool_share=1.0, replicas=2)
     ctl = planner_for(Policy())
@@ -222,8 +224,11 @@ def test_forecast_raises_an_underused_pool_in_two_cycles_once_its_load_history_a
     )
 
     first = next(i for i, (_, p) in enumerate(seen) if p.actions)
-    before = {s.reason for _, p in seen[:first] for s in p.skipped if s.target == "node-0"}
-    assert before == {Reason.NO_LOAD_HISTORY}
+    before = {
+        (t < HOUR, s.reason) for t, p in seen[:first] for s in p.skipped if s.target == "node-0"
+    }
+    assert {r for early, r in before if early} == {Reason.NO_MEMORY_HEADROOM}
+    assert {r for early, r in before if not early} == {Reason.NO_LOAD_HISTORY}
     raised_at, plan = seen[first]
     assert raised_at > 5 * 24 * HOUR  # a week of hourly load covers enough origins
     assert [(a.target, a.to_replicas) for a in plan.actions] == [("node-0", 4)]  # maxReplicas
