@@ -122,9 +122,7 @@ def test_unread_device_memory_refuses_the_raise() -> None:
         ),
     ],
 )
-def test_too_little_load_history_refuses_the_raise(
-    history: list[float] | None, says: str
-) -> None:
+def test_too_little_load_history_refuses_the_raise(history: list[float] | None, says: str) -> None:
     world = _node()
     if history is None:
         world.nodes = [replace(n, load=None) for n in world.nodes]
