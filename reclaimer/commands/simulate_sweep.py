@@ -4,7 +4,8 @@
 the baseline) at each capacity of the range (`reclaimer.simulate.sweep` says how the default
 range is chosen; `--capacities` overrides it) and each of `--seeds`, over `--jobs` processes with
 a progress line on stderr, and reports per strategy the fewest GPUs at which, on every seed, the
-guaranteed queues' pooled wait p95 stays within `--slo`, their slowdown p95 within
+guaranteed queues' pooled wait p95 (with `--slo-per-queue`, each guaranteed queue's own p95 as
+well) stays within `--slo`, their slowdown p95 within
 `--max-slowdown` (default 1.10) and no guaranteed job is OOM-killed, and the GPUs it saves
 against `none`.
 `--report FILE.html` writes the page of `reclaimer.report.html_report`: the strategies replayed
@@ -92,6 +93,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default {sweep.DEFAULT_MAX_SLOWDOWN})",
     )
     group.add_argument(
+        "--slo-per-queue",
+        action="store_true",
+        help="the wait goal holds for every guaranteed queue's own p95 too, not only the pooled",
+    )
+    group.add_argument(
         "--strategies",
         type=_strategies,
         default=tuple(Strategy),
@@ -170,7 +176,15 @@ def _point(task: Task, run: dict[str, object]) -> sweep.RunPoint:
         _p95(run),
         _number(run, "guaranteed_slowdown_p95"),
         int(_number(run, "guaranteed_oom_kills")),
+        _worst_queue(run),
     )
+
+
+def _worst_queue(run: dict[str, object]) -> tuple[str, float]:
+    worst = run["worst_guaranteed_queue"]
+    if not isinstance(worst, dict):
+        raise TypeError(f"a replay's result has no worst_guaranteed_queue: {worst!r}")
+    return str(worst["queue"]), float(worst["wait_p95_s"])
 
 
 def _summary(
@@ -180,7 +194,9 @@ def _summary(
     per_strategy = {}
     for name in dict.fromkeys(t.strategy.value for t in tasks):
         mine = [_point(t, r) for t, r in zip(tasks, runs, strict=True) if t.strategy.value == name]
-        per_strategy[name] = sweep.capacity_results(mine, slo, args.max_slowdown)
+        per_strategy[name] = sweep.capacity_results(
+            mine, slo, args.max_slowdown, per_queue=args.slo_per_queue
+        )
     seeds = tuple(sorted({t.seed for t in tasks}))
     return SweepSummary(slo, seeds, note, sweep.verdicts(per_strategy))
 

@@ -43,6 +43,9 @@ class CapacityResult:
     meets_slo: bool  # on every seed: wait, slowdown and OOM kills
     slowdown_by_seed: Mapping[int, float] = field(default_factory=dict)
     oom_by_seed: Mapping[int, int] = field(default_factory=dict)
+    # the guaranteed queue of highest own wait p95, and whether every one keeps the SLO
+    worst_queue_by_seed: Mapping[int, tuple[str, float]] = field(default_factory=dict)
+    queues_meet_slo: bool = True
 
     @property
     def worst_p95(self) -> float:
@@ -58,6 +61,10 @@ class CapacityResult:
                 str(s): v for s, v in sorted(self.slowdown_by_seed.items())
             },
             "guaranteed_oom_kills": {str(s): v for s, v in sorted(self.oom_by_seed.items())},
+            "worst_guaranteed_queue": {
+                str(s): {"queue": q, "wait_p95_s": v}
+                for s, (q, v) in sorted(self.worst_queue_by_seed.items())
+            },
             "meets_slo": self.meets_slo,
         }
 

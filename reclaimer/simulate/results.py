@@ -38,6 +38,7 @@ JSON_KEYS = (
     "wait_p50_s",
     "wait_p95_s",
     "guaranteed_wait_p95_s",
+    "worst_guaranteed_queue",
     "preemptions",
     "wrongful_preemptions",
     "guaranteed_preemptions",
@@ -100,6 +101,7 @@ class SimResult:
     wait_p50_s: dict[str, float]
     wait_p95_s: dict[str, float]
     guaranteed_wait_p95_s: float  # every job of every guaranteed queue, pooled
+    worst_guaranteed_queue: dict[str, object]  # the guaranteed queue of highest own wait p95
     preemptions: int
     wrongful_preemptions: int
     guaranteed_preemptions: int
@@ -128,6 +130,16 @@ def _percentiles(waits: dict[str, list[float]], q: float) -> dict[str, float]:
 def _pooled_p95(waits: dict[str, list[float]], queues: frozenset[str]) -> float:
     pooled = [w for queue in sorted(queues & waits.keys()) for w in waits[queue]]
     return round(float(np.percentile(pooled, 95)), 1) if pooled else 0.0
+
+
+def _worst_queue(waits: dict[str, list[float]], queues: frozenset[str]) -> dict[str, object]:
+    """The guaranteed queue whose own wait p95 is highest (the pooled p95 can hide a small
+    queue's): {"queue", "wait_p95_s"}; an empty queue name when no guaranteed job waited."""
+    own = _percentiles({q: w for q, w in waits.items() if q in queues}, 95)
+    if not own:
+        return {"queue": "", "wait_p95_s": 0.0}
+    queue = max(sorted(own), key=lambda q: own[q])
+    return {"queue": queue, "wait_p95_s": own[queue]}
 
 
 def _slowdown_p95(slowdowns: dict[str, list[float]], queues: frozenset[str] | None) -> float:
@@ -159,6 +171,7 @@ def result_of(
         wait_p50_s=_percentiles(tally.waits, 50),
         wait_p95_s=_percentiles(tally.waits, 95),
         guaranteed_wait_p95_s=_pooled_p95(tally.waits, guaranteed),
+        worst_guaranteed_queue=_worst_queue(tally.waits, guaranteed),
         preemptions=tally.preemptions,
         wrongful_preemptions=tally.wrongful,
         guaranteed_preemptions=tally.guaranteed,

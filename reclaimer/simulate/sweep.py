@@ -7,14 +7,16 @@ decimals that gives it. The default range runs from half the trace's peak concur
 (`peak_demand`: the most GPUs its jobs would hold at once with room for all) up to the first
 point at or above that peak, where nothing should wait.
 
-`minimum` applies the rule: a capacity meets the SLO when, on every seed, the pooled guaranteed wait
-p95 is at most the SLO, the guaranteed jobs' slowdown p95 at most `max_slowdown` (default
-`DEFAULT_MAX_SLOWDOWN`) and no guaranteed job was OOM-killed; `min_gpus` is the fewest GPUs from
-which every larger capacity tried meets it too (a queue can wait longer with more GPUs, so a
-capacity that meets the SLO below one that does not is reported as a caveat, not taken). No capacity
-meeting it is `null` with the reason, never a guess; a minimum at the smallest capacity tried is
-only an upper bound (said in the caveats), and a saving against `none` is `null` unless both minima
-are known exactly.
+`minimum` applies the rule: a capacity meets the SLO when, on every seed, the pooled guaranteed
+wait p95 (with `per_queue`, every guaranteed queue's own p95 as well) is at most the SLO, the
+guaranteed jobs' slowdown p95 at most `max_slowdown` (default `DEFAULT_MAX_SLOWDOWN`) and no
+guaranteed job was OOM-killed; `min_gpus` is the fewest GPUs from which every larger capacity
+tried meets it too (a queue can wait longer with more GPUs, so a capacity that meets the SLO below
+one that does not is reported as a caveat, not taken). No capacity meeting it is `null` with the
+reason, never a guess; a minimum where a guaranteed queue's own p95 misses the SLO that the pooled
+p95 keeps says so in its caveats; a minimum at the smallest capacity tried is only an upper bound
+(said in the caveats), and a saving against `none` is `null` unless both minima are known
+exactly.
 Pure: no files, no processes.
 """
 
@@ -45,6 +47,7 @@ class RunPoint:
     p95: float  # guaranteed pooled wait p95, seconds
     slowdown: float = 1.0  # guaranteed_slowdown_p95
     oom_kills: int = 0  # guaranteed_oom_kills
+    worst_queue: tuple[str, float] = ("", 0.0)  # the guaranteed queue of highest own wait p95
 
 
 @dataclass(frozen=True)
@@ -135,23 +138,34 @@ def _count(text: str) -> int:
 
 
 def capacity_results(
-    runs: Iterable[RunPoint], slo_seconds: float, max_slowdown: float = DEFAULT_MAX_SLOWDOWN
+    runs: Iterable[RunPoint],
+    slo_seconds: float,
+    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
+    *,
+    per_queue: bool = False,
 ) -> tuple[CapacityResult, ...]:
-    """One strategy's runs, per capacity, fewest GPUs first."""
+    """One strategy's runs, per capacity, fewest GPUs first; with `per_queue` the wait rule
+    holds for every guaranteed queue's own p95, not only the pooled one."""
     grouped: dict[tuple[int, float], dict[int, RunPoint]] = {}
     for run in runs:
         grouped.setdefault((run.gpus, run.scale), {})[run.seed] = run
+
+    def waits_ok(r: RunPoint) -> bool:
+        return r.p95 <= slo_seconds and (not per_queue or r.worst_queue[1] <= slo_seconds)
+
     return tuple(
         CapacityResult(
             g,
             s,
             {seed: r.p95 for seed, r in seeds.items()},
             all(
-                r.p95 <= slo_seconds and r.slowdown <= max_slowdown and r.oom_kills == 0
+                waits_ok(r) and r.slowdown <= max_slowdown and r.oom_kills == 0
                 for r in seeds.values()
             ),
             {seed: r.slowdown for seed, r in seeds.items()},
             {seed: r.oom_kills for seed, r in seeds.items()},
+            {seed: r.worst_queue for seed, r in seeds.items()},
+            all(r.worst_queue[1] <= slo_seconds for r in seeds.values()),
         )
         for (g, s), seeds in sorted(grouped.items())
     )
@@ -183,6 +197,9 @@ def minimum(
             f"also meets the SLO at {_gpus(stray)}, but not at every capacity above it: "
             f"min_gpus counts from where it keeps meeting it"
         )
+    hidden = _queue_over_slo(per_capacity[i])
+    if hidden:
+        caveats.append(hidden)
     if i == 0:
         caveats.append(
             f"meets the SLO at the smallest capacity tried: the minimum is at most {found}"
@@ -192,6 +209,17 @@ def minimum(
             f"misses it at {per_capacity[i - 1].gpus} GPUs, the next capacity tried below"
         )
     return found, None, tuple(caveats)
+
+
+def _queue_over_slo(result: CapacityResult) -> str:
+    """At the minimum, a guaranteed queue whose own p95 misses the SLO the pooled p95 keeps."""
+    if result.queues_meet_slo:
+        return ""
+    seed, (queue, p95) = max(result.worst_queue_by_seed.items(), key=lambda kv: kv[1][1])
+    return (
+        f"at {result.gpus} GPUs the pooled p95 keeps the SLO but queue {queue}'s own wait p95 is "
+        f"{p95:,.0f} s (seed {seed}); --slo-per-queue applies the rule to every guaranteed queue"
+    )
 
 
 def _sharing_note(result: CapacityResult) -> str:

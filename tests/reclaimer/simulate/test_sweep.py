@@ -141,3 +141,32 @@ def test_the_default_range_runs_from_half_the_peak_to_the_peak():
 
     assert peak == 10.0  # five 2-GPU jobs overlap
     assert [p.gpus for p in chosen] == [6, 8, 10]
+
+
+def _runs(burstable: float) -> list[sweep.RunPoint]:
+    """Pooled p95 0 s at 30 and 38 GPUs; the burstable queue's own p95 `burstable` s at 30."""
+    return [
+        sweep.RunPoint(30, 0.005, 0, 0.0, worst_queue=("burstable", burstable)),
+        sweep.RunPoint(38, 0.006, 0, 0.0, worst_queue=("burstable", 128.0)),
+    ]
+
+
+def test_a_queue_the_pooled_p95_hides_is_a_caveat_and_per_queue_moves_the_minimum():
+    pooled = sweep.capacity_results(_runs(445_005.0), 600.0)
+    least, _, caveats = sweep.minimum(pooled)
+    assert least == 30
+    assert any(
+        "at 30 GPUs the pooled p95 keeps the SLO but queue burstable's own wait p95 is 445,005 s"
+        in c
+        for c in caveats
+    )
+    strict = sweep.capacity_results(_runs(445_005.0), 600.0, per_queue=True)
+    assert sweep.minimum(strict)[0] == 38
+    assert strict[0].as_dict()["worst_guaranteed_queue"] == {
+        "0": {"queue": "burstable", "wait_p95_s": 445_005.0}
+    }
+
+
+def test_no_caveat_when_every_queue_keeps_the_slo():
+    least, _, caveats = sweep.minimum(sweep.capacity_results(_runs(300.0), 600.0))
+    assert least == 30 and not any("own wait p95" in c for c in caveats)
