@@ -7,6 +7,7 @@ from simworld import HOUR, P, nodes_frame, pods_frame
 
 from reclaimer.report.replay_data import CapacityResult
 from reclaimer.simulate import sweep
+from reclaimer.simulate.results import Tally, result_of
 from reclaimer.simulate.trace import parse_nodes, parse_pods
 
 SLO = 600.0
@@ -170,3 +171,19 @@ def test_a_queue_the_pooled_p95_hides_is_a_caveat_and_per_queue_moves_the_minimu
 def test_no_caveat_when_every_queue_keeps_the_slo():
     least, _, caveats = sweep.minimum(sweep.capacity_results(_runs(300.0), 600.0))
     assert least == 30 and not any("own wait p95" in c for c in caveats)
+
+
+def test_a_replay_names_its_worst_guaranteed_queue_by_its_own_p95():
+    """100 LS jobs never wait, 5 burstable jobs wait a day: pooled p95 0, burstable's a day;
+    the reclaimable queue's longer waits are not counted."""
+    tally = Tally()
+    for _ in range(100):
+        tally.waited("ls", 0.0)
+    for _ in range(5):
+        tally.waited("burstable", 86400.0)
+        tally.waited("be", 10 * 86400.0)
+    result = result_of("none", tally, 10, 86400.0, frozenset({"ls", "burstable"}))
+    assert result.guaranteed_wait_p95_s == 0.0
+    assert result.worst_guaranteed_queue == {"queue": "burstable", "wait_p95_s": 86400.0}
+    empty = result_of("none", Tally(), 10, 86400.0, frozenset({"ls"}))
+    assert empty.worst_guaranteed_queue == {"queue": "", "wait_p95_s": 0.0}
