@@ -26,7 +26,8 @@ from typing import Any
 
 from reclaimer.policy.settings import Policy, load_policy
 from reclaimer.simulate.planning import planner_for
-from reclaimer.simulate.replay import SimSettings, simulate
+from reclaimer.simulate.replay import simulate
+from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
 

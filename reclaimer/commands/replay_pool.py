@@ -19,9 +19,9 @@ from typing import TextIO
 
 from reclaimer.policy.settings import Policy
 from reclaimer.report.replay_data import RunRecord
-from reclaimer.simulate.jobs import SimSettings
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import simulate
+from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import ReplayPlanner, Strategy
 from reclaimer.simulate.sweep import nodes_at
 from reclaimer.simulate.timeline import record_run

@@ -43,8 +43,9 @@ from reclaimer.commands.flag_values import number_in
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
 from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, read_memory
 from reclaimer.simulate.planning import planner_for
-from reclaimer.simulate.replay import SimSettings, simulate
+from reclaimer.simulate.replay import simulate
 from reclaimer.simulate.results import SimResult
+from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import (

@@ -28,7 +28,7 @@ from reclaimer.policy.settings import Policy
 from reclaimer.report import figures, html_report
 from reclaimer.report.replay_data import RunRecord, SweepSummary
 from reclaimer.simulate import sweep
-from reclaimer.simulate.jobs import SimSettings
+from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import FloatArray, Jobs, Nodes, Profiles, TraceError, read_nodes
 from reclaimer.units import parse_duration

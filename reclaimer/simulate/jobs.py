@@ -29,10 +29,9 @@ change of state (for tracing a replay job by job, and for tests).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
-from types import MappingProxyType
 
 from reclaimer.model import Job, PendingDemand, Pod, Queue
 from reclaimer.policy.settings import Policy
@@ -40,11 +39,10 @@ from reclaimer.simulate.loadlog import LoadLog
 from reclaimer.simulate.peaklog import PeakLog
 from reclaimer.simulate.results import SharingTally, Tally
 from reclaimer.simulate.scheduler import Cluster, Placement, Queues
-from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD
+from reclaimer.simulate.settings import SimSettings, default_shares
 from reclaimer.simulate.strategies import (
     SLOTS_PER_GPU,
     ReplayPlanner,
-    Strategy,
     device_name,
     make_job,
     slots_of,
@@ -59,25 +57,7 @@ RESTART = 1  # the epoch field of an ARRIVE event that brings an OOM-killed job 
 # 20s, 40s, ...), that is capped at five minutes" (Kubernetes docs, Pod Lifecycle, Container
 # restart policy; kubelet's MaxContainerBackOff = 300 s in pkg/kubelet/kubelet.go).
 RESTART_BACKOFF = (10.0, 300.0)
-RECLAIMABLE = frozenset({"be"})
-
 DEFAULT_POLICY = Policy()  # the replay's idle definition without a planner
-
-
-@dataclass(frozen=True)
-class SimSettings:
-    strategy: Strategy
-    seed: int = 0
-    interval_seconds: float = 300.0
-    idle_window_seconds: float = 1800.0  # the culler's "idle for N minutes"
-    checkpoint_seconds: float | None = None
-    reclaimable: frozenset[str] = RECLAIMABLE
-    queue_shares: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
-    replicas: int = 2  # time-slice replicas per GPU on the pool (`timeslice`; `forecast` starts)
-    pool_share: float = 0.0  # of the nodes of each GPU count (`sim_timeslice.pool_nodes`)
-    switch_overhead: float = DEFAULT_SWITCH_OVERHEAD
-    share_step_seconds: float = 300.0  # how often time-sliced GPUs' shares are recomputed
-    anonymized_gib: float = DEFAULT_ANONYMIZED_GIB  # memory of a GPU model the trace hides
 
 
 class EventKind(StrEnum):
@@ -100,16 +80,6 @@ class Event:
     lost_seconds: float = 0.0  # PREEMPTED: the work it must do again
     suspended: bool = False  # PREEMPTED: held by the reclaimer (else re-queued at once)
     wrongful: bool = False  # PREEMPTED: busy again within the horizon (`sim_results`)
-
-
-def default_shares(jobs: Jobs, reclaimable: frozenset[str]) -> dict[str, float]:
-    """Guaranteed queues share the cluster in proportion to their GPU-seconds in the trace."""
-    demand: dict[str, float] = {}
-    for queue, gpus, runtime in zip(jobs.queues, jobs.gpus, jobs.runtime, strict=True):
-        if queue not in reclaimable:
-            demand[queue] = demand.get(queue, 0.0) + float(gpus * runtime)
-    total = sum(demand.values()) or 1.0
-    return {q: d / total for q, d in sorted(demand.items())}
 
 
 @dataclass

@@ -29,9 +29,9 @@ from reclaimer.simulate.jobs import (
     TICK,
     Event,
     Replay,
-    SimSettings,
 )
 from reclaimer.simulate.results import SimResult, result_of
+from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import ReplayPlanner, Strategy
 from reclaimer.simulate.ticks import tick, wants_tick
 from reclaimer.simulate.timeslice import pool_replicas, reprice, shared_devices

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from reclaimer.report.replay_data import RunRecord
-from reclaimer.simulate.jobs import Event, EventKind, SimSettings
+from reclaimer.simulate.jobs import Event, EventKind
 from reclaimer.simulate.replay import replay_result, replay_span, run_replay
+from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import ReplayPlanner
 from reclaimer.simulate.trace import FloatArray, Jobs, Nodes, Profiles
 from reclaimer.simulate.usage import Usage

@@ -11,8 +11,9 @@ import pandas as pd
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate.jobs import Event
 from reclaimer.simulate.planning import planner_for
-from reclaimer.simulate.replay import SimSettings, simulate
+from reclaimer.simulate.replay import simulate
 from reclaimer.simulate.results import SimResult
+from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles
 

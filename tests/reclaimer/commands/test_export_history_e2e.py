@@ -32,7 +32,8 @@ from promserver import PromServer, start_prometheus
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate.jobs import Event, EventKind
 from reclaimer.simulate.planning import planner_for
-from reclaimer.simulate.replay import SimSettings, simulate
+from reclaimer.simulate.replay import simulate
+from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
 from reclaimer.simulate.usage import assign_usage

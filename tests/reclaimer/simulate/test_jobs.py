@@ -18,7 +18,8 @@ import pytest
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate.jobs import Event, EventKind
 from reclaimer.simulate.planning import planner_for
-from reclaimer.simulate.replay import SimSettings, simulate
+from reclaimer.simulate.replay import simulate
+from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import parse_pods, read_nodes, read_profiles
 from reclaimer.simulate.usage import Usage, assign_usage

@@ -14,11 +14,12 @@ from simworld import HOUR, IDLE, STEP, P, nodes_frame, pods_frame, profile_frame
 from reclaimer.decisions import ActionKind, Plan, Reason
 from reclaimer.model import Forecast, GpuStats, Snapshot
 from reclaimer.policy.settings import Policy
-from reclaimer.simulate.jobs import Event, EventKind, SimSettings
+from reclaimer.simulate.jobs import Event, EventKind
 from reclaimer.simulate.loadlog import LoadLog
 from reclaimer.simulate.memory import parse_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import run_replay
+from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import PlanFn, ReplayPlanner, Strategy
 from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles
 

@@ -6,9 +6,9 @@ import pytest
 from simworld import BURSTY, HOUR, P, nodes_frame, pods_frame
 
 from reclaimer.policy.settings import Policy
-from reclaimer.simulate.jobs import SimSettings
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import simulate
+from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.timeline import record_run
 from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles

@@ -14,12 +14,13 @@ from reclaimer.decisions import Plan, Reason
 from reclaimer.model import Forecast, Snapshot
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate import sweep
-from reclaimer.simulate.jobs import Event, EventKind, SimSettings
+from reclaimer.simulate.jobs import Event, EventKind
 from reclaimer.simulate.memory import parse_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import run_replay, simulate
 from reclaimer.simulate.results import SimResult
 from reclaimer.simulate.scheduler import Cluster
+from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.sharing import measured_points, oom_victim, progress_rates
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.timeslice import pool_nodes
