@@ -145,3 +145,23 @@ def test_without_matplotlib_report_names_the_extra_and_exits_2(tmp_path):
     assert done.returncode == 2
     assert "gpu-reclaim[report]" in done.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_slo_per_queue_holds_each_guaranteed_queue_to_the_slo(tmp_path, capsys):
+    """60 short LS jobs never wait; of two 2-GPU `ST` jobs of 6 h, only one fits the 2-GPU node
+    at once: from 3 GPUs the pooled p95 is 0 s but ST's own is hours. `--slo-per-queue` then
+    meets the SLO nowhere."""
+    trace = [P(f"ls-{i}", "LS", i * 1800.0, 600.0) for i in range(60)]
+    trace += [P(f"st-{i}", "ST", 0.5 * HOUR, 6 * HOUR, num_gpu=2) for i in range(2)]
+    paths = write_trace(tmp_path, trace, [1, 1, 2], BURSTY)
+    verdicts = []
+    for extra in ((), ("--slo-per-queue",)):
+        args = _args(paths, "--capacity-sweep", "--capacities", "2-4", "--jobs", "1", "--json")
+        assert main([*args, "--strategies", "none", *extra]) == 0
+        verdicts.append(json.loads(capsys.readouterr().out)["policies"]["none"])
+    pooled, strict = verdicts
+    assert pooled["min_gpus"] == 3 and strict["min_gpus"] is None
+    at_3 = pooled["per_capacity"][1]
+    assert at_3["guaranteed_wait_p95_s"]["0"] == 0.0
+    assert at_3["worst_guaranteed_queue"]["0"] == {"queue": "st", "wait_p95_s": 20520.0}
+    assert any("queue st's own wait p95 is 20,520 s" in c for c in pooled["caveats"])
