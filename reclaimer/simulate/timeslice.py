@@ -28,6 +28,7 @@ it held over the window.
 from __future__ import annotations
 
 import heapq
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,12 +105,13 @@ def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
             return
         groups = [list(replay.on_device[d]) for d in batch]
         width = max(len(g) for g in groups)
+        members = [replay.runs[j] for g in groups for j in g]
         jobs = np.array([j for g in groups for j in g], dtype=np.int64)
-        progress = np.array([replay.runs[int(j)].progress(now) for j in jobs])
+        progress = np.array([run.progress(now) for run in members])
         index = np.repeat(jobs, len(k))
         at = (progress[:, None] + k[None, :]).reshape(-1)
         memory = _padded(groups, usage.memory_gib(index, at).reshape(len(jobs), -1), width)
-        fresh = np.array([replay.runs[int(j)].started == now for j in jobs])
+        fresh = np.array([run.started == now for run in members])
         earlier = usage.memory_gib(jobs, np.maximum(progress - usage.step, 0.0))
         before = _padded(groups, np.where(fresh, 0.0, earlier)[:, None], width)[:, :, 0]
         todo = _oom_kills(replay, batch=batch, groups=groups, memory=memory, before=before, now=now)
@@ -183,23 +185,49 @@ def pool_stats(replay: Replay, now: float) -> dict[int, tuple[GpuStats, ...]]:
     return pool_readings(replay, now).stats
 
 
+@dataclass(frozen=True)
+class _PoolLayout:
+    """What `pool_readings` reads of a replay that stays the same all through it: the pool's
+    GPUs (the pool and each node's GPU count are fixed for a replay), their memory in GiB (the
+    node's model) and their ids. Built once per replay instead of once per cycle."""
+
+    devices: tuple[tuple[int, int], ...]  # (node, device), node by node
+    limits: FloatArray  # GiB of each
+    uuids: tuple[str, ...]  # `gpu_uuid` of each
+
+
+_LAYOUTS: weakref.WeakKeyDictionary[Replay, _PoolLayout] = weakref.WeakKeyDictionary()
+
+
+def _layout(replay: Replay) -> _PoolLayout:
+    found = _LAYOUTS.get(replay)
+    if found is None:
+        names = replay.nodes.names
+        devices = tuple(
+            (i, d)
+            for i in np.flatnonzero(replay.cluster.sliced).tolist()
+            for d in range(int(replay.nodes.gpus[i]))
+        )
+        limits = np.array([_limit(replay, dev) for dev in devices])
+        found = _PoolLayout(devices, limits, tuple(gpu_uuid(names[i], d) for i, d in devices))
+        _LAYOUTS[replay] = found
+    return found
+
+
 def pool_readings(replay: Replay, now: float) -> PoolReadings:
     """The pool's GPUs and the jobs on them, as the controller reads them (module doc)."""
     back = _samples(replay, STATS_WINDOW_SECONDS)[::-1]
-    devices = [
-        (i, d)
-        for i in np.flatnonzero(replay.cluster.sliced).tolist()
-        for d in range(int(replay.nodes.gpus[i]))
-    ]
+    layout = _layout(replay)
+    devices, limits = layout.devices, layout.limits
     groups = [replay.on_device.get(dev, []) for dev in devices]
     width = max((len(g) for g in groups), default=0)
     util = np.zeros(len(devices))
     memory = np.zeros(len(devices))
-    limits = np.array([_limit(replay, dev) for dev in devices])
     pods: list[PodReading] = []
     if width:
+        members = [replay.runs[j] for g in groups for j in g]
         jobs = np.array([j for g in groups for j in g], dtype=np.int64)
-        progress = np.array([replay.runs[int(j)].progress(now) for j in jobs])
+        progress = np.array([run.progress(now) for run in members])
         at = np.maximum(progress[:, None] - back[None, :], 0.0).reshape(-1)
         index = np.repeat(jobs, len(back))
         each = replay.usage.utilization(index, at).reshape(len(jobs), -1)
@@ -208,22 +236,24 @@ def pool_readings(replay: Replay, now: float) -> PoolReadings:
         used = _padded(groups, held, width)
         util = np.minimum(demand.sum(axis=1), 1.0).mean(axis=1)
         memory = np.minimum(used[:, :, -1].sum(axis=1), limits)
-        rates = np.array([replay.runs[int(j)].rate for j in jobs])
+        rates = np.array([run.rate for run in members])
         busy = np.minimum(rates * each.mean(axis=1), 1.0)
         peak = held.max(axis=1) * GIB
         where = [dev for dev, g in zip(devices, groups, strict=True) for _ in g]
         pods = [
-            PodReading(int(j), node, d, float(b), float(m))
-            for j, (node, d), b, m in zip(jobs.tolist(), where, busy, peak, strict=True)
+            PodReading(j, node, d, b, m)
+            for j, (node, d), b, m in zip(
+                jobs.tolist(), where, busy.tolist(), peak.tolist(), strict=True
+            )
         ]
     out: dict[int, list[GpuStats]] = {}
-    for (node, d), u, m, total in zip(
-        devices, util.tolist(), memory.tolist(), limits.tolist(), strict=True
+    for (node, _), uuid, u, m, total in zip(
+        devices, layout.uuids, util.tolist(), memory.tolist(), limits.tolist(), strict=True
     ):
         stats = GpuStats(
             utilization=u,
             memory_used_ratio=m / total,
-            uuid=gpu_uuid(replay.nodes.names[node], d),
+            uuid=uuid,
             memory_used_bytes=m * GIB,
             memory_total_bytes=total * GIB,
         )
