@@ -3,18 +3,25 @@
     .venv/bin/python bench/simulate_bench.py [--capacity-scale 0.007] [--policy-file FILE]
                                              [--seed 0] [--data ../shared/data]
                                              [--strategies none,timeslice,forecast]
-                                             [--memory-peak-gib 16] [--no-memory]
+                                             [--memory-peak-gib 16] [--no-memory] [--digest]
 
 Replays the 149-day trace (utilization and GPU memory from alibaba-gentd26) once per policy
 through the same code path as `gpu-reclaimer simulate` (time-sliced pool at its CLI defaults:
 half the nodes of each size, 2 replicas, 5% switch overhead), and prints one JSON line per
 policy: the simulator's result with its wall seconds, plus CPU seconds and peak RSS. Budget
-(issues 3 and 21): one 149-day replay in under 2 minutes.
+(issues 3 and 21): one 149-day replay in under 2 minutes. Scales: 0.005 keeps 30 GPUs, 0.007 40,
+0.009 58 (`reclaimer.simulate.sweep.capacity_points`).
+
+`--digest` adds `events` and `events_sha256`: every change of every job's state (`Event`, its
+times and progress at full float precision) hashed in order, so a change meant to make the
+replay faster, not different, can show that it left every event as it was, not only the
+rounded figures of the result (run it before and after the change, and compare).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import resource
 import time
@@ -23,6 +30,7 @@ from types import MappingProxyType
 
 from reclaimer.commands.simulate import DEFAULT_CAPACITY_SCALE, DEFAULT_POOL_SHARE, DEFAULT_REPLICAS
 from reclaimer.policy.settings import load_policy
+from reclaimer.simulate.jobs import Event
 from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, read_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
@@ -30,6 +38,21 @@ from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+class EventDigest:
+    """Every event of a replay hashed in order (`--digest`): `repr` keeps each float exact."""
+
+    def __init__(self) -> None:
+        self._sha = hashlib.sha256()
+        self.count = 0
+
+    def __call__(self, event: Event) -> None:
+        self._sha.update(repr(event).encode())
+        self.count += 1
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
 
 
 def main() -> None:
@@ -41,6 +64,7 @@ def main() -> None:
     parser.add_argument("--strategies", default=",".join(s.value for s in Strategy))
     parser.add_argument("--memory-peak-gib", type=float, default=DEFAULT_PEAK_GIB)
     parser.add_argument("--no-memory", action="store_true", help="replay without GPU memory")
+    parser.add_argument("--digest", action="store_true", help="hash every event (module doc)")
     args = parser.parse_args()
     policy = load_policy(args.policy_file.read_text() if args.policy_file else "")
     jobs = read_pods(args.data / "alibaba-openb" / "openb_pod_list_default.csv")
@@ -64,14 +88,28 @@ def main() -> None:
             replicas=DEFAULT_REPLICAS,
             pool_share=DEFAULT_POOL_SHARE,
         )
+        digest = EventDigest()
         wall, cpu = time.perf_counter(), time.process_time()
-        result = simulate(jobs, nodes, profiles, settings, planner=planner, memory=memory)
-        out = result.to_json() | {
-            "wall_seconds": round(time.perf_counter() - wall, 2),
-            "cpu_seconds": round(time.process_time() - cpu, 2),
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
-            "capacity_gpus": int(nodes.gpus.sum()),
-        }
+        result = simulate(
+            jobs,
+            nodes,
+            profiles,
+            settings,
+            planner=planner,
+            memory=memory,
+            on_event=digest if args.digest else None,
+        )
+        hashed = {"events": digest.count, "events_sha256": digest.hexdigest()}
+        out = (
+            result.to_json()
+            | (hashed if args.digest else {})
+            | {
+                "wall_seconds": round(time.perf_counter() - wall, 2),
+                "cpu_seconds": round(time.process_time() - cpu, 2),
+                "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+                "capacity_gpus": int(nodes.gpus.sum()),
+            }
+        )
         print(json.dumps(out), flush=True)
 
 

@@ -13,7 +13,10 @@ with no series has none in the controller. Samples older than the grid are dropp
 
 from __future__ import annotations
 
+import itertools
 import math
+
+import numpy as np
 
 from reclaimer.model import GpuStats, LoadHistory
 from reclaimer.prometheus.sharing import LOAD_DAYS, LOAD_STEP, load_range
@@ -26,6 +29,7 @@ class LoadLog:
 
     def __init__(self) -> None:
         self._hours: dict[int, dict[int, list[float]]] = {}  # node -> hour -> [sum, count]
+        self._means: dict[int, dict[int, float]] = {}  # node -> hour -> sum / count, kept current
         # node -> (grid end, history): a grid holds only hours already over, so it never changes
         self._cache: dict[int, tuple[float, LoadHistory | None]] = {}
 
@@ -36,12 +40,15 @@ class LoadLog:
             if not gpus:
                 continue
             hours = self._hours.setdefault(node, {})
+            means = self._means.setdefault(node, {})
             if hour not in hours:
                 hours.pop(hour - KEEP_HOURS, None)
+                means.pop(hour - KEEP_HOURS, None)
                 hours[hour] = [0.0, 0.0]
             bucket = hours[hour]
             bucket[0] += sum(s.utilization for s in gpus) / len(gpus)
             bucket[1] += 1.0
+            means[hour] = bucket[0] / bucket[1]
 
     def history(self, node: int, now: float) -> LoadHistory | None:
         """The node's load on the controller's grid ending at the last whole hour (module doc)."""
@@ -49,14 +56,15 @@ class LoadLog:
         cached = self._cache.get(node)
         if cached is not None and cached[0] == last:
             return cached[1]
-        hours = self._hours.get(node, {})
+        means = self._means.get(node, {})
         steps = round((last - first) / LOAD_STEP) + 1
-        values = []
-        for i in range(steps):
-            bucket = hours.get(round((first + i * LOAD_STEP) / LOAD_STEP) - 1)
-            values.append(bucket[0] / bucket[1] if bucket else math.nan)
+        # the hour before each grid point, round((first + i * LOAD_STEP) / LOAD_STEP) - 1, in
+        # numpy (the same float64 arithmetic; np.rint rounds half to even as round() does), and
+        # its mean as `record` last left it (the bucket's sum / count then, so the same float)
+        grid = np.rint((first + np.arange(steps) * LOAD_STEP) / LOAD_STEP).astype(np.int64) - 1
+        values = tuple(map(means.get, grid.tolist(), itertools.repeat(math.nan)))
         found = None
         if not all(math.isnan(v) for v in values):
-            found = LoadHistory(first - LOAD_STEP, LOAD_STEP, tuple(values))
+            found = LoadHistory(first - LOAD_STEP, LOAD_STEP, values)
         self._cache[node] = (last, found)
         return found

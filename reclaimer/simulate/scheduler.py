@@ -107,6 +107,16 @@ class Cluster:
         self.free[node, list(devices)] = 0
         return Placement(node, devices, MILLI)
 
+    def room(self) -> tuple[IntArray, IntArray]:
+        """What a pod could take now, per device: free milli-GPUs and free replicas (copies)."""
+        return self.free.copy(), self.free_replicas()
+
+    def grew_since(self, room: tuple[IntArray, IntArray]) -> bool:
+        """Has any device more free milli-GPUs or free replicas than in `room`? If not, no pod
+        that found no place then can find one now: each fit needs room on some device."""
+        free, replicas = room
+        return bool((self.free > free).any() or (self.free_replicas() > replicas).any())
+
     def release(self, placement: Placement) -> None:
         if placement.replica:
             self.holders[placement.node, placement.devices[0]] -= 1
@@ -166,6 +176,8 @@ class Queues:
         self.shapes: list[tuple[int, int]] = list(
             zip(jobs.num_gpu.tolist(), jobs.milli.tolist(), strict=True)
         )
+        self._fresh = dict.fromkeys(deserved, 0)  # per queue: jobs enqueued since the last pass
+        self._after: tuple[Cluster, tuple[IntArray, IntArray]] | None = None  # its room then
 
     def order(self) -> list[str]:
         """Queues by allocated/deserved, lowest first (zero-deserved queues last)."""
@@ -178,6 +190,7 @@ class Queues:
 
     def enqueue(self, job: int) -> None:
         self.pending[self.queue_of[job]].append(job)
+        self._fresh[self.queue_of[job]] += 1
 
     def has_pending(self, queues: frozenset[str]) -> bool:
         return any(self.pending[q] for q in queues)
@@ -186,15 +199,26 @@ class Queues:
         return {self.shapes[j] for q in queues for j in self.pending[q]}
 
     def schedule(self, cluster: Cluster) -> list[tuple[int, Placement]]:
-        """Place whatever pending jobs fit now; returns the placements made, in order."""
+        """Place whatever pending jobs fit now; returns the placements made, in order.
+
+        When no device has gained room since the last pass (`Cluster.grew_since`), only the
+        jobs enqueued since are tried, each queue's at the tail of its list: every job kept by
+        that pass found no place (or had a shape the memo knew could not fit, which a try would
+        confirm) and still finds none, so trying it again places nothing and changes nothing (a
+        failed `place` leaves the cluster as it was). The new jobs meet the same queue order
+        and the same room as in a full pass, so they are placed exactly as they would be there.
+        """
         placed: list[tuple[int, Placement]] = []
         memo = ShapeMemo()
+        last = self._after
+        only_new = last is not None and last[0] is cluster and not cluster.grew_since(last[1])
         for queue in self.order():
             waiting = self.pending[queue]
             if not waiting:
                 continue
-            kept: list[int] = []
-            for job in waiting:
+            start = len(waiting) - self._fresh[queue] if only_new else 0
+            kept: list[int] = waiting[:start]
+            for job in waiting[start:]:
                 num, milli = self.shapes[job]
                 if memo.known_to_fail(num, milli):
                     kept.append(job)
@@ -207,4 +231,6 @@ class Queues:
                 self.allocated[queue] += float(self.gpus[job])
                 placed.append((job, spot))
             self.pending[queue] = kept
+        self._fresh = dict.fromkeys(self.deserved, 0)
+        self._after = (cluster, cluster.room())
         return placed

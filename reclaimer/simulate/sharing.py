@@ -64,7 +64,8 @@ def water_fill(demand: FloatArray, overhead: float) -> FloatArray:
     capacity = np.where(busy >= 2, 1.0 - overhead, 1.0)
     ordered = np.sort(demand, axis=0)
     n = demand.shape[0]
-    before = np.vstack([np.zeros((1, demand.shape[1])), np.cumsum(ordered, axis=0)[:-1]])
+    before = np.zeros(ordered.shape)  # what the smaller rows take: 0, then the running sum
+    np.cumsum(ordered[:-1], axis=0, out=before[1:])
     left = (n - np.arange(n))[:, None].astype(np.float64)
     level = (capacity[None, :] - before) / left  # equal share of what the smaller ones left
     short = ordered > level  # from the first such row on, everyone gets `level`

@@ -20,7 +20,9 @@ the reason it was stopped for (`Job.stop_reason`).
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from types import MappingProxyType
 
 from reclaimer.model import PodGpuUsage
@@ -43,7 +45,7 @@ from reclaimer.simulate.strategies import (
     culler_victims,
     suspended_job,
 )
-from reclaimer.simulate.timeslice import pool_readings
+from reclaimer.simulate.timeslice import PoolReadings, pool_readings
 
 
 def wants_tick(replay: Replay) -> bool:
@@ -79,25 +81,38 @@ def tick(replay: Replay, now: float) -> None:
     if policy is Strategy.FORECAST and replay.cluster.sliced.any():
         readings = pool_readings(replay, now)  # one reading per cycle, as the controller's
         replay.load_log.record(readings.stats, now)
-    rows = () if readings is None else device_rows(replay, readings)
+    rows = _device_rows_once(replay, readings)
     victims: dict[int, str] = {}
     if _starved_while_reclaimable_runs(replay) and worth_planning(replay, ctl, now):
         blind = policy is Strategy.ALLOCATION
-        victims = planned_victims(view(replay, now, rows), replay.usage, ctl, blind)
+        victims = planned_victims(view(replay, now, rows()), replay.usage, ctl, blind)
     elif readings is not None and contended(replay, readings, ctl.contention_busy_above):
         victims = planned_victims(
-            view(replay, now, rows), replay.usage, ctl, False, forecasting=False
+            view(replay, now, rows()), replay.usage, ctl, False, forecasting=False
         )
     for victim, reason in victims.items():
         replay.preempt(victim, now, suspend=True, reason=reason)
     resumed = []
     if not victims and any(now - t >= ctl.cooldown_seconds for t in replay.suspended.values()):
-        resumed = planned_resumes(view(replay, now, rows), ctl)
+        resumed = planned_resumes(view(replay, now, rows()), ctl)
         for job in resumed:
             replay.resume(job, now)
     if readings is not None and wants_reshape(replay, ctl, now):
         fresh = pool_readings(replay, now) if victims or resumed else readings  # pods moved
         planned_reshapes(replay, ctl, now, fresh)
+
+
+def _device_rows_once(
+    replay: Replay, readings: PoolReadings | None
+) -> Callable[[], tuple[PodGpuUsage, ...]]:
+    """The cycle's `device_rows`, built on first use and then kept (most cycles plan no preempt
+    or resume, and building them every cycle took 4 s of a 76 s replay at 58 GPUs).
+
+    The same rows as building them up front: they read the readings and the replay's runs,
+    which nothing changes before the last use (the preempt view is built before any victim is
+    stopped, and the resume view only in a cycle that stopped none).
+    """
+    return functools.cache(lambda: () if readings is None else device_rows(replay, readings))
 
 
 def worth_planning(replay: Replay, ctl: ReplayPlanner, now: float) -> bool:

@@ -28,6 +28,7 @@ it held over the window.
 from __future__ import annotations
 
 import heapq
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,36 +85,59 @@ def _samples(replay: Replay, span: float) -> FloatArray:
     return result
 
 
-def _padded(groups: list[list[int]], values: FloatArray, width: int) -> FloatArray:
-    """Per-job rows (jobs x samples, groups back to back) as devices x width x samples."""
-    slot = [i * width + r for i, g in enumerate(groups) for r in range(len(g))]
-    out = np.zeros((len(groups) * width, values.shape[1]))
-    out[slot] = values
-    result: FloatArray = out.reshape(len(groups), width, values.shape[1])
+def _slots(groups: list[list[int]], width: int) -> list[int]:
+    """Where each job's row goes in `_padded`'s devices x width rows (groups back to back)."""
+    return [i * width + r for i, g in enumerate(groups) for r in range(len(g))]
+
+
+def _padded(slots: list[int], values: FloatArray, devices: int, width: int) -> FloatArray:
+    """Per-job rows (jobs x samples, in `_slots` order) as devices x width x samples."""
+    out = np.zeros((devices * width, values.shape[1]))
+    out[slots] = values
+    result: FloatArray = out.reshape(devices, width, values.shape[1])
     return result
 
 
 def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
-    """Settle and re-rate every job on `devices`; OOM-kill where memory runs out."""
+    """Settle and re-rate every job on `devices`; OOM-kill where memory runs out.
+
+    A job alone on its GPU gets rate 1 and is never OOM-killed (`oom_victim` needs two pods), so
+    it is settled at once, its samples unread: the GPU an OOM kill leaves with one pod is priced
+    again so, once per kill. The other GPUs' numbers are exactly what they were with it in the
+    batch: each GPU is a column of its own in `_oom_kills` and `progress_rates`, and the padded
+    width is set by the GPUs two or more jobs share.
+    """
     todo = set(devices)
     k = _samples(replay, replay.settings.share_step_seconds)
     usage = replay.usage
     while todo:
-        batch = sorted(d for d in todo if replay.on_device.get(d))
+        batch = []
+        for d in sorted(todo):
+            held = replay.on_device.get(d)
+            if held and len(held) == 1:
+                _set_rate(replay, held[0], 1.0, now)
+            elif held:
+                batch.append(d)
         if not batch:
             return
         groups = [list(replay.on_device[d]) for d in batch]
         width = max(len(g) for g in groups)
+        slots = _slots(groups, width)
+        members = [replay.runs[j] for g in groups for j in g]
         jobs = np.array([j for g in groups for j in g], dtype=np.int64)
-        progress = np.array([replay.runs[int(j)].progress(now) for j in jobs])
+        progress = np.array([run.progress(now) for run in members])
         index = np.repeat(jobs, len(k))
         at = (progress[:, None] + k[None, :]).reshape(-1)
-        memory = _padded(groups, usage.memory_gib(index, at).reshape(len(jobs), -1), width)
-        fresh = np.array([replay.runs[int(j)].started == now for j in jobs])
+        where = usage.position(index, at)  # `Usage.memory_gib` and `utilization` read these
+        held_gib = np.zeros(len(index)) if usage.memory is None else usage.memory[where]
+        memory = _padded(slots, held_gib.reshape(len(jobs), -1), len(batch), width)
+        fresh = np.array([run.started == now for run in members])
         earlier = usage.memory_gib(jobs, np.maximum(progress - usage.step, 0.0))
-        before = _padded(groups, np.where(fresh, 0.0, earlier)[:, None], width)[:, :, 0]
-        todo = _oom_kills(replay, batch=batch, groups=groups, memory=memory, before=before, now=now)
-        demand = _padded(groups, usage.utilization(index, at).reshape(len(jobs), -1), width)
+        before = _padded(slots, np.where(fresh, 0.0, earlier)[:, None], len(batch), width)
+        todo = _oom_kills(
+            replay, batch=batch, groups=groups, memory=memory, before=before[:, :, 0], now=now
+        )
+        demand = _padded(slots, usage.values[where].reshape(len(jobs), -1), len(batch), width)
         pods_first = demand.transpose(1, 0, 2).reshape(width, -1)
         rates = progress_rates(pods_first, replay.settings.switch_overhead)
         mean = rates.reshape(width, len(batch), len(k)).mean(axis=2).T
@@ -121,7 +145,7 @@ def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
             if device in todo:  # a pod was OOM-killed: priced again without it
                 continue
             for r, j in enumerate(groups[i]):
-                _set_rate(replay, j, 1.0 if len(groups[i]) == 1 else float(mean[i, r]), now)
+                _set_rate(replay, j, float(mean[i, r]), now)
 
 
 def _oom_kills(
@@ -183,47 +207,76 @@ def pool_stats(replay: Replay, now: float) -> dict[int, tuple[GpuStats, ...]]:
     return pool_readings(replay, now).stats
 
 
+@dataclass(frozen=True)
+class _PoolLayout:
+    """What `pool_readings` reads of a replay that stays the same all through it: the pool's
+    GPUs (the pool and each node's GPU count are fixed for a replay), their memory in GiB (the
+    node's model) and their ids. Built once per replay instead of once per cycle."""
+
+    devices: tuple[tuple[int, int], ...]  # (node, device), node by node
+    limits: FloatArray  # GiB of each
+    uuids: tuple[str, ...]  # `gpu_uuid` of each
+
+
+_LAYOUTS: weakref.WeakKeyDictionary[Replay, _PoolLayout] = weakref.WeakKeyDictionary()
+
+
+def _layout(replay: Replay) -> _PoolLayout:
+    found = _LAYOUTS.get(replay)
+    if found is None:
+        names = replay.nodes.names
+        devices = tuple(
+            (i, d)
+            for i in np.flatnonzero(replay.cluster.sliced).tolist()
+            for d in range(int(replay.nodes.gpus[i]))
+        )
+        limits = np.array([_limit(replay, dev) for dev in devices])
+        found = _PoolLayout(devices, limits, tuple(gpu_uuid(names[i], d) for i, d in devices))
+        _LAYOUTS[replay] = found
+    return found
+
+
 def pool_readings(replay: Replay, now: float) -> PoolReadings:
     """The pool's GPUs and the jobs on them, as the controller reads them (module doc)."""
     back = _samples(replay, STATS_WINDOW_SECONDS)[::-1]
-    devices = [
-        (i, d)
-        for i in np.flatnonzero(replay.cluster.sliced).tolist()
-        for d in range(int(replay.nodes.gpus[i]))
-    ]
+    layout = _layout(replay)
+    devices, limits = layout.devices, layout.limits
     groups = [replay.on_device.get(dev, []) for dev in devices]
     width = max((len(g) for g in groups), default=0)
     util = np.zeros(len(devices))
     memory = np.zeros(len(devices))
-    limits = np.array([_limit(replay, dev) for dev in devices])
     pods: list[PodReading] = []
     if width:
+        members = [replay.runs[j] for g in groups for j in g]
         jobs = np.array([j for g in groups for j in g], dtype=np.int64)
-        progress = np.array([replay.runs[int(j)].progress(now) for j in jobs])
+        progress = np.array([run.progress(now) for run in members])
         at = np.maximum(progress[:, None] - back[None, :], 0.0).reshape(-1)
         index = np.repeat(jobs, len(back))
         each = replay.usage.utilization(index, at).reshape(len(jobs), -1)
         held = replay.usage.memory_gib(index, at).reshape(len(jobs), -1)
-        demand = _padded(groups, each, width)
-        used = _padded(groups, held, width)
+        slots = _slots(groups, width)
+        demand = _padded(slots, each, len(devices), width)
+        used = _padded(slots, held, len(devices), width)
         util = np.minimum(demand.sum(axis=1), 1.0).mean(axis=1)
         memory = np.minimum(used[:, :, -1].sum(axis=1), limits)
-        rates = np.array([replay.runs[int(j)].rate for j in jobs])
+        rates = np.array([run.rate for run in members])
         busy = np.minimum(rates * each.mean(axis=1), 1.0)
         peak = held.max(axis=1) * GIB
         where = [dev for dev, g in zip(devices, groups, strict=True) for _ in g]
         pods = [
-            PodReading(int(j), node, d, float(b), float(m))
-            for j, (node, d), b, m in zip(jobs.tolist(), where, busy, peak, strict=True)
+            PodReading(j, node, d, b, m)
+            for j, (node, d), b, m in zip(
+                jobs.tolist(), where, busy.tolist(), peak.tolist(), strict=True
+            )
         ]
     out: dict[int, list[GpuStats]] = {}
-    for (node, d), u, m, total in zip(
-        devices, util.tolist(), memory.tolist(), limits.tolist(), strict=True
+    for (node, _), uuid, u, m, total in zip(
+        devices, layout.uuids, util.tolist(), memory.tolist(), limits.tolist(), strict=True
     ):
         stats = GpuStats(
             utilization=u,
             memory_used_ratio=m / total,
-            uuid=gpu_uuid(replay.nodes.names[node], d),
+            uuid=uuid,
             memory_used_bytes=m * GIB,
             memory_total_bytes=total * GIB,
         )

@@ -21,6 +21,7 @@ Parsing is pure; only the `read_*` functions touch files.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,9 +57,10 @@ class Jobs:
     runtime: FloatArray
     reclaimable: frozenset[str] | None = None  # queues the pod list flags reclaimable, if it says
 
-    @property
+    @functools.cached_property
     def gpus(self) -> FloatArray:
-        """GPU amount each job holds, as a float (0.46 for a 460-milli sharing pod)."""
+        """GPU amount each job holds, as a float (0.46 for a 460-milli sharing pod); computed
+        once (a replay reads it at every stop, kill and placement), never to be written to."""
         result: FloatArray = self.num_gpu * self.milli / MILLI
         return result
 

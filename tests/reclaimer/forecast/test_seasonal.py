@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from reclaimer.forecast.seasonal import outlook, seasonal_naive
+from reclaimer.forecast.seasonal import _forecast_peak, _outlook, outlook, seasonal_naive
 from reclaimer.model import LoadHistory
 
 NOW = 1_000_000 * 3600.0  # on the hour
@@ -78,6 +78,25 @@ def test_the_same_history_is_fitted_once_whatever_the_time_within_its_step() -> 
     again = outlook(history, NOW + 0.5 * H, 8 * H)  # a later cycle in the same hour
     assert first is not None and again is first  # kept, not fitted again
     assert outlook(history, NOW + 1.5 * H, 8 * H) is None  # stale: not from the cache
+
+
+def test_an_outlook_six_hours_later_fits_only_the_windows_it_has_not_fitted() -> None:
+    """The calibration origins sit every 6 h back from the history's end, so the same grid read
+    6 h later fits again all but its newest origin and its final window: those two are fitted,
+    the other 26 are kept, and the outlook is exactly the one fitted from nothing."""
+    values = _daily(16, noise=0.03, end=NOW + 6 * H)  # one series: the same hour, the same value
+    earlier = _history(values[:-6], end=NOW)
+    later = _history(values[6:], end=NOW + 6 * H)
+    _forecast_peak.cache_clear()
+    first = outlook(earlier, NOW, 8 * H)
+    assert first is not None and first.origins == 27
+    fitted = _forecast_peak.cache_info().misses
+    kept = outlook(later, NOW + 6 * H, 8 * H)
+    info = _forecast_peak.cache_info()
+    assert (info.misses - fitted, info.hits) == (2, 26)
+    _forecast_peak.cache_clear()
+    _outlook.cache_clear()
+    assert outlook(later, NOW + 6 * H, 8 * H) == kept
 
 
 def test_seasonal_naive_takes_the_busier_of_a_day_and_a_week_ago() -> None:
