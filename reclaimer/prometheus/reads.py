@@ -212,7 +212,7 @@ async def _read_load(
     if previous is not None and previous.last == last and previous.fresh:
         return previous
     peaks_task = (
-        asyncio.ensure_future(_read_peaks(client, last))
+        asyncio.ensure_future(_read_peaks(client, now))
         if source is MetricsSource.GPU_RECLAIM
         else None
     )

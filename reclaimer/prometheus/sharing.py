@@ -9,8 +9,9 @@ Queries and their parsing only (`reads` sends them):
   `UUID`, or `UUID/GPU_I_ID` for an instance. dcgm-exporter copies a device's readings onto each
   pod and has no per-pod share, so under the DCGM source these are not read (no contention relief).
 - Pods' memory peaks for the raise gate's memory budget: each pod's most device memory over the
-  last `PEAK_DAYS` (`max by (namespace, pod)`, over its GPUs and its restarts), read hourly with
-  the load (the pods a raise lets in are new ones, and pods grow: the last minutes do not say).
+  last `PEAK_DAYS` (`max by (namespace, pod)`, over its GPUs and its restarts), read at the
+  cycle's time once the hour has turned, with the load (the pods a raise lets in are new ones,
+  and pods grow: the last minutes do not say).
 - Node load history for the raise gate: each node's mean GPU utilization per hour over the last
   `LOAD_DAYS` (`max by (Hostname, UUID)` de-duplicates dcgm-exporter's per-pod copies), one
   `query_range` an hour (the controller keeps the last answer until the hour turns).

@@ -6,8 +6,8 @@ the raise gate budgets every pod slot from them (`plan.raises.slot_budget`). In 
 job is a pod (`Replay.keys`) on every GPU node, pool or not, as the exporter runs on every GPU
 node: a run that ends (finished, preempted, OOM-killed) leaves its peak over the run, dated at its
 end (`ended`); a running job's peak is its current run's, read when the hour's answer is built.
-`read` builds that answer at the first control cycle of each hour, at that cycle's time (the
-controller evaluates at the whole hour, at most one cycle earlier), and keeps it for the hour.
+`read` builds that answer at the first control cycle of each hour, at that cycle's time, and
+keeps it for the hour, as the controller does.
 Approximations: a run's peak counts whole while its end is in the window, and a run longer than
 the window is read over the window's length of progress (its last `PEAK_DAYS` at rate 1).
 """

@@ -11,8 +11,8 @@ Every node has one physical GPU at 2 time-slice replicas (GPU feature discovery'
   free (budgeting by what it holds now, or the fill ratio alone, would raise).
 - gpu-ts-new: idle, with one day of load history only.
 - gpu-ts-peak: idle now, but every day from 3 to 6 hours after now's time of day it runs at 60%.
-Per-pod series for a day (60 s), device utilization for 15 days (5 min), memory for 20 minutes
-(and the peaks above).
+Per-pod series for a day (60 s), device utilization for 15 days (5 min), device memory and
+`research/big-0`'s readings for 20 minutes (and the peaks above).
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def history(now: float) -> str:
         lab.pop("modelName")
         series.append((gc.POD_UTILIZATION, lab, [(float(t), busy) for t in day]))
         series.append((gc.POD_ALLOCATED, lab, [(float(t), 1.0) for t in day]))
-        series.append((gc.POD_MEMORY, lab, [(t, 3 * 1024 * MIB) for t in recent]))
+        series.append((gc.POD_MEMORY, lab, [(float(t), 3 * 1024 * MIB) for t in day]))
     big = {"namespace": "research", "pod": "big-0", "container": "c", **_device("gpu-ts-mem")}
     big.pop("modelName")
     peak = [(float(t), 10 * 1024 * MIB) for t in np.arange(now - 2 * DAY, now - 2 * DAY + 600, 60)]

@@ -1,8 +1,8 @@
 """The pods' memory peaks (the raise gate's budget) read from a REAL Prometheus, hourly.
 
 Each pod's most device memory over the last 7 days, over its GPUs: a peak 8 days ago is out of
-the window, one 6 days ago is in. A proxy in front of Prometheus can fail the peaks query alone:
-the read then says why (raises refused) and the next read asks again.
+the window, one 6 days ago is in, one half a minute ago too. A proxy in front of Prometheus can
+fail the peaks query alone: the read then says why (raises refused) and the next read asks again.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ def _history(now: float) -> str:
             # one pod on two GPUs: its peak is the most on either
             (gc.POD_MEMORY, _pod("b", "two", "1"), _at(now, 1, 3.0)),
             (gc.POD_MEMORY, _pod("b", "two", "2"), _at(now, 1, 5.0)),
+            # started half a minute ago: read at the cycle's time, not at the hour's turn
+            (gc.POD_MEMORY, _pod("c", "new", "3"), [(now - 30.0, 4.0 * GIB)]),
         ]
     )
 
@@ -107,6 +109,7 @@ async def test_each_pods_peak_over_the_week_over_its_gpus(prom: PromServer, now:
         "a/old": 1.0,
         "a/grew": 10.0,
         "b/two": 5.0,
+        "c/new": 4.0,
     }
 
 
@@ -129,6 +132,6 @@ async def test_a_failed_peaks_read_says_why_and_is_asked_again(
         second = await read_metrics(*args, load=first.load)
         third = await read_metrics(*args, load=second.load)
     assert second.load is not None and second.load.peaks is not None
-    assert not second.load.peaks.error and len(second.load.peaks.pods) == 3
+    assert not second.load.peaks.error and len(second.load.peaks.pods) == 4
     assert third.load is second.load  # kept for the hour once read
     assert fail.peaks_asked == 3 + 1  # the client's three tries on 503, then one that answered
