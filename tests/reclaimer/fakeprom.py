@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from aiohttp.test_utils import TestServer
+from loopback import serve
 
 
 @dataclass
@@ -64,12 +64,5 @@ async def fake_prometheus(
     route: Callable[[str, dict[str, str]], Reply] | None = None,
 ) -> AsyncIterator[FakeProm]:
     fake = FakeProm(list(replies), default, route)
-    app = web.Application()
-    app.router.add_route("*", "/api/v1/{tail:.*}", fake.handle)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    fake.url = str(server.make_url("")).rstrip("/")
-    try:
+    async with serve(fake.handle, "/api/v1/{tail:.*}") as fake.url:
         yield fake
-    finally:
-        await server.close()

@@ -12,12 +12,11 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import redirect_stdout
 from pathlib import Path
 
-import aiohttp
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 from e2e_world import cluster_objects, history, wall_now
 from fakeapi import FakeCluster, served_kubeconfig
+from loopback import forward, serve
 from promserver import PromServer, free_port, start_prometheus
 from repo_paths import REPO
 
@@ -89,9 +88,7 @@ class Gate:
         if request.headers.get("X-Scope-OrgID") != self.tenant:
             return web.Response(status=403, text="no tenant")
         form = {k: str(v) for k, v in (await request.post()).items()}
-        async with aiohttp.ClientSession() as s, s.post(self.target + request.path, data=form) as r:
-            body = await r.read()
-            return web.Response(status=r.status, body=body, content_type="application/json")
+        return await forward(self.target, request, form)
 
 
 @pytest.fixture(scope="module")
@@ -103,14 +100,8 @@ def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
 @pytest.fixture
 async def gate(prom: PromServer) -> AsyncIterator[tuple[Gate, str]]:
     g = Gate(prom.url, "tok-1", "tenant-a")
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", g.handle)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
-        yield g, str(server.make_url("")).rstrip("/")
-    finally:
-        await server.close()
+    async with serve(g.handle) as url:
+        yield g, url
 
 
 async def test_a_rotated_token_is_read_again(gate: tuple[Gate, str], tmp_path: Path) -> None:

@@ -11,11 +11,10 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 from clusterviews import view
+from loopback import forward, serve
 from promserver import PromServer, openmetrics, start_prometheus
 
 import gpu_contract as gc
@@ -77,23 +76,14 @@ class FailPeaks:
             self.peaks_asked += 1
             if self.failing:
                 return web.Response(status=503, text="unavailable")
-        async with aiohttp.ClientSession() as s, s.post(self.target + request.path, data=form) as r:
-            return web.Response(
-                status=r.status, body=await r.read(), content_type="application/json"
-            )
+        return await forward(self.target, request, form)
 
 
 @pytest.fixture
 async def proxy(prom: PromServer) -> AsyncIterator[tuple[FailPeaks, str]]:
     fail = FailPeaks(prom.url)
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", fail.handle)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
-        yield fail, str(server.make_url("")).rstrip("/")
-    finally:
-        await server.close()
+    async with serve(fail.handle) as url:
+        yield fail, url
 
 
 PARAMS = HistoryParams(window=3600.0, step=60.0)

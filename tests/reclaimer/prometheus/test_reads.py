@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import numpy as np
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 from clusterviews import job_with_pods, view
+from loopback import forward, serve
 from promserver import PromServer, history_base, openmetrics, start_prometheus
 
 import gpu_contract as gc
@@ -115,10 +114,7 @@ class Recorder:
         self.paths.append(request.path)
         form = {k: str(v) for k, v in (await request.post()).items()}
         self.forms.append(form)
-        async with aiohttp.ClientSession() as s, s.post(self.target + request.path, data=form) as r:
-            return web.Response(
-                status=r.status, body=await r.read(), content_type="application/json"
-            )
+        return await forward(self.target, request, form)
 
 
 @pytest.fixture(scope="module")
@@ -136,14 +132,8 @@ def prom(tmp_path_factory: pytest.TempPathFactory, base: float):
 @pytest.fixture
 async def recorder(prom: PromServer) -> AsyncIterator[tuple[Recorder, str]]:
     rec = Recorder(prom.url)
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", rec.handle)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
-        yield rec, str(server.make_url("")).rstrip("/")
-    finally:
-        await server.close()
+    async with serve(rec.handle) as url:
+        yield rec, url
 
 
 async def test_history_matches_the_pattern_on_the_step_grid(prom: PromServer, base: float) -> None:
