@@ -68,7 +68,7 @@ from reclaimer.prometheus.history import (
 from reclaimer.prometheus.series import QueryResult
 from reclaimer.prometheus.sharing import (
     LOAD_STEP,
-    PEAK_DAYS,
+    PEAK_WINDOW,
     load_histories,
     load_query,
     load_range,
@@ -230,7 +230,7 @@ async def _read_peaks(client: PromClient, at: float) -> MemoryPeaks:
     try:
         return memory_peaks(await client.query(peaks_query(), at=at))
     except PromError as err:
-        return MemoryPeaks(PEAK_DAYS * 86400.0, error=f"query failed: {err}")
+        return MemoryPeaks(PEAK_WINDOW, error=f"query failed: {err}")
 
 
 def _pod_gpus(

@@ -30,6 +30,7 @@ from reclaimer.prometheus.series import QueryResult
 LOAD_STEP = 3600.0
 LOAD_DAYS = 15.0  # the outlook's fit and calibration (14 days) plus a horizon
 PEAK_DAYS = 7.0  # a week of pods: their peaks take in the weekly cycle
+PEAK_WINDOW = PEAK_DAYS * 86400.0  # seconds
 _DEVICE = ("Hostname", "UUID", "GPU_I_ID", "namespace", "pod")
 
 
@@ -83,7 +84,7 @@ def _key(labels: Mapping[str, str]) -> tuple[str, str, str] | None:
 
 def peaks_query() -> str:
     """Each pod's most device memory (bytes) over the last `PEAK_DAYS`."""
-    return f"max by (namespace, pod) (max_over_time({gc.POD_MEMORY}[{int(PEAK_DAYS * 86400)}s]))"
+    return f"max by (namespace, pod) (max_over_time({gc.POD_MEMORY}[{int(PEAK_WINDOW)}s]))"
 
 
 def memory_peaks(result: QueryResult) -> MemoryPeaks:
@@ -93,7 +94,7 @@ def memory_peaks(result: QueryResult) -> MemoryPeaks:
         ns, pod = s.labels.get("namespace", ""), s.labels.get("pod", "")
         if pod and s.points and not math.isnan(s.points[-1][1]):
             pods[f"{ns}/{pod}"] = max(0.0, s.points[-1][1])
-    return MemoryPeaks(PEAK_DAYS * 86400.0, MappingProxyType(pods))
+    return MemoryPeaks(PEAK_WINDOW, MappingProxyType(pods))
 
 
 def load_query() -> str:

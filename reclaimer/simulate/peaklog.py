@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from reclaimer.model import MemoryPeaks
-from reclaimer.prometheus.sharing import LOAD_STEP, PEAK_DAYS
+from reclaimer.prometheus.sharing import LOAD_STEP, PEAK_WINDOW
 
 GIB = 2.0**30
-WINDOW = PEAK_DAYS * 86400.0
 PeakOf = Callable[[int, float, float], float]  # `Usage.memory_peak`: job, progress from, to
 
 
@@ -43,7 +42,7 @@ class PeakLog:
     def __init__(self) -> None:
         self._ended: dict[str, tuple[float, float]] = {}  # pod -> (last run's end, GiB peak)
         self._hour: int | None = None
-        self._answer = MemoryPeaks(WINDOW)
+        self._answer = MemoryPeaks(PEAK_WINDOW)
 
     def ended(self, key: str, at: float, gib: float) -> None:
         """A run of pod `key` ended at `at`, having held at most `gib`."""
@@ -55,13 +54,14 @@ class PeakLog:
         hour = math.floor(now / LOAD_STEP)
         if hour == self._hour:
             return self._answer
-        since = now - WINDOW
+        since = now - PEAK_WINDOW
         for key in [k for k, (at, _) in self._ended.items() if at < since]:
             del self._ended[key]
         pods = {key: gib for key, (_, gib) in self._ended.items()}
         for run in running:
-            gib = peak_of(run.job, max(run.base, run.progress - WINDOW), run.progress)
+            gib = peak_of(run.job, max(run.base, run.progress - PEAK_WINDOW), run.progress)
             pods[run.key] = max(gib, pods.get(run.key, 0.0))
         self._hour = hour
-        self._answer = MemoryPeaks(WINDOW, MappingProxyType({k: v * GIB for k, v in pods.items()}))
+        in_bytes = MappingProxyType({k: v * GIB for k, v in pods.items()})
+        self._answer = MemoryPeaks(PEAK_WINDOW, in_bytes)
         return self._answer
