@@ -24,6 +24,7 @@ from reclaimer.simulate.trace import FloatArray, Profiles, TraceError, read_csv_
 
 MEMORY_COLUMNS = ("timestamp_anon", "value", "container_ip")
 DEFAULT_PEAK_GIB = 16.0
+GIB = 2.0**30  # bytes: the replay holds memory in GiB, the controller reads bytes
 
 
 def parse_memory(frame: pd.DataFrame, profiles: Profiles, peak_gib: float) -> FloatArray:

@@ -21,8 +21,8 @@ from types import MappingProxyType
 
 from reclaimer.model import MemoryPeaks
 from reclaimer.prometheus.sharing import LOAD_STEP, PEAK_WINDOW
+from reclaimer.simulate.memory import GIB
 
-GIB = 2.0**30
 PeakOf = Callable[[int, float, float], float]  # `Usage.memory_peak`: job, progress from, to
 
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from reclaimer.model import GpuStats
 from reclaimer.simulate.jobs import COMPLETE, Replay
+from reclaimer.simulate.memory import GIB
 from reclaimer.simulate.sharing import device_gib, oom_victim, progress_rates
 from reclaimer.simulate.strategies import device_name
 from reclaimer.simulate.trace import BoolArray, FloatArray, IntArray, Nodes
@@ -180,9 +181,6 @@ def _set_rate(replay: Replay, job: int, rate: float, now: float) -> None:
     left = float(replay.jobs.runtime[job]) - run.progress(now)
     replay.epoch[job] += 1
     heapq.heappush(replay.heap, (now + max(left, 0.0) / rate, COMPLETE, job, replay.epoch[job]))
-
-
-GIB = 2.0**30
 
 
 @dataclass(frozen=True)
