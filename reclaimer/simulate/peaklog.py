@@ -8,8 +8,12 @@ node: a run that ends (finished, preempted, OOM-killed) leaves its peak over the
 end (`ended`); a running job's peak is its current run's, read when the hour's answer is built.
 `read` builds that answer at the first control cycle of each hour, at that cycle's time, and
 keeps it for the hour, as the controller does.
-Approximations: a run's peak counts whole while its end is in the window, and a run longer than
-the window is read over the window's length of progress (its last `PEAK_DAYS` at rate 1).
+What that query answers (Prometheus docs, Querying / Functions, `<aggregation>_over_time()`:
+"max_over_time(range-vector): the maximum value of all points in the specified interval"; a
+range `[7d]` selects the samples of the 7 days up to the evaluation time): a pod is in the
+answer while any of its samples is. Approximations: a run's peak counts whole while its end is
+in the window, and a run longer than the window is read over the window's length of progress
+(its last `PEAK_DAYS` at rate 1).
 """
 
 from __future__ import annotations
