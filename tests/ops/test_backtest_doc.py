@@ -53,7 +53,10 @@ def test_the_block_runs_as_written(image: Path, shared_data: Path, tmp_path: Pat
             capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip
         assert done.returncode == 0, f"{argv}: {done.stderr}"
-    assert "forecast" in done.stdout  # the replay's result table names its strategy
+    table = dict(line.split(None, 1) for line in done.stdout.splitlines() if line.strip())
+    assert table["strategy"] == "forecast"  # the replay the block names, not another
+    assert float(table["gpu_hours_allocated"]) > 0  # it replayed the fetched traces' jobs
+    assert float(table["gpu_hours_capacity"]) >= float(table["gpu_hours_allocated"])
     # the report line replays every strategy (test_html_report runs a real `--report`): here
     # its flags are checked against the parser, with the traces the block fetched
     assert report[0] == ".venv/bin/gpu-reclaimer"

@@ -286,4 +286,5 @@ def test_a_job_whose_podgroup_names_a_protected_queue_is_not_stopped(
     code, report, err = cycle(prom.url, kubeconfig, "--apply")
     assert code == 0, err
     assert IDLE not in preempted(report)
+    assert skips(report)[IDLE] == "QueueNotReclaimable"  # judged by its PodGroup's queue
     assert "suspend" not in cluster.get(*PYT, "notebook", "research")["spec"]["runPolicy"]
