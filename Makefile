@@ -91,6 +91,8 @@ bench: deps traces
 	$(BIN)/python bench/reclaimer_prom_read.py
 	$(BIN)/python bench/simulate_bench.py --data $(TRACES)
 	$(BIN)/python bench/webconfig_held_bench.py
+	$(BIN)/python bench/auth_timing_bench.py
+	$(BIN)/python bench/auth_flood_bench.py
 
 # Real-GPU check of the exporter's NVML path (on a GPU box without the venv: GPU_CHECK_PY=python3).
 GPU_CHECK_PY ?= $(BIN)/python

@@ -1,12 +1,18 @@
 """HTTP basic auth against the bcrypt hashes of `basic_auth_users`, as exporter-toolkit does it.
 
 bcrypt is slow on purpose (cost 10 is ~70 ms of CPU, cost 12 four times that), so:
-- a successful check is cached, keyed by a SHA-256 of (user, stored hash, password): the cache holds
-  no password, a changed hash in the file misses it at once, and a scrape every few seconds pays
-  bcrypt once. A failure is cached the same way: the same wrong password against the same hash
-  is denied again without bcrypt (bcrypt is deterministic, so the answer cannot change; an attacker
-  learns nothing from it, and every *new* guess still pays the full price). A client that keeps
-  sending an old password after a rotation then costs nothing and blocks nobody;
+- a successful check is cached, keyed by a SHA-256 of (every configured user and hash, user,
+  password): the cache holds no password and a scrape every few seconds pays bcrypt once. A
+  failure is cached the same way: the same wrong password is denied again without bcrypt while
+  the users' hashes stay as they are (bcrypt is deterministic, so the answer cannot change; an
+  attacker learns nothing from it, and every *new* guess still pays the full price). A client
+  that keeps sending an old password after a rotation then costs nothing and blocks nobody;
+- the key holds the whole users map, not only the named user's hash, so a reload that changes
+  any hash drops every name's cached verdicts alike, configured or not: a guess replayed after
+  it pays bcrypt whichever name it is for. Keyed by the named user's hash alone, as
+  exporter-toolkit keys it (prometheus/exporter-toolkit web/handler.go, with one fixed hash for
+  every unknown user), a rotation would re-check only the rotated users' guesses and answer the
+  unknown names' from the cache, and the difference in time would tell which names exist;
 - checks run in a worker thread (bcrypt releases the GIL), one at a time, so a flood of wrong
   passwords costs at most one core and never stalls the event loop that serves other scrapes;
 - the checks waiting for that thread are admitted by `admission.Admission` (at most `max_queued`
@@ -14,8 +20,9 @@ bcrypt is slow on purpose (cost 10 is ~70 ms of CPU, cost 12 four times that), s
   right password that is not cached yet, but cannot keep it out;
 - an unknown user is checked against a stand-in hash with the same bcrypt cost as the configured
   users' hashes (the highest, when they differ), so the time an answer takes does not tell which
-  user names exist, whatever cost `htpasswd -nB` (5) or `make-secrets.sh` (12) wrote. The
-  stand-in is made once per cost, on the first check at that cost, whichever user it names.
+  user names exist, whatever cost `htpasswd -nB` (5) or `make-secrets.sh` (12) wrote. The cost
+  is read from the users in force at each check, so it follows every reload; a stand-in is made
+  once per cost, on the first check at that cost, whichever user it names.
 """
 
 from __future__ import annotations
@@ -54,6 +61,12 @@ def stand_in_cost(users: Mapping[str, str]) -> int:
 def make_stand_in(cost: int) -> str:
     """A bcrypt hash of a random secret nobody keeps, at `cost`: it matches no password."""
     return bcrypt.hashpw(secrets.token_bytes(32), bcrypt.gensalt(cost)).decode("ascii")
+
+
+def verdict_key(users: Mapping[str, str], user: str, password: str) -> bytes:
+    """Pure: the cache key of a verdict on (user, password) under `users` (see the module doc)."""
+    configured = sorted(users.items())
+    return hashlib.sha256(json.dumps([configured, user, password]).encode("utf-8")).digest()
 
 
 def parse_basic_authorization(header: str | None) -> tuple[str, str] | None:
@@ -114,7 +127,7 @@ class BasicAuth:
             return Outcome.DENIED
         user, password = credentials
         hashed = users.get(user)
-        key = hashlib.sha256(json.dumps([user, hashed, password]).encode("utf-8")).digest()
+        key = verdict_key(users, user, password)
         if hashed is not None and _touch(self._cache, key):
             return Outcome.ALLOWED
         if _touch(self._denied, key):
