@@ -155,7 +155,9 @@ class FakeCluster(PodLifecycle):
     faults: list[Fault] = field(default_factory=list)
     version: int = 100
     serial: int = 0
-    training_operator: str = "v1.8"  # PyTorchJob CRD schema (v1.6: no runPolicy.suspend)
+    # training-operator CRD schemas (`fakeapi.schema.RUN_POLICY`: v1.6 has no runPolicy.suspend,
+    # v1.9 adds runPolicy.managedBy)
+    training_operator: str = "v1.8"
     trainer_release: str = "v2.3"  # TrainJob CRD schema (`fakeapi.schema.TRAINJOB_SPEC`)
     compacted: int = 0  # continue tokens issued before this resourceVersion answer 410
     compact_during: str | None = None  # compact after serving a first page of this plural
