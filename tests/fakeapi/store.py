@@ -20,9 +20,10 @@ import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from fakeapi import trainer
+from fakeapi import scale, trainer
 from fakeapi.disruption import budget_status, can_ignore_budgets, check_eviction, selects
 from fakeapi.errors import ApiError
 from fakeapi.lifecycle import PODS, PodLifecycle, grace_period, iso
@@ -248,7 +249,7 @@ class FakeCluster(PodLifecycle):
         if res == PDBS and obj.get("spec"):
             ns = obj["metadata"].get("namespace", "")
             pods = [p for k, p in self.objects.get(PODS, {}).items() if k[0] == ns]
-            obj["status"] = budget_status(obj, pods, self._scale)
+            obj["status"] = budget_status(obj, pods, partial(scale.controller_scale, self))
         return obj
 
     def list(
