@@ -210,6 +210,33 @@ def test_a_budget_whose_scale_cannot_be_had_fails_its_sync(
     assert re.search(message, condition["message"]), condition["message"]
 
 
+@pytest.mark.parametrize("deployment", [True, False], ids=["counted-once", "deployment-gone"])
+def test_a_rollouts_replicasets_count_by_their_controller(
+    api: Any, cluster: FakeCluster, deployment: bool
+) -> None:
+    """Mid-rollout, a Deployment of 3 has ReplicaSets of 2 and 1, with 3 Ready pods: its scale
+    is counted once (expected 3, not 3 for each ReplicaSet); with the Deployment gone, each
+    ReplicaSet's own scale is read through its scale subresource (2 + 1). Either way
+    3 - (3 - 1) = 1 is allowed."""
+    cluster.objects.clear()
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "w", "uid": "dep-w"}
+    if deployment:
+        cluster.add(_owner(dep, {"replicas": 3}))
+    for rs, replicas in (("w-a", 2), ("w-b", 1)):
+        ref = {**dep, "name": rs, "kind": "ReplicaSet", "uid": f"rs-{rs}"}
+        owned = _owner(ref, {"replicas": replicas})
+        owned["metadata"]["ownerReferences"] = [{**dep, "controller": True}]
+        cluster.add(owned)
+        for j in range(replicas):
+            pod = _pod(j, "ready", ref)
+            pod["metadata"]["name"] = f"{rs}-{j}"
+            cluster.add(pod)
+    _pdb(cluster, maxUnavailable=1)
+    status = _status(api)
+    keys = ("expectedPods", "desiredHealthy", "currentHealthy", "disruptionsAllowed")
+    assert {k: status[k] for k in keys} == dict(zip(keys, (3, 2, 3, 1), strict=True))
+
+
 def _scale(api: Any, plural: str) -> dict[str, Any]:
     get = api.custom.get_namespaced_custom_object_scale
     return call(api, get, "kubeflow.org", "v1", NS, plural, "w")
