@@ -2,9 +2,10 @@
 
 `FakeCluster` holds the objects and answers requests the way the API server would for the kinds
 the reclaimer uses (list/get/create/replace/patch/delete, resourceVersion conflicts, dry-run,
-the pods/eviction subresource against PodDisruptionBudgets, Kubeflow Trainer's TrainJob carrying
-`suspend` to its JobSet); `FakeApiServer` serves it over
-aiohttp on 127.0.0.1 from a thread with its own event loop.
+the pods/eviction subresource against PodDisruptionBudgets, the scale subresource of the
+training-operator kinds whose CRDs declare one, Kubeflow Trainer's TrainJob carrying `suspend` to
+its JobSet); `FakeApiServer` serves it over aiohttp on 127.0.0.1 from a thread with its own event
+loop.
 """
 
 from fakeapi.kubeconfig import served_kubeconfig, write_kubeconfig

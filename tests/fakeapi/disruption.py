@@ -5,13 +5,15 @@ The disruption controller (kubernetes pkg/controller/disruption/disruption.go, `
 - the pods are those of the budget's namespace its selector matches;
 - expected pods and desired healthy (`getExpectedPodCount`): an integer `minAvailable` is the
   desired count and expects every selected pod; `maxUnavailable` and a percentage `minAvailable`
-  expect the sum of the scales of the pods' controllers (`getExpectedScale`: a ReplicaSet, a
-  Deployment above it, a StatefulSet or a ReplicationController by `spec.replicas`, any other
-  kind through its scale subresource), and scale the value against it rounding up
+  expect the sum of the scales of the pods' controllers (`getExpectedScale`, each controller
+  counted once, found as `fakeapi.scale` finds it: a ReplicaSet, a Deployment above it, a
+  StatefulSet or a ReplicationController by `spec.replicas`, any other kind through its scale
+  subresource, e.g. a PyTorchJob's Worker replicas), and scale the value against it rounding up
   (`intstr.GetScaledValueFromIntOrPercent(..., true)`). A pod without a controller adds nothing
-  (it is reported as unmanaged); a controller that is gone, or a kind without a scale
-  subresource (no CRD here serves one), fails the sync, and `failSafe` leaves
-  `disruptionsAllowed` at 0;
+  (it is reported as unmanaged); a pod whose controller no finder finds (gone, or another object
+  of that name), a kind without a scale subresource (a TFJob) or a scale that cannot be read
+  fails the sync, and `failSafe` leaves `disruptionsAllowed` at 0 with the condition
+  `DisruptionAllowed` False, reason `SyncFailed`, message the error;
 - a pod is healthy when it is not being deleted and is Ready (`countHealthyPods`);
 - allowed = healthy - desired, and 0 when that is negative or nothing is expected
   (`updatePdbStatus`).
@@ -30,14 +32,12 @@ from collections.abc import Callable
 from typing import Any
 
 from fakeapi.errors import ApiError
+from fakeapi.scale import Found, ScaleError
 
 Obj = dict[str, Any]
-# owner reference, namespace -> the controller's scale; raises ScaleError when there is none
-ScaleOf = Callable[[Obj, str], int]
-
-
-class ScaleError(Exception):
-    """The controller's scale cannot be had: the sync fails and the budget allows nothing."""
+# owner reference, namespace -> (uid, scale) of the controller found, None when none is found;
+# raises ScaleError where the sync fails (`fakeapi.scale.controller_scale`)
+ScaleOf = Callable[[Obj, str], Found]
 
 
 def selects(selector: Obj | None, labels: dict[str, str]) -> bool:
@@ -89,8 +89,13 @@ def expected_scale(pods: list[Obj], ns: str, scale_of: ScaleOf) -> int:
     scales: dict[str, int] = {}
     for pod in pods:
         ref = _controller(pod)
-        if ref is not None and ref.get("uid") not in scales:
-            scales[str(ref.get("uid"))] = scale_of(ref, ns)
+        if ref is None or str(ref.get("uid")) in scales:
+            continue
+        found = scale_of(ref, ns)
+        if found is None:
+            raise ScaleError(f'found no controllers for pod "{pod["metadata"]["name"]}"')
+        uid, scale = found
+        scales[uid] = scale
     return sum(scales.values())
 
 

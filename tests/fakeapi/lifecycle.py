@@ -1,4 +1,4 @@
-"""Pods on their way out, and the controllers' scale, for the fake API server's store.
+"""Pods on their way out, for the fake API server's store.
 
 Deleting (or evicting) a pod is graceful, as kube-apiserver's pod strategy makes it
 (pkg/registry/core/pod/strategy.go `CheckGracefulDelete`, then the generic registry's
@@ -8,11 +8,6 @@ has finished. With a grace period the pod stays, Terminating: `metadata.deletion
 to now plus the grace period and `deletionGracePeriodSeconds` to it, until the kubelet confirms it
 is gone. Here the tests play the kubelet: `finish_termination` removes terminating pods, and
 `advance` moves the fake's clock and removes those whose grace period is over.
-
-The scale of a pod's controller is read as the disruption controller's finders read it
-(pkg/controller/disruption/disruption.go): `spec.replicas` of a ReplicaSet (or the Deployment
-above it), a StatefulSet or a ReplicationController; any other kind would need a scale
-subresource, which no custom resource served here has.
 """
 
 from __future__ import annotations
@@ -21,18 +16,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from fakeapi.disruption import ScaleError
-
 Obj = dict[str, Any]
 PODS = ("", "v1", "pods")
 DEFAULT_GRACE_S = 30  # core/v1 defaults: DefaultTerminationGracePeriodSeconds
-# controllers whose scale the disruption controller reads from spec.replicas (its `finders`)
-SCALED = {
-    ("apps", "StatefulSet"): ("apps", "v1", "statefulsets"),
-    ("apps", "ReplicaSet"): ("apps", "v1", "replicasets"),
-    ("apps", "Deployment"): ("apps", "v1", "deployments"),
-    ("", "ReplicationController"): ("", "v1", "replicationcontrollers"),
-}
 
 
 class PodLifecycle:
@@ -73,24 +59,6 @@ class PodLifecycle:
         for pod in done:
             self.finish_termination(pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
         return len(done)
-
-    def _scale(self, ref: Obj, ns: str) -> int:
-        """The scale of a pod's controller, as the disruption controller's finders read it."""
-        api = str(ref.get("apiVersion", ""))
-        group = api.rsplit("/", 1)[0] if "/" in api else ""
-        res = SCALED.get((group, str(ref.get("kind"))))
-        if res is None:
-            raise ScaleError(f"{ref.get('kind')} does not implement the scale subresource")
-        obj = self.objects.get(res, {}).get((ns, str(ref.get("name"))))
-        if obj is None or obj["metadata"].get("uid") != ref.get("uid"):
-            raise ScaleError(f"found no controllers for pod of {ref.get('kind')} {ref.get('name')}")
-        above = next(
-            (o for o in obj["metadata"].get("ownerReferences") or [] if o.get("controller")), None
-        )
-        if res[2] == "replicasets" and above is not None and above.get("kind") == "Deployment":
-            return self._scale(above, ns)
-        replicas = (obj.get("spec") or {}).get("replicas")
-        return 1 if replicas is None else int(replicas)
 
 
 def iso(t: float) -> str:

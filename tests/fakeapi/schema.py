@@ -5,7 +5,9 @@ The API server drops every field a CRD's structural schema does not declare (api
 `fieldValidation=Strict` (kube-apiserver >= 1.25) it answers 400 `strict decoding error: unknown
 field "..."` instead. This is how a training-operator whose CRD predates `runPolicy.suspend`
 (added in v1.7; kubeflow/training-operator pkg/apis/kubeflow.org/v1/common_types.go `RunPolicy`)
-would silently drop a suspend patch while the job keeps running.
+would silently drop a suspend patch while the job keeps running, and how one older than v1.9
+drops `runPolicy.managedBy` (added in v1.9.0, the same file at that tag; the CRDs of
+manifests/base/crds/ declare it from v1.9.0 on, not in v1.8.x).
 
 Only the parts of the training-operator schemas the reclaimer writes are declared field by field
 (`spec.runPolicy` and `spec.runPolicy.schedulingPolicy` for every training kind; the whole of
@@ -35,7 +37,8 @@ TRAINING: frozenset[Res] = frozenset(
     }
 )
 
-# RunPolicy fields by training-operator release (common_types.go at each tag)
+# RunPolicy fields by training-operator release (common_types.go at each tag from v1.7; v1.6 took
+# RunPolicy from github.com/kubeflow/common, and its CRDs declare no `suspend`)
 RUN_POLICY_V16 = frozenset(
     {
         "cleanPodPolicy",
@@ -48,7 +51,8 @@ RUN_POLICY_V16 = frozenset(
 RUN_POLICY = {
     "v1.6": RUN_POLICY_V16,
     "v1.7": RUN_POLICY_V16 | {"suspend"},
-    "v1.8": RUN_POLICY_V16 | {"suspend", "managedBy"},
+    "v1.8": RUN_POLICY_V16 | {"suspend"},
+    "v1.9": RUN_POLICY_V16 | {"suspend", "managedBy"},
 }
 SCHEDULING_POLICY = frozenset(
     {"minAvailable", "queue", "minResources", "priorityClass", "scheduleTimeoutSeconds"}

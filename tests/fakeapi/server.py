@@ -1,12 +1,13 @@
 """HTTP face of the fake API server: one catch-all aiohttp route, served from a thread.
 
 Paths are parsed the way the API server lays them out (`/api/v1/...`, `/apis/GROUP/VERSION/...`,
-optional `namespaces/NS/`, then PLURAL[/NAME[/SUBRESOURCE]]). Every request is recorded before it
-is answered, and the record completed with the stored object it named and the answer; an
-injected fault answers instead of the store (after an optional delay, which is how tests make the
-client time out), or trickles the answer's body a byte at a time (a stalled answer that per-read
-socket timeouts never end), or answers after carrying the request out (`store`: the write
-happened, the answer says not).
+optional `namespaces/NS/`, then PLURAL[/NAME[/SUBRESOURCE]]); the subresources served are a
+pod's `eviction` and a GET of `scale` on the custom resources that declare one
+(`fakeapi.scale`). Every request is recorded before it is answered, and the record completed with
+the stored object it named and the answer; an injected fault answers instead of the store (after
+an optional delay, which is how tests make the client time out), or trickles the answer's body a
+byte at a time (a stalled answer that per-read socket timeouts never end), or answers after
+carrying the request out (`store`: the write happened, the answer says not).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from urllib.parse import parse_qs
 
 from aiohttp import web
 
+from fakeapi import scale
 from fakeapi.errors import ApiError
 from fakeapi.selectors import (
     EXPIRED,
@@ -184,6 +186,8 @@ class FakeApiServer:
         strict = query.get("fieldValidation", [""])[0] == "Strict"
         if sub == "eviction" and res == ("", "v1", "pods") and method == "POST" and name:
             return 201, c.evict(scope, name, dry, body)
+        if sub == "scale" and res in scale.CUSTOM and method == "GET" and name:
+            return 200, scale.custom_scale(res, c.current(res, scope, name))
         if sub is not None:
             raise ApiError(404, "NotFound", f"subresource {sub} not served by the fake")
         if name is None:

@@ -20,9 +20,10 @@ import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from fakeapi import trainer
+from fakeapi import scale, trainer
 from fakeapi.disruption import budget_status, can_ignore_budgets, check_eviction, selects
 from fakeapi.errors import ApiError
 from fakeapi.lifecycle import PODS, PodLifecycle, grace_period, iso
@@ -155,7 +156,9 @@ class FakeCluster(PodLifecycle):
     faults: list[Fault] = field(default_factory=list)
     version: int = 100
     serial: int = 0
-    training_operator: str = "v1.8"  # PyTorchJob CRD schema (v1.6: no runPolicy.suspend)
+    # training-operator CRD schemas (`fakeapi.schema.RUN_POLICY`: v1.6 has no runPolicy.suspend,
+    # v1.9 adds runPolicy.managedBy)
+    training_operator: str = "v1.8"
     trainer_release: str = "v2.3"  # TrainJob CRD schema (`fakeapi.schema.TRAINJOB_SPEC`)
     compacted: int = 0  # continue tokens issued before this resourceVersion answer 410
     compact_during: str | None = None  # compact after serving a first page of this plural
@@ -246,7 +249,7 @@ class FakeCluster(PodLifecycle):
         if res == PDBS and obj.get("spec"):
             ns = obj["metadata"].get("namespace", "")
             pods = [p for k, p in self.objects.get(PODS, {}).items() if k[0] == ns]
-            obj["status"] = budget_status(obj, pods, self._scale)
+            obj["status"] = budget_status(obj, pods, partial(scale.controller_scale, self))
         return obj
 
     def list(

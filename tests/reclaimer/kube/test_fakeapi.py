@@ -189,6 +189,43 @@ def test_strict_field_validation_refuses_what_the_crd_would_prune(
     assert answer["spec"]["runPolicy"]["suspend"] is True
 
 
+def _patch_run_policy(api, policy: dict, **kw: object) -> dict:
+    body = {"spec": {"runPolicy": policy}}
+    custom = api.custom
+    return call(api, custom.patch_namespaced_custom_object, *PYT[:2], SEL, PYT[2], "j", body, **kw)
+
+
+@pytest.mark.parametrize("release", ["v1.7", "v1.8"])
+def test_managed_by_before_v1_9_is_an_unknown_field(api, cluster: FakeCluster, release) -> None:
+    """`runPolicy.managedBy` arrived in training-operator v1.9.0: older CRDs prune it, and a
+    strict patch of it is refused while the same patch of `suspend` goes through."""
+    cluster.training_operator = release
+    _pytorchjob(cluster)
+    multikueue = {"managedBy": "kueue.x-k8s.io/multikueue"}
+    strict = {"field_validation": "Strict", "_content_type": "application/merge-patch+json"}
+    with pytest.raises(KubeError) as caught:
+        _patch_run_policy(api, multikueue, **strict)
+    assert caught.value.status == 400
+    assert 'unknown field "spec.runPolicy.managedBy"' in caught.value.message
+    assert _patch_run_policy(api, {"suspend": True}, **strict)["spec"]["runPolicy"]["suspend"]
+    lax = _patch_run_policy(api, multikueue, _content_type="application/merge-patch+json")
+    assert "managedBy" not in lax["spec"]["runPolicy"]
+    assert "managedBy" not in cluster.get(*PYT, "j", SEL)["spec"]["runPolicy"]
+
+
+def test_managed_by_from_v1_9_is_stored(api, cluster: FakeCluster) -> None:
+    cluster.training_operator = "v1.9"
+    _pytorchjob(cluster)
+    multikueue = {"managedBy": "kueue.x-k8s.io/multikueue"}
+    answer = _patch_run_policy(
+        api, multikueue, field_validation="Strict", _content_type="application/merge-patch+json"
+    )
+    assert answer["spec"]["runPolicy"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    assert cluster.get(*PYT, "j", SEL)["spec"]["runPolicy"]["managedBy"] == (
+        "kueue.x-k8s.io/multikueue"
+    )
+
+
 def test_strategic_merge_patch_on_a_custom_resource_answers_415(api, cluster: FakeCluster) -> None:
     _pytorchjob(cluster)
     with pytest.raises(KubeError) as caught:

@@ -1,7 +1,8 @@
 """The fake API server's TrainJob behaves as Kubeflow Trainer's controller makes it behave
 (`fakeapi.trainer`), through the real client: `suspend` flows from a TrainJob to its JobSet, a
-JobSet suspended or resumed behind its TrainJob's back is set back, and a TrainJob managed
-elsewhere, or a field its release's CRD lacks, is treated as the real server treats it."""
+JobSet suspended or resumed behind its TrainJob's back is set back (unless the TrainJob leaves
+`suspend` unset), and a TrainJob managed elsewhere, or a field its release's CRD lacks, is
+treated as the release's controller and CRD treat it."""
 
 from __future__ import annotations
 
@@ -69,14 +70,34 @@ def test_a_dry_run_on_a_trainjob_reaches_no_controller(api: KubeApi, cluster: Fa
     assert not _suspended(cluster, TJ) and not _suspended(cluster, JS)
 
 
-def test_a_trainjob_managed_by_multikueue_is_not_reconciled(
-    api: KubeApi, cluster: FakeCluster
+@pytest.mark.parametrize(
+    ("release", "reconciled"),
+    [("v2.0", True), ("v2.2", True), ("v2.3", False)],
+    ids=["v2.0-has-no-managedBy-check", "v2.2-has-no-managedBy-check", "v2.3-honours-it"],
+)
+def test_a_trainjob_managed_by_multikueue_is_reconciled_before_v2_3(
+    api: KubeApi, cluster: FakeCluster, release: str, reconciled: bool
 ) -> None:
+    """`IsManagedByExternalController` arrived in v2.3.0: before it the trainer's controller
+    reconciles a TrainJob whatever its `managedBy`, and carries its suspend to the JobSet."""
+    cluster.trainer_release = release
     cluster.get(TJ.group, TJ.version, TJ.plural, "finetune", NS)["spec"]["managedBy"] = (
         "kueue.x-k8s.io/multikueue"
     )
     _patch(api, TJ, {"spec": {"suspend": True}})
-    assert _suspended(cluster, TJ) and not _suspended(cluster, JS)
+    assert _suspended(cluster, TJ) and _suspended(cluster, JS) is reconciled
+
+
+def test_a_trainjob_without_suspend_leaves_its_jobsets_suspend_alone(
+    api: KubeApi, cluster: FakeCluster
+) -> None:
+    """A TrainJob that leaves `suspend` unset applies its JobSet without one, so a suspend
+    written to the JobSet stays; once the TrainJob sets it, the JobSet follows."""
+    assert "suspend" not in cluster.get(TJ.group, TJ.version, TJ.plural, "finetune", NS)["spec"]
+    _patch(api, JS, {"spec": {"suspend": True}})
+    assert _suspended(cluster, JS)
+    _patch(api, TJ, {"spec": {"suspend": False}})
+    assert not _suspended(cluster, JS)
 
 
 def test_a_field_the_releases_crd_lacks_answers_400_under_strict(

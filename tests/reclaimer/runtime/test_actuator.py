@@ -462,6 +462,7 @@ def _multikueue(job: dict[str, Any]) -> None:
 def test_a_job_taken_over_since_the_snapshot_is_not_stopped(
     api, cluster: FakeCluster, take_over: Any, named: str
 ) -> None:
+    cluster.training_operator = "v1.9"  # the first with runPolicy.managedBy
     view = read_cluster_sync(api, now=NOW)
     take_over(cluster.get(*PYT, "bert-train", "research"))
     before = _state(cluster)
