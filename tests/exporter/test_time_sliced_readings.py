@@ -35,7 +35,9 @@ def _state(demand: Callable[[float], float]) -> Callable[[float], PodState]:
 
 # The GPU stays saturated while its time moves between pods: `a` has most of it for the first
 # 5 s of each interval, `b` for the last 10; `c` holds a steady fifth; `d` runs one sample period
-# per interval (a lone row under either reading). Every process runs all the time.
+# per interval (a lone row under either reading). Every process runs all the time. Saturated, so
+# that the device cap (the pods scaled down to `DCGM_FI_DEV_GPU_UTIL`, the driver's last period)
+# has nothing to scale: that limit is the cap's, not the reading's (docs/exporter.md).
 PODS = {
     "a": _state(lambda t: 0.6 if _into(t) < 5 else 0.2),
     "b": _state(lambda t: 0.2 if _into(t) < 5 else 0.6),
