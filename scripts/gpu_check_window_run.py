@@ -3,9 +3,9 @@
 On a GPU box a torch child keeps CUDA device 0 (PCI bus order) busy in the pattern, and the real
 `pynvml` is asked about it; on the emulator (`--lib sim`) an emulated H100 runs a process with the
 same pattern on a clock that moves only when the experiment waits, so it takes no time. The check
-passes when the answer is the reading the exporter takes (WINDOW), fails when it is LAST_PERIOD
-(the exporter's per-pod utilization would then need another reading), and is skipped when it
-cannot be settled here (no load, a load not busy enough).
+passes when the answer is a reading the exporter takes (WINDOW or PER_PERIOD), fails when it is
+LAST_PERIOD (the exporter's per-pod utilization would then need another reading), and is skipped
+when it cannot be settled here (no load, a load not busy enough).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from gpu_check_env import Check
 from gpu_check_served import stop_process
 from gpu_check_window import (
     BUSY_S,
+    EXPORTER_READS,
     IDLE_S,
     LAST_PERIOD,
-    WINDOW,
     Answer,
     busy_at,
     pattern_seconds,
@@ -54,14 +54,17 @@ while time.time() < spans[-1][1]:
 """
 
 
-def sim_answers() -> list[Answer]:
-    """The experiment on the NVML emulator, on a clock of its own."""
+def sim_answers(process_rows: str = "averaged") -> list[Answer]:
+    """The experiment on the NVML emulator, on a clock of its own, its driver answering with
+    `process_rows` (`exporter.sim.nvml.sampling.ProcessRows`)."""
     from exporter.sim.nvml.device import SimProcess, h100  # noqa: PLC0415 (sim only)
     from exporter.sim.nvml.library import SimNvml  # noqa: PLC0415
+    from exporter.sim.nvml.sampling import ProcessRows  # noqa: PLC0415
 
     clock = [1_700_000_000.0]
     start = clock[0] + LEAD_S
     gpu = h100(0)
+    gpu.process_rows = ProcessRows(process_rows)
     gpu.processes.append(
         SimProcess(SIM_PID, sm=lambda t: 0.9 if busy_at(t - start) else 0.0, memory_bytes=_gib)
     )
@@ -113,6 +116,6 @@ def window_check(args: argparse.Namespace, report: dict[str, Any], loaded: bool)
         where = "CUDA device 0 (real NVML)"
     report[name] = entry = record(answers, where)
     report[name]["took_s"] = pattern_seconds()
-    settled = entry["verdict"] in (WINDOW, LAST_PERIOD)
-    ok = entry["verdict"] == WINDOW if settled else None
+    settled = entry["verdict"] in (*EXPORTER_READS, LAST_PERIOD)
+    ok = entry["verdict"] in EXPORTER_READS if settled else None
     return Check(name, ok, f"{entry['verdict']} on {where}: {entry['why']}")

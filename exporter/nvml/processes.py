@@ -7,9 +7,11 @@ the clients, which belong to the pods, are listed there). A driver before R510 l
 from then on. A driver before R470 has no MPS call at all: no MPS clients to list.
 
 Activity (whole GPUs only; NVML has no per-process utilization under MIG): one
-`nvmlDeviceGetProcessUtilization` per GPU since its `lastSeenTimeStamp`, its rows filtered and the
-next timestamp chosen by `exporter.nvml.process_activity`; per GPU UUID, since a GPU keeps its UUID
-across a re-initialization that may renumber it.
+`nvmlDeviceGetProcessUtilization` per GPU since its `lastSeenTimeStamp`, its rows filtered, read
+(one averaged row per process, or one row per busy sample period) and the next timestamp chosen by
+`exporter.nvml.process_activity`; per GPU UUID, since a GPU keeps its UUID across a
+re-initialization that may renumber it. What a GPU's answers have shown of its sample period is
+kept with its `lastSeenTimeStamp`.
 
 Unknown is not idle. `running` returns None when the process list cannot be had (an error, or a
 device that does not support the query): every pod on the device then has unknown usage. A
@@ -24,7 +26,14 @@ from typing import Any
 
 from exporter.model import ProcessUsage
 from exporter.nvml.calls import NVML_ERROR_NOT_FOUND, NVML_SUCCESS, CallOutcome, DeviceCalls
-from exporter.nvml.process_activity import Average, Row, accept, next_last_seen
+from exporter.nvml.process_activity import (
+    Average,
+    Row,
+    accept,
+    averages,
+    next_last_seen,
+    sample_period,
+)
 from exporter.nvml.readings import NvmlCollector
 
 NAN = float("nan")
@@ -60,17 +69,20 @@ def running(calls: DeviceCalls, handle: Any) -> dict[int, int | None] | None:
 
 
 class ProcessReader:
-    """Reads each GPU's processes and their activity, keeping each GPU's `lastSeenTimeStamp`
-    between sweeps (as `GpmReader` keeps GPM samples and `XidReader` the event set)."""
+    """Reads each GPU's processes and their activity, keeping each GPU's `lastSeenTimeStamp` and
+    sample period between sweeps (as `GpmReader` keeps GPM samples and `XidReader` the event
+    set)."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
         self.reset()
 
     def reset(self) -> None:
-        """Forget every GPU: the next read of each asks from now on."""
+        """Forget every GPU: the next read of each asks from now on, and a driver loaded anew
+        shows again how it answers."""
         self._epoch_us = int(self._clock() * 1e6)
         self._last_seen: dict[str, int] = {}
+        self._period_us: dict[str, int] = {}  # GPUs whose answers showed per-period rows
 
     def gpu_processes(
         self, calls: DeviceCalls, uuid: str, handle: Any
@@ -102,8 +114,11 @@ class ProcessReader:
             for s in (got.value if got.ok else ())
         ]
         accepted = accept(rows, pids, last, now_us)
+        period = sample_period(accepted, self._period_us.get(uuid))
+        if period is not None:
+            self._period_us[uuid] = period
         self._last_seen[uuid] = next_last_seen(last, accepted.newest_us, now_us)
-        by_pid = dict(accepted.by_pid)
+        by_pid = dict(averages(accepted, period, last, now_us))
         by_pid.update(dict.fromkeys(accepted.unknown, UNKNOWN))
         return by_pid, IDLE
 

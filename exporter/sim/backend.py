@@ -32,6 +32,7 @@ from exporter.sim.layout import (
 from exporter.sim.nvml import errors
 from exporter.sim.nvml.device import SimGpu, SimProcess, h100
 from exporter.sim.nvml.library import SimNvml
+from exporter.sim.nvml.sampling import ProcessRows
 from exporter.sim.workloads import (
     PodState,
     WorkloadSpec,
@@ -175,11 +176,17 @@ def make_pods(
     return out
 
 
-def sim_gpus(gpus: int, mig: int, seed: int) -> list[SimGpu]:
-    """`gpus` H100s, the first `mig` of them MIG-enabled with seven 1g.10gb instances."""
+def sim_gpus(
+    gpus: int, mig: int, seed: int, process_rows: ProcessRows = ProcessRows.AVERAGED
+) -> list[SimGpu]:
+    """`gpus` H100s, the first `mig` of them MIG-enabled with seven 1g.10gb instances, answering
+    process utilization with `process_rows`."""
     if not 0 <= mig <= gpus:
         raise ValueError(f"--sim.mig ({mig}) must be between 0 and --sim.gpus ({gpus})")
-    return [h100(i, seed, mig=i < mig) for i in range(gpus)]
+    out = [h100(i, seed, mig=i < mig) for i in range(gpus)]
+    for gpu in out:
+        gpu.process_rows = process_rows
+    return out
 
 
 def sim_specs(
@@ -200,9 +207,10 @@ def build_sim_backend(
     fixture_dir: Path,
     node_name: str,
     clock: Callable[[], float] = time.time,
+    process_rows: ProcessRows = ProcessRows.AVERAGED,
 ) -> tuple[BackendParts, SimNode]:
     """The `sim` backend: a SimNode and the parts the collect loop reads it through."""
-    devices = sim_gpus(gpus, mig, seed)
+    devices = sim_gpus(gpus, mig, seed, process_rows)
     specs = sim_specs(gpus, mig, pods, workloads_file)
     node = SimNode(devices, make_pods(specs, seed), seed=seed, clock=clock, node_name=node_name)
     return node.write_fixtures(fixture_dir), node

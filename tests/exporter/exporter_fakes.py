@@ -15,6 +15,7 @@ from exporter.nvml.source import NvmlSource
 from exporter.sim.backend import SimNode, build_sim_backend
 from exporter.sim.nvml.device import SimGpu, SimProcess, h100
 from exporter.sim.nvml.library import SimNvml
+from exporter.sim.nvml.sampling import ProcessRows
 from exporter.sources import Allocation, BackendParts, DeviceSweep
 
 DRIVER = "550.54.15"
@@ -138,6 +139,7 @@ def sim_node(
     mig: int = 1,
     pods: int = 12,
     start: float = 1_700_000_000.0,
+    process_rows: ProcessRows = ProcessRows.AVERAGED,
 ) -> tuple[BackendParts, SimNode, Clock]:
     """The `sim` backend with its default workload mix, on a clock standing at `start`."""
     clock = Clock(start)
@@ -150,6 +152,7 @@ def sim_node(
         fixture_dir=fixture_dir,
         node_name="n1",
         clock=clock,
+        process_rows=process_rows,
     )
     return parts, node, clock
 

@@ -13,6 +13,7 @@ from exporter.node.pods import PodsFile
 from exporter.nvml.source import build_nvml_backend
 from exporter.sim.backend import SimNode, build_sim_backend, sim_gpus
 from exporter.sim.nvml.library import SimNvml
+from exporter.sim.nvml.sampling import ProcessRows
 from exporter.sim.replay import build_replay_backend
 from exporter.sources import BackendParts
 
@@ -28,7 +29,8 @@ def fixture_loop(parts: BackendParts, clock: Clock) -> CollectLoop:
 
 
 @pytest.fixture
-def sim(tmp_path: Path) -> tuple[CollectLoop, SimNode, Clock]:
+def sim(tmp_path: Path, process_rows: ProcessRows) -> tuple[CollectLoop, SimNode, Clock]:
+    """The default mix on four GPUs (one MIG), its emulated driver answering as `process_rows`."""
     clock = Clock(T0)
     parts, node = build_sim_backend(
         gpus=4,
@@ -39,6 +41,7 @@ def sim(tmp_path: Path) -> tuple[CollectLoop, SimNode, Clock]:
         fixture_dir=tmp_path,
         node_name="sim-node",
         clock=clock,
+        process_rows=process_rows,
     )
     return fixture_loop(parts, clock), node, clock
 
@@ -98,7 +101,7 @@ BUSY_AND_HALVES = """
 
 
 def test_a_pod_at_100_and_two_pods_at_45_read_as_such_over_15_s_intervals(
-    tmp_path: Path,
+    tmp_path: Path, process_rows: ProcessRows
 ) -> None:
     """The issue's reproduction, through the NVML source on the emulator answering as real
     NVML does: before, 0.067 and 0.017 (one sample per process read as one period's worth)."""
@@ -113,6 +116,7 @@ def test_a_pod_at_100_and_two_pods_at_45_read_as_such_over_15_s_intervals(
         fixture_dir=tmp_path / "fx",
         node_name="sim-node",
         clock=clock,
+        process_rows=process_rows,
     )
     loop = fixture_loop(parts, clock)
     loop.collect_once()

@@ -5,7 +5,8 @@ nvidia-smi's included (a fake one that builds the same emulated node, scripted l
 reads it through NVML calls). The failing run breaks two things at once, an NVML call through the
 emulator's fault injection and the fake nvidia-smi reporting a UUID no GPU has, and exactly those
 two checks must fail, with exit status 1. A Python without the packages still gets its report.
-The nvidia-smi comparison and the load's numbers are table-tested on literal inputs.
+The nvidia-smi comparison and the load's numbers are table-tested on literal inputs (the
+lastSeenTimeStamp experiment in test_gpu_check_window.py).
 """
 
 from __future__ import annotations
@@ -41,15 +42,7 @@ from gpu_check_quant import (  # noqa: E402
     check_two_loads,
 )
 from gpu_check_served import smi_problems  # noqa: E402
-from gpu_check_window import (  # noqa: E402
-    LAST_PERIOD,
-    LOOKBACK_S,
-    UNSETTLED,
-    WINDOW,
-    Answer,
-    verdict,
-)
-from gpu_check_window_run import sim_answers  # noqa: E402
+from gpu_check_window import LOOKBACK_S, WINDOW  # noqa: E402
 
 SCRIPT = REPO / "scripts" / "gpu_check.py"
 WRONG_UUID = "GPU-00000000-0000-0000-0000-000000000000"
@@ -304,41 +297,3 @@ def test_a_box_without_the_packages_still_gets_its_report(tmp_path: Path) -> Non
     assert "aiohttp (pip install aiohttp): no aiohttp on this box" in checks["imports"]["detail"]
     assert set(checks) == {"python", "imports"}
     assert "FAIL imports" in output
-
-
-def answers(after_busy: list[int | None], after_idle: list[int | None]) -> list[Answer]:
-    """Literal answers: smUtil for lookbacks 1, 2, 4, 8 s (None: NotFound)."""
-    out = []
-    for probe, values in (("after_busy", after_busy), ("after_idle", after_idle)):
-        for lookback, sm in zip(LOOKBACK_S, values, strict=True):
-            outcome = "not_found" if sm is None else "rows"
-            out.append(Answer(probe, lookback, 0, outcome, sm, None, int(sm is not None)))
-    return out
-
-
-@pytest.mark.parametrize(
-    ("got", "expected"),
-    [
-        pytest.param(answers([None, None, 48, 72], [97, 96, 50, 25]), WINDOW, id="window-average"),
-        pytest.param(
-            answers([None, None, None, None], [97, 97, 96, 97]), LAST_PERIOD, id="last-period"
-        ),
-        pytest.param(
-            answers([0, 0, 0, 0], [98, 98, 97, 98]), LAST_PERIOD, id="last-period-zero-rows"
-        ),
-        pytest.param(answers([None] * 4, [5, 5, 3, 2]), UNSETTLED, id="load-not-busy"),
-        pytest.param(answers([40, 40, 40, 40], [97, 90, 70, 70]), UNSETTLED, id="neither"),
-    ],
-)
-def test_the_window_experiments_verdict(got: list[Answer], expected: str) -> None:
-    assert verdict(got)[0] == expected
-
-
-def test_the_window_experiment_on_the_emulator_finds_the_emulators_reading() -> None:
-    """The emulator averages since lastSeenTimeStamp; the experiment must say so, in no time."""
-    got = sim_answers()
-    kind, why = verdict(got)
-    assert kind == WINDOW, why
-    by = {(a.probe, a.lookback_s): a for a in got}
-    assert by[("after_busy", 1.0)].outcome == "not_found"  # idle in that window
-    assert by[("after_idle", 8.0)].sm_util == pytest.approx(90 * 2 / 8, abs=3)

@@ -4,7 +4,8 @@ sample (absent, never 0.0) and all stay `gpu_pod_allocated`.
 
 Through the real exporter path: the NVML emulator read by the real `NvmlSource`, the collect
 loop, the renderer, and the node readers (`/proc/<pid>/cgroup` files, the PodResources fixture,
-and the pods from the API server through `KubernetesPods` speaking HTTP to a fake API server)."""
+and the pods from the API server through `KubernetesPods` speaking HTTP to a fake API server),
+under both readings of nvml.h's process utilization (`process_rows`)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from exporter.node.apiserver import ApiEndpoint
 from exporter.node.podresources import AllocationsFile
 from exporter.node.pods import KubernetesPods
 from exporter.sim.backend import SimNode, build_sim_backend
+from exporter.sim.nvml.sampling import ProcessRows
 from exporter.sources import BackendParts
 
 T0 = 1_700_000_000.0
@@ -63,7 +65,7 @@ class Node:
 
 
 @pytest.fixture
-def node(tmp_path: Path) -> Iterator[Node]:
+def node(tmp_path: Path, process_rows: ProcessRows) -> Iterator[Node]:
     (tmp_path / "workloads.yaml").write_text(WORKLOADS)
     clock = Clock(T0)
     parts, sim = build_sim_backend(
@@ -75,6 +77,7 @@ def node(tmp_path: Path) -> Iterator[Node]:
         fixture_dir=tmp_path / "fixtures",
         node_name=NODE,
         clock=clock,
+        process_rows=process_rows,
     )
     api = FakePodsApi(
         pods=[

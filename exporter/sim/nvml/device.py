@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from exporter.sim.nvml.sampling import SampleBuffer, UtilizationRow
+from exporter.sim.nvml.sampling import ProcessRows, SampleBuffer, UtilizationRow
 
 MIB = 1 << 20
 WARMUP_PERIODS = 120
@@ -79,6 +79,7 @@ class SimGpu:
     xid_events_supported: bool = True  # False: XidCriticalError missing from its event types
     mps_server_pid: int | None = None  # the MPS control daemon's server, once a client runs
     junk_every: int = 7  # every n-th non-empty process-utilization answer carries junk rows
+    process_rows: ProcessRows = ProcessRows.AVERAGED  # the reading of nvml.h it answers with
     idle_watts: float = 70.0
     max_watts: float = 700.0
     sm_clock_max_mhz: int = 1980

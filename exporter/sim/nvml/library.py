@@ -4,8 +4,9 @@
 exporter makes, with pynvml's names, argument order, return shapes (objects with the same
 attribute names as pynvml's ctypes structures) and errors (`NVMLError_*` with `.value` codes).
 NVML semantics reproduced: every call before `nvmlInit` raises Uninitialized; process
-utilization answers one averaged row per busy process since `lastSeenTimeStamp` (µs), with
-staggered timestamps, stale PIDs and occasional junk, and NotFound when no process was busy
+utilization answers one averaged row per busy process since `lastSeenTimeStamp` (µs), or one row
+per busy sample period (`SimGpu.process_rows`: nvml.h reads both ways), with staggered
+timestamps, stale PIDs and occasional junk, and NotFound when no process was busy
 (`exporter.sim.nvml.sampling`, `exporter.sim.nvml.processes`); `nvmlDeviceGetUtilizationRates`
 and process utilization raise NotSupported on MIG-enabled GPUs; MIG slots without an instance
 raise NotFound; GPM is the way to per-instance activity; PCIe throughput, NVLink throughput

@@ -12,8 +12,9 @@ NVML semantics reproduced (nvml.h, and nvidia-ml-py's pynvml.py for the Python s
 - On a MIG-enabled GPU the parent handle answers with every instance's processes "only if the
   caller has appropriate privileges" (nvml.h): NoPermission when the emulator is unprivileged.
 - `nvmlDeviceGetProcessUtilization(handle, lastSeenTimeStamp)` answers from the driver's sample
-  buffer as `exporter.sim.nvml.sampling` describes (one averaged row per busy process, staggered
-  timestamps, stale PIDs, occasional junk), raises NotFound when no process was busy since
+  buffer as `exporter.sim.nvml.sampling` describes (one averaged row per busy process, or one row
+  per busy sample period as the GPU's `process_rows` says; staggered timestamps, stale PIDs,
+  occasional junk), raises NotFound when no process was busy since
   `lastSeenTimeStamp`, and NotSupported on MIG-enabled GPUs (nvml.h: "On MIG-enabled GPUs,
   querying process utilization is not currently supported").
 """
@@ -113,7 +114,7 @@ class SimNvmlProcessCalls(SimNvmlCalls):
         if gpu.mig_enabled or not gpu.process_utilization_supported:
             raise NVMLError_NotSupported()
         now_us = int(self.clock() * 1e6)
-        rows = gpu.samples.since(int(timeStamp), now_us)
+        rows = gpu.samples.since(int(timeStamp), now_us, gpu.process_rows)
         if not rows:
             raise NVMLError_NotFound()
         gpu.utilization_answers += 1

@@ -9,20 +9,29 @@ the exporter reads them:
   process (go-nvml#51 and nvtop#110 print answers whose rows carry different timeStamps). A
   sample is in the buffer from its timestamp on (nvml.h: the row "includes the CPU timestamp at
   which the samples were recorded"), so a query answers from the samples stamped up to its time.
-- An answer has ONE row per process that was busy since `lastSeenTimeStamp`; its timeStamp is the
+- What an answer holds is read two ways, and the emulator answers either way (`ProcessRows`, per
+  GPU). nvml.h (NVIDIA/go-nvml gen/nvml/nvml.h) says "One utilization sample structure is
+  returned per process running, that had some non-zero utilization during the last sample
+  period", "If no valid sample entries are found since the lastSeenTimeStamp,
+  NVML_ERROR_NOT_FOUND is returned", "Set lastSeenTimeStamp to a timeStamp retrieved from a
+  previous query to read utilization since the previous query", and of the parameter "Return
+  only samples with timestamp greater than lastSeenTimeStamp".
+  AVERAGED: ONE row per process that was busy since `lastSeenTimeStamp`; its timeStamp is the
   moment the driver last sampled that process, its smUtil and memUtil the process's average over
-  its samples newer than `lastSeenTimeStamp`, in percent. Nothing newer: NotFound.
-  nvml.h's whole sentence is "One utilization sample structure is returned per process running,
-  that had some non-zero utilization during the last sample period", and it goes on "If no valid
-  sample entries are found since the lastSeenTimeStamp, NVML_ERROR_NOT_FOUND is returned" and
-  "Set lastSeenTimeStamp to a timeStamp retrieved from a previous query to read utilization since
-  the previous query" (NVIDIA/go-nvml gen/nvml/nvml.h). Read alone, "during the last sample
-  period" would make a row the last period's value whatever the window; the emulator takes the
-  other reading, an average since lastSeenTimeStamp, because the header also speaks of reading
-  utilization "since the previous query" and "based on all the samples" in the buffer, and nvtop
-  PR #91 and nvitop PR #85 saw a stale or missing lastSeenTimeStamp average over a longer span.
-  Which one real drivers do is not settled here: `make gpu-check` records it on a GPU
-  (scripts/gpu_check_window.py: a process busy, idle, busy again, asked with several windows).
+  its samples newer than `lastSeenTimeStamp`, in percent ("utilization since the previous query",
+  "based on all the samples" in the buffer; nvtop PR #91 and nvitop PR #85 saw a stale or missing
+  lastSeenTimeStamp average over a longer span).
+  PER_PERIOD: one row per process per sample period newer than `lastSeenTimeStamp` in which the
+  process had non-zero utilization, each with that period's smUtil and memUtil and its own
+  timeStamp ("return only samples with timestamp greater than lastSeenTimeStamp"), so a process
+  appears once per busy period. pynvml sizes its buffer by the driver's count and returns every
+  row it wrote (nvidia-ml-py pynvml.py, nvmlDeviceGetProcessUtilization), and DCGM keeps each
+  row as one sample of its PID (NVIDIA/DCGM dcgmlib/src/DcgmCacheManager.cpp,
+  DCGM_FI_DEV_GPU_UTIL_SAMPLES, averaged per PID in GetUniquePidUtilLists); nvitop sorts an
+  answer's rows by timeStamp before keeping one per PID (XuehaiPan/nvitop nvitop/api/device.py).
+  In both, nothing newer is NotFound. Which one real drivers do is not settled here:
+  `make gpu-check` records it on a GPU (scripts/gpu_check_window.py: a process busy, idle, busy
+  again, asked with several windows; it counts the rows each answer has for the process).
 - Samples outlive their process until they age out of the buffer, so an answer may name PIDs that
   no longer run (nvtop#110: rows for zombie processes).
 - Answers sometimes carry junk rows: PID 0 / timeStamp 0 padding and rows with impossible values
@@ -34,9 +43,17 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 ZOMBIE_PID_BASE = 4_190_000  # junk rows name PIDs above every PID the simulator hands out
 _DAY_US = 86_400 * 1_000_000
+
+
+class ProcessRows(StrEnum):
+    """Which reading of nvml.h the emulated driver answers process utilization with."""
+
+    AVERAGED = "averaged"  # one row per busy process: its average since lastSeenTimeStamp
+    PER_PERIOD = "per_period"  # one row per process per busy sample period since then
 
 
 @dataclass(frozen=True)
@@ -85,25 +102,39 @@ class SampleBuffer:
             if not samples:
                 del self.by_pid[pid]
 
-    def since(self, last_seen_us: int, now_us: int) -> list[UtilizationRow]:
-        """One row per process busy in a sample newer than `last_seen_us` (and taken by
-        `now_us`): its newest sample's timestamp and its average over all its samples newer
-        than `last_seen_us`."""
+    def since(
+        self, last_seen_us: int, now_us: int, reading: ProcessRows = ProcessRows.AVERAGED
+    ) -> list[UtilizationRow]:
+        """The answer for the samples newer than `last_seen_us` and taken by `now_us`, read as
+        `reading` says; processes idle in all of them have no row."""
         rows = []
         for pid, samples in self.by_pid.items():
-            newer = []
-            for s in reversed(samples):
-                if s.time_stamp_us > now_us:
-                    continue  # not taken yet
-                if s.time_stamp_us <= last_seen_us:
-                    break
-                newer.append(s)
-            if not any(s.sm_util or s.mem_util for s in newer):
+            newer = _newer(samples, last_seen_us, now_us)
+            busy = [s for s in newer if s.sm_util or s.mem_util]
+            if not busy:
+                continue
+            if reading is ProcessRows.PER_PERIOD:
+                rows += [UtilizationRow(pid, s.time_stamp_us, s.sm_util, s.mem_util) for s in busy]
                 continue
             sm = sum(s.sm_util for s in newer) / len(newer)
             mem = sum(s.mem_util for s in newer) / len(newer)
-            rows.append(UtilizationRow(pid, newer[0].time_stamp_us, round(sm), round(mem)))
+            rows.append(UtilizationRow(pid, newer[-1].time_stamp_us, round(sm), round(mem)))
+        if reading is ProcessRows.PER_PERIOD:  # in buffer (time) order: PIDs interleave
+            return sorted(rows, key=lambda r: (r.time_stamp_us, r.pid))
         return sorted(rows, key=lambda r: r.pid)
+
+
+def _newer(samples: deque[ProcessSample], last_seen_us: int, now_us: int) -> list[ProcessSample]:
+    """The samples stamped in (last_seen_us, now_us], oldest first."""
+    newer = []
+    for s in reversed(samples):
+        if s.time_stamp_us > now_us:
+            continue  # not taken yet
+        if s.time_stamp_us <= last_seen_us:
+            break
+        newer.append(s)
+    newer.reverse()
+    return newer
 
 
 def junk_rows(answer: int, every: int, now_us: int) -> list[UtilizationRow]:

@@ -1,5 +1,6 @@
 """Per-process utilization through the real NVML source against the emulator answering as real
-NVML does: one averaged row per busy process, staggered timestamps, stale PIDs and junk rows."""
+NVML does, under both readings of nvml.h (`process_rows`: one averaged row per busy process, or
+one row per process per busy sample period): staggered timestamps, stale PIDs and junk rows."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from exporter.nvml.source import NvmlSource
 from exporter.sim.nvml import library as simnvml
 from exporter.sim.nvml.device import SimGpu, SimProcess, h100
-from exporter.sim.nvml.sampling import UtilizationRow
+from exporter.sim.nvml.sampling import ProcessRows, UtilizationRow
 
 T0 = 1_700_000_000.0
 
@@ -37,8 +38,9 @@ class Node:
         return {p.pid: p.sm_util for p in sweep.devices[0].processes}
 
 
-def gpu_with(*procs: SimProcess) -> SimGpu:
+def gpu_with(*procs: SimProcess, rows: ProcessRows = ProcessRows.AVERAGED) -> SimGpu:
     gpu = h100(0)
+    gpu.process_rows = rows
     gpu.processes.extend(procs)
     return gpu
 
@@ -57,9 +59,9 @@ def steady(pid: int, sm: float) -> SimProcess:
     ],
 )
 def test_each_process_reads_its_average_over_the_interval(
-    activity: dict[int, float], expected: dict[int, float]
+    activity: dict[int, float], expected: dict[int, float], process_rows: ProcessRows
 ) -> None:
-    node = Node([gpu_with(*(steady(pid, sm) for pid, sm in activity.items()))])
+    node = Node([gpu_with(*(steady(pid, sm) for pid, sm in activity.items()), rows=process_rows)])
     readings = [node.sweep() for _ in range(6)]
     for got in readings:
         assert got == {pid: pytest.approx(v, abs=0.011) for pid, v in expected.items()}
@@ -67,34 +69,55 @@ def test_each_process_reads_its_average_over_the_interval(
         assert all(r[11] >= 0.85 for r in readings)  # the issue's bar
 
 
-def test_a_duty_cycle_reads_as_its_time_average() -> None:
-    """Busy the first 5 s of every 15 s: one third, whatever the phase of the reads."""
-    node = Node([gpu_with(SimProcess(11, sm=lambda t: 1.0 if (t % 15.0) < 5.0 else 0.0))])
+def test_a_duty_cycle_reads_as_its_time_average(process_rows: ProcessRows) -> None:
+    """Busy the first 5 s of every 15 s: one third, whatever the phase of the reads (an interval
+    holds 15 sample periods, 5 of them busy; the reads straddle a busy stretch differently)."""
+    busy = SimProcess(11, sm=lambda t: 1.0 if (t % 15.0) < 5.0 else 0.0)
+    node = Node([gpu_with(busy, rows=process_rows)])
     node.sweep(7.0)
     for _ in range(5):
-        assert node.sweep()[11] == pytest.approx(1 / 3, abs=1 / 15 + 0.01)
+        assert node.sweep()[11] == pytest.approx(1 / 3, abs=0.011)
 
 
-def test_a_burst_after_a_long_idle_spell_is_not_diluted() -> None:
+def test_a_burst_after_a_long_idle_spell_is_not_diluted(process_rows: ProcessRows) -> None:
     """Idle for 10 minutes, then busy: the first busy interval reads busy, not 15/615."""
     start = T0 + 600.0
-    node = Node([gpu_with(SimProcess(11, sm=lambda t: 1.0 if t >= start else 0.0))])
+    burst = SimProcess(11, sm=lambda t: 1.0 if t >= start else 0.0)
+    node = Node([gpu_with(burst, rows=process_rows)])
     for _ in range(40):
         assert node.sweep()[11] == 0.0
     assert node.sweep()[11] >= 0.85
 
 
-def test_a_process_that_exited_is_dropped_not_summed() -> None:
+def test_per_period_rows_are_told_apart_once_one_process_shows_two() -> None:
+    """One row per answer fits both readings: until a GPU's answers have shown two rows of one
+    process a period apart, a lone row is read as the averaged reading's (here an overestimate:
+    one busy period of 15 reads 1.0); from then on as one period of the interval (1/15)."""
+
+    def sm(t: float) -> float:
+        into = (t - T0) % INTERVAL
+        long_burst = T0 + 4 * INTERVAL <= t < T0 + 5 * INTERVAL
+        return 1.0 if 3 <= into < 4 or (long_burst and into < 6) else 0.0
+
+    node = Node([gpu_with(SimProcess(11, sm=sm), rows=ProcessRows.PER_PERIOD)])
+    node.sweep(INTERVAL)  # the reads come at T0 + k * 15 s
+    assert [node.sweep()[11] for _ in range(3)] == [1.0] * 3
+    assert node.sweep()[11] == pytest.approx(6 / 15)  # six rows: the reading shows
+    assert [node.sweep()[11] for _ in range(3)] == [pytest.approx(1 / 15)] * 3
+
+
+def test_a_process_that_exited_is_dropped_not_summed(process_rows: ProcessRows) -> None:
     """NVML keeps rows for exited PIDs (nvtop#110); only running processes count."""
-    node = Node(
-        [gpu_with(steady(11, 0.5), SimProcess(12, sm=lambda t: 1.0, alive=lambda t: t < T0 + 20))]
-    )
+    exits = SimProcess(12, sm=lambda t: 1.0, alive=lambda t: t < T0 + 20)
+    node = Node([gpu_with(steady(11, 0.5), exits, rows=process_rows)])
     node.sweep()
     assert node.sweep() == {11: pytest.approx(0.5, abs=0.011)}
 
 
-def test_junk_rows_are_dropped_and_a_future_timestamp_cannot_freeze_the_readings() -> None:
-    gpu = gpu_with(steady(11, 0.6), steady(12, 0.3), steady(13, 0.0))
+def test_junk_rows_are_dropped_and_a_future_timestamp_cannot_freeze_the_readings(
+    process_rows: ProcessRows,
+) -> None:
+    gpu = gpu_with(steady(11, 0.6), steady(12, 0.3), steady(13, 0.0), rows=process_rows)
     node = Node([gpu])
     node.sweep()
     future = int((node.now + 86_400) * S)
@@ -119,8 +142,8 @@ def test_junk_rows_are_dropped_and_a_future_timestamp_cannot_freeze_the_readings
         }
 
 
-def test_the_emulators_own_junk_never_shows() -> None:
-    gpu = gpu_with(steady(11, 0.8))
+def test_the_emulators_own_junk_never_shows(process_rows: ProcessRows) -> None:
+    gpu = gpu_with(steady(11, 0.8), rows=process_rows)
     gpu.junk_every = 2
     node = Node([gpu])
     assert [round(node.sweep(1.0)[11], 2) for _ in range(12)] == [0.8] * 12
@@ -136,9 +159,9 @@ def test_utilization_not_supported_is_unknown_not_zero() -> None:
     assert all(sweep.collector_success.values()) and not sweep.errors
 
 
-def test_no_rows_reported_as_success_is_idle_not_a_failure() -> None:
+def test_no_rows_reported_as_success_is_idle_not_a_failure(process_rows: ProcessRows) -> None:
     """pynvml raises NVMLError(NVML_SUCCESS) if the driver's sizing call finds nothing."""
-    node = Node([gpu_with(steady(11, 0.9))])
+    node = Node([gpu_with(steady(11, 0.9), rows=process_rows)])
     node.sweep()
     node.lib.inject("nvmlDeviceGetProcessUtilization", simnvml.NVML_SUCCESS, times=1)
     node.now += INTERVAL
@@ -147,10 +170,11 @@ def test_no_rows_reported_as_success_is_idle_not_a_failure() -> None:
     assert not sweep.errors and all(sweep.collector_success.values())
 
 
-def test_mps_clients_are_listed_with_their_own_activity() -> None:
+def test_mps_clients_are_listed_with_their_own_activity(process_rows: ProcessRows) -> None:
     gpu = gpu_with(
         SimProcess(21, sm=lambda t: 0.3, memory_bytes=lambda t: 2 << 30, mps=True),
         SimProcess(22, sm=lambda t: 0.5, memory_bytes=lambda t: 3 << 30, mps=True),
+        rows=process_rows,
     )
     gpu.mps_server_pid = 20
     node = Node([gpu])

@@ -10,6 +10,7 @@ import pytest
 from exporter_fakes import GIB, Clock, sim_node
 
 from exporter.sim.backend import SimNode, build_sim_backend, make_pods, sim_gpus
+from exporter.sim.nvml.sampling import ProcessRows
 from exporter.sim.workloads import PodState, Shape, WorkloadSpec
 from exporter.sources import BackendParts
 
@@ -41,8 +42,10 @@ def test_same_seed_same_node(tmp_path: Path) -> None:
         assert (tmp_path / "a" / name).read_text() == (tmp_path / "b" / name).read_text()
 
 
-def test_exporter_reads_match_ground_truth(tmp_path: Path) -> None:
-    parts, node, clock = sim_node(tmp_path, pods=16)
+def test_exporter_reads_match_ground_truth(tmp_path: Path, process_rows: ProcessRows) -> None:
+    """Every process within NVML's integer percent of its truth over 30 s intervals, whichever
+    reading of nvml.h the driver answers with."""
+    parts, node, clock = sim_node(tmp_path, pods=16, process_rows=process_rows)
     pid_to_device = {p.pid: (node.pods[p.pod].spec, p.device_id) for p in node.placed}
     clock.now += 30
     parts.devices.read()  # MIG activity (GPM) needs a first sample to difference against
