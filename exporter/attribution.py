@@ -14,8 +14,11 @@ Rules:
   is left out of the per-pod series (the device series still count it).
 - Every holder appears, with utilization 0 when it runs nothing (`allocated`=True).
 - A pod's utilization is the sum of its processes' time-averaged SM utilization. The pods of one
-  device never add up to more than the device: when they do (sampling skew), all are scaled down
-  to the device's `DCGM_FI_DEV_GPU_UTIL` (or to 1 when the device does not report it).
+  device never add up to more than the whole device: when they do (the driver samples each
+  process on its own clock), all are scaled down to 1. Never to the device's
+  `DCGM_FI_DEV_GPU_UTIL`: that is the driver's last sample period (1/6 s to 1 s, nvml.h
+  `nvmlUtilization_t`), not the collect interval the processes' averages cover, so a GPU that
+  ends an interval quiet would scale a pod that was busy through it down to near idle.
 - A process whose utilization is unknown (NaN: process utilization unsupported or failed, junk
   rows only, or a MIG instance before its second GPM sample) adds nothing to its pod's sum; a pod
   whose processes are all unknown has utilization NaN (the renderer omits that sample; memory and
@@ -39,7 +42,6 @@ from dataclasses import dataclass
 
 from exporter.model import DeviceReading, PodRef, PodUsage
 from exporter.sources import Allocation, CgroupRef, PodIndex
-from gpu_contract import DCGM_GPU_UTIL
 
 _Key = tuple[str, str, str]  # namespace, pod, container
 
@@ -138,9 +140,7 @@ def _device_usage(
     if unowned_busy:
         return _unknown(device, {key: a.allocated for key, a in acc.items()})
     total = sum(a.utilization for a in acc.values())
-    reported = device.values.get(DCGM_GPU_UTIL)
-    cap = min(reported / 100.0, 1.0) if reported is not None and reported >= 0 else 1.0
-    scale = cap / total if total > cap else 1.0
+    scale = 1.0 / total if total > 1.0 else 1.0
     return [
         PodUsage(
             ref=PodRef(ns, pod, container),

@@ -35,9 +35,7 @@ def _state(demand: Callable[[float], float]) -> Callable[[float], PodState]:
 
 # The GPU stays saturated while its time moves between pods: `a` has most of it for the first
 # 5 s of each interval, `b` for the last 10; `c` holds a steady fifth; `d` runs one sample period
-# per interval (a lone row under either reading). Every process runs all the time. Saturated, so
-# that the device cap (the pods scaled down to `DCGM_FI_DEV_GPU_UTIL`, the driver's last period)
-# has nothing to scale: that limit is the cap's, not the reading's (docs/exporter.md).
+# per interval (a lone row under either reading). Every process runs all the time.
 PODS = {
     "a": _state(lambda t: 0.6 if _into(t) < 5 else 0.2),
     "b": _state(lambda t: 0.2 if _into(t) < 5 else 0.6),
@@ -46,11 +44,22 @@ PODS = {
 }
 
 
-def shared_gpu(tmp_path: Path, rows: ProcessRows) -> tuple[CollectLoop, SimNode, Clock]:
+# A GPU that ends each interval quiet: `hot` is busy 80% for its first 10 s, `cold` 10% always.
+# The device's own value at the read is then cold's 10% (the driver's last sample period), while
+# hot was busy for two thirds of the interval: its pod must read 0.533, not a share of 10%.
+QUIET_AT_THE_END = {
+    "hot": _state(lambda t: 0.8 if _into(t) < 10 else 0.0),
+    "cold": _state(lambda t: 0.1),
+}
+
+
+def shared_gpu(
+    tmp_path: Path, rows: ProcessRows, pods: dict[str, Callable[[float], PodState]] = PODS
+) -> tuple[CollectLoop, SimNode, Clock]:
     clock = Clock(T0)
-    specs = [WorkloadSpec("ml", pod, "main", Shape.CONSTANT, shared=True) for pod in PODS]
+    specs = [WorkloadSpec("ml", pod, "main", Shape.CONSTANT, shared=True) for pod in pods]
     node = SimNode(
-        sim_gpus(1, 0, 0, rows), make_pods(specs, 0, list(PODS.values())), seed=0, clock=clock
+        sim_gpus(1, 0, 0, rows), make_pods(specs, 0, list(pods.values())), seed=0, clock=clock
     )
     parts = node.write_fixtures(tmp_path)
     assert parts.podresources_file is not None and parts.pods_file is not None
@@ -82,3 +91,21 @@ def test_time_sliced_pods_read_their_time_average_under_both_readings(
         assert truth["a"] == pytest.approx((4 * 0.6 + 0.6 / 1.5 + 10 * 0.2) / INTERVAL)
         assert truth["b"] == pytest.approx((4 * 0.2 + 0.2 / 1.5 + 10 * 0.6) / INTERVAL)
         assert truth["d"] == pytest.approx(0.5 / 1.5 / INTERVAL)
+
+
+def test_a_gpu_quiet_at_the_read_does_not_scale_down_a_pod_busy_through_the_interval(
+    tmp_path: Path, process_rows: ProcessRows
+) -> None:
+    loop, node, clock = shared_gpu(tmp_path, process_rows, QUIET_AT_THE_END)
+    loop.collect_once()
+    for _ in range(3):
+        start = clock.now
+        clock.now += INTERVAL
+        snapshot = loop.collect_once().snapshot
+        truth = {pod: v for (_, pod, _), v in node.expected_by_device(start, clock.now).items()}
+        assert truth["hot"] == pytest.approx(0.8 * 10 / INTERVAL)
+        (device,) = snapshot.devices
+        assert device.values["DCGM_FI_DEV_GPU_UTIL"] == pytest.approx(10, abs=1)  # cold alone
+        got = {u.ref.pod: u.utilization for u in snapshot.pods}
+        for pod, expected in truth.items():
+            assert abs(got[pod] - expected) <= PER_PROCESS + 1e-9, (pod, got[pod], expected)

@@ -48,10 +48,10 @@ CASES = [
     ),
     pytest.param(
         50.0,
-        (proc(11, NAN), proc(12, 0.6), proc(13, 0.4)),
+        (proc(11, NAN), proc(12, 0.9), proc(13, 0.6)),
         _shared(1, 2, 3),
-        {"p1": None, "p2": 0.3, "p3": 0.2},
-        id="cap-to-device-ignores-unknown",
+        {"p1": None, "p2": 0.6, "p3": 0.4},
+        id="cap-to-the-whole-device-ignores-unknown",
     ),
 ]
 
