@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import shared_traces
 from repo_paths import SHARED_DATA
 
 _real_connect = socket.socket.connect
@@ -49,19 +50,15 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The public traces: the CI's local mirror, else the folder `traces fetch` writes."""
-    if SHARED_DATA.is_dir():
-        return SHARED_DATA
-    fetched = _fetched_traces()
-    if (fetched / "alibaba-openb" / "openb_pod_list_default.csv").is_file():
-        return fetched
-    pytest.skip(f"no traces at {SHARED_DATA} or {fetched}: run `gpu-reclaimer traces fetch`")
-
-
-def _fetched_traces() -> Path:
-    from reclaimer.traces.catalog import default_cache_dir  # noqa: PLC0415
-
-    return default_cache_dir(os.environ, Path.home())
+    """The public traces (`shared_traces.locate`: CI's mirror, else the folder `traces fetch`
+    writes). Missing, they skip the test, or fail it under GPU_RECLAIM_REQUIRE_TRACES=1 (as CI
+    runs)."""
+    try:
+        return shared_traces.locate(SHARED_DATA, os.environ, Path.home())
+    except shared_traces.TracesMissing as missing:
+        if shared_traces.required(os.environ):
+            pytest.fail(f"{missing} ({shared_traces.REQUIRE}=1)", pytrace=False)
+        pytest.skip(str(missing))
 
 
 @pytest.fixture(scope="session")
