@@ -1,5 +1,5 @@
 """Where the public traces are read from: by the tests (`tests/shared_traces.py` and the
-`shared_data` fixture) and by CI (`.ci/run` demands them).
+`shared_data` fixture, with its cut) and by CI (`.ci/run` demands them).
 
 The fixture is run as a checkout on a clean machine has it: the tests' conftest copied into a
 folder with nothing beside it (no `../shared`), the `traces fetch` folder pointed at an empty
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import REPO
-from shared_traces import REQUIRE, TracesMissing, lacking, locate, write_cut
+from shared_traces import REQUIRE, TracesMissing, lacking, locate, pods, write_cut
 
 from reclaimer.traces.catalog import Role
 
@@ -111,7 +111,7 @@ def _run_clean_checkout(tmp_path: Path, env: dict[str, str]) -> subprocess.Compl
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("require", "outcome", "code"), [("", "1 skipped", 0), ("1", "1 error", 1)],
+    ("require", "outcome", "code"), [("", "2 skipped", 0), ("1", "2 errors", 1)],
     ids=["skipped", "failed-when-required"],
 )  # fmt: skip
 def test_without_traces_the_fixture_names_them_and_fails_when_required(
@@ -127,6 +127,19 @@ def test_without_traces_the_fixture_names_them_and_fails_when_required(
     assert re.search(rf"\b{outcome} in ", done.stdout), done.stdout
     assert "PROBE" not in done.stdout
     assert done.returncode == code
+
+
+@pytest.mark.slow
+def test_every_trace_test_runs_on_the_copy_found_and_on_its_cut(tmp_path: Path) -> None:
+    mirror = _traces(tmp_path / "shared" / "data", [f"pod-{i:03d}" for i in range(80, 10, -1)])
+    env = {"GPU_RECLAIM_TRACES": str(tmp_path / "fetched"), REQUIRE: "1"}
+    done = _run_clean_checkout(tmp_path, env)
+    assert re.search(r"\b2 passed in ", done.stdout), done.stdout
+    probes = dict(re.findall(r"PROBE (\S+) (\S+)", done.stdout))
+    assert probes.keys() == {"found", "50-pod-cut"}
+    assert probes["found"] == str(mirror)
+    cut = Path(probes["50-pod-cut"])
+    assert pods(cut / Role.UTILIZATION.value) == [f"pod-{i:03d}" for i in range(11, 61)]
 
 
 def test_ci_runs_make_test_requiring_the_traces(tmp_path: Path) -> None:
