@@ -1,5 +1,5 @@
 """Where the public traces are read from: by the tests (`tests/shared_traces.py` and the
-`shared_data` fixture, with its cut) and by CI (`.ci/run` demands them).
+`shared_data` fixture, with its cut), by CI (`.ci/run` demands them) and by the benchmarks.
 
 The fixture is run as a checkout on a clean machine has it: the tests' conftest copied into a
 folder with nothing beside it (no `../shared`), the `traces fetch` folder pointed at an empty
@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -154,3 +155,24 @@ def test_ci_runs_make_test_requiring_the_traces(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "call").read_text() == "1 test\n"
+
+
+@pytest.mark.parametrize(
+    ("script", "stored"),
+    [("seasonal_bench.py", Role.NODE_SEQUENCE.value), ("simulate_bench.py", ""),
+     ("simulate_table.py", "")],
+)  # fmt: skip
+def test_benchmarks_read_the_folder_traces_fetch_writes(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    script: str,
+    stored: str,
+) -> None:
+    monkeypatch.setenv("GPU_RECLAIM_TRACES", str(tmp_path / "traces"))
+    monkeypatch.setenv("COLUMNS", "400")  # help lines unwrapped
+    monkeypatch.setattr(sys, "argv", [script, "--help"])
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_path(str(REPO / "bench" / script), run_name="__main__")
+    assert exited.value.code == 0
+    assert f"(default {tmp_path / 'traces' / stored})" in capsys.readouterr().out
