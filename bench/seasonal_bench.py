@@ -3,6 +3,9 @@
     .venv/bin/python bench/seasonal_bench.py [--file helios-philly CSV] [--every 12]
         [--fit-days 28] [--quantile 0.9] [--json]
 
+`--file` defaults to the helios-philly file `gpu-reclaimer traces fetch` stores (its folder:
+`$GPU_RECLAIM_TRACES`, else the user's cache folder).
+
 The load is helios-philly's busy share of nodes (`active / total`), averaged per hour. Origins
 run every `--every` hours from day `--fit-days + 1` on; at each origin every method forecasts the
 next 1-8 hours from the hours before it only. The first half of the origins calibrates each
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -34,10 +38,11 @@ from statsmodels.tsa.holtwinters import ExponentialSmoothing
 
 from reclaimer.forecast.seasonal import SeasonalParams, outlook, seasonal_naive
 from reclaimer.model import LoadHistory
+from reclaimer.traces.catalog import Role, default_cache_dir
 
 Array = npt.NDArray[np.float64]
 Method = Callable[[Array, int], Array]
-DATA = Path("/work/shared/data/helios-philly/philly_node_sequence.csv.gz")
+DATA = default_cache_dir(os.environ, Path.home()) / Role.NODE_SEQUENCE.value
 HORIZONS = tuple(range(1, 9))
 DAY = 24
 
@@ -139,7 +144,7 @@ GATE_HORIZONS = (1, 2, 4, 8)
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--file", type=Path, default=DATA)
+    ap.add_argument("--file", type=Path, default=DATA, help="(default %(default)s)")
     ap.add_argument("--every", type=int, default=12, help="hours between origins")
     ap.add_argument("--fit-days", type=int, default=28)
     ap.add_argument("--quantile", type=float, default=0.9)

@@ -1,7 +1,7 @@
 """Simulator benchmark (not a test): the whole alibaba-openb trace under every policy.
 
     .venv/bin/python bench/simulate_bench.py [--capacity-scale 0.007] [--policy-file FILE]
-                                             [--seed 0] [--data ../shared/data]
+                                             [--seed 0] [--data TRACES]
                                              [--strategies none,timeslice,forecast]
                                              [--memory-peak-gib 16] [--no-memory] [--digest]
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import resource
 import time
 from pathlib import Path
@@ -36,8 +37,9 @@ from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
+from reclaimer.traces.catalog import default_cache_dir
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+DATA = default_cache_dir(os.environ, Path.home())  # where `gpu-reclaimer traces fetch` stores
 
 
 class EventDigest:
@@ -60,7 +62,9 @@ def main() -> None:
     parser.add_argument("--capacity-scale", type=float, default=DEFAULT_CAPACITY_SCALE)
     parser.add_argument("--policy-file", type=Path)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument(
+        "--data", type=Path, default=DATA, help="traces folder (default %(default)s)"
+    )
     parser.add_argument("--strategies", default=",".join(s.value for s in Strategy))
     parser.add_argument("--memory-peak-gib", type=float, default=DEFAULT_PEAK_GIB)
     parser.add_argument("--no-memory", action="store_true", help="replay without GPU memory")

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/simulate_table.py [--scales 0.005,0.006,...,0.010] [--seeds 0,1,2,3]
                                              [--strategies none,allocation,threshold,forecast]
-                                             [--policy-file FILE] [--data ../shared/data]
+                                             [--policy-file FILE] [--data TRACES]
                                              [--jsonl FILE]
 
 Replays the whole alibaba-openb trace (utilization from alibaba-gentd26) through the same code
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from types import MappingProxyType
@@ -30,8 +31,9 @@ from reclaimer.simulate.replay import simulate
 from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
+from reclaimer.traces.catalog import default_cache_dir
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+DATA = default_cache_dir(os.environ, Path.home())  # where `gpu-reclaimer traces fetch` stores
 SCALES = "0.005,0.006,0.007,0.008,0.009,0.010"
 Row = dict[str, Any]
 
@@ -105,7 +107,9 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2,3")
     parser.add_argument("--strategies", default=",".join(p.value for p in Strategy))
     parser.add_argument("--policy-file", type=Path)
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument(
+        "--data", type=Path, default=DATA, help="traces folder (default %(default)s)"
+    )
     parser.add_argument("--jsonl", type=Path)
     args = parser.parse_args()
     policy = load_policy(args.policy_file.read_text() if args.policy_file else "")

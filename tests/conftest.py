@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import shared_traces
 from repo_paths import SHARED_DATA
 
 _real_connect = socket.socket.connect
@@ -47,21 +48,26 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-@pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """The public traces: the CI's local mirror, else the folder `traces fetch` writes."""
-    if SHARED_DATA.is_dir():
-        return SHARED_DATA
-    fetched = _fetched_traces()
-    if (fetched / "alibaba-openb" / "openb_pod_list_default.csv").is_file():
-        return fetched
-    pytest.skip(f"no traces at {SHARED_DATA} or {fetched}: run `gpu-reclaimer traces fetch`")
+# Every test that reads the public traces runs on the copy found and on a cut of it holding the
+# GenTD26 rows of this many pods: CI's copy holds a subset of the publisher's pods and a user's
+# fetch holds them all, so no expectation may rest on which pods one copy holds.
+CUT_PODS = 50
 
 
-def _fetched_traces() -> Path:
-    from reclaimer.traces.catalog import default_cache_dir  # noqa: PLC0415
-
-    return default_cache_dir(os.environ, Path.home())
+@pytest.fixture(scope="session", params=["found", f"{CUT_PODS}-pod-cut"])
+def shared_data(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The public traces (`shared_traces.locate`: CI's mirror, else the folder `traces fetch`
+    writes), then a cut of them. Missing, they skip the test, or fail it under
+    GPU_RECLAIM_REQUIRE_TRACES=1 (as CI runs)."""
+    try:
+        found = shared_traces.locate(SHARED_DATA, os.environ, Path.home())
+    except shared_traces.TracesMissing as missing:
+        if shared_traces.required(os.environ):
+            pytest.fail(f"{missing} ({shared_traces.REQUIRE}=1)", pytrace=False)
+        pytest.skip(str(missing))
+    if request.param == "found":
+        return found
+    return shared_traces.write_cut(found, tmp_path_factory.mktemp("traces-cut"), CUT_PODS)
 
 
 @pytest.fixture(scope="session")

@@ -3,8 +3,9 @@
 The block's `gpu-reclaimer` lines run from a folder outside the checkout: `traces fetch` and the
 first `simulate` with the image's environment (the wheel and its runtime deps, as `pip install .`
 gives); the `--report` line's flags are checked against the parser (a real `--report` run is
-test_html_report's). The traces come from the CI's mirror (`GPU_RECLAIM_TRACES_MIRROR`), the network
-being closed here; the download path itself is tested in test_traces.py.
+test_html_report's). The traces come from the tests' copy of them (`shared_data`) passed as the
+mirror (`GPU_RECLAIM_TRACES_MIRROR`), the network being closed here; the download path itself is
+tested in test_traces.py.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def test_the_block_installs_this_project_with_the_report_extra() -> None:
     assert "report" in extras
 
 
+# `traces fetch --mirror` takes only the publisher's content or a known subset of it: the copy
+# found, never the fixture's cut of it
+@pytest.mark.parametrize("shared_data", ["found"], indirect=True)
 def test_the_block_runs_as_written(image: Path, shared_data: Path, tmp_path: Path) -> None:
     *_, fetch, replay, report = _block()
     env = clean_env() | {"GPU_RECLAIM_TRACES": str(tmp_path / "traces"),

@@ -1,16 +1,17 @@
 """A fleet built from the shared alibaba-gentd26 trace, and its forecasts and plan as plain data.
 
-The trace's 106 pods (one sample every 57 s, about 23 h) become 106 one-pod jobs of one GPU each,
-packed eight to a node, in four queues (two reclaimable and full, two starved with pending gangs).
-`outcome` runs `forecast()` at a few times of the day and `plan()` at the last one and returns what
-they decided as JSON-able data, for comparing one history representation with another:
-`tests/fixtures/trace_plan/gentd26.json` holds the answer of the long-frame code this replaced
+The trace's pods (one sample every 57 s, about 23 h), all of those a copy holds or the ones
+named, become as many one-pod jobs of one GPU each, packed eight to a node, in four queues (two
+reclaimable and full, two starved with pending gangs). `outcome` runs `forecast()` at a few
+times of the day and `plan()` at the last one and returns what they decided as JSON-able data,
+for comparing one history representation with another: `tests/fixtures/trace_plan/gentd26.json`
+holds the answer of the long-frame code this replaced on the pods it names
 (`tests/fixtures/trace_plan/README.md` says how it was made).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -45,10 +46,13 @@ POLICY = Policy(limits=Limits(max_preemptions_per_cycle=40, max_preemptions_per_
 Forecasting = Callable[[float], Mapping[str, Forecast]]
 
 
-def trace_history(shared_data: Path) -> pd.DataFrame:
-    """The trace as the forecaster's long history frame (job, timestamp, value ratio); each
-    pod's job is `team/<first 12 characters of its container id>`."""
+def trace_history(shared_data: Path, pods: Collection[str] | None = None) -> pd.DataFrame:
+    """The trace, or the rows of `pods` (container ids) in it, as the forecaster's long history
+    frame (job, timestamp, value ratio); each pod's job is `team/<first 12 characters of its
+    container id>`."""
     history = read_utilization(shared_data / TRACE)
+    if pods is not None:
+        history = history[history["job"].isin(set(pods))].reset_index(drop=True)
     return history.assign(job="team/" + history["job"].astype(str).str[:12])
 
 

@@ -16,10 +16,7 @@ T0 = 1_800_000_000.0
 
 @pytest.fixture(scope="module")
 def duty_cycle(shared_data: Path) -> Path:
-    path = shared_data / "alibaba-gentd26" / "pod_gpu_duty_cycle.csv.gz"
-    if not path.exists():
-        pytest.skip("GenTD26 trace not available")
-    return path
+    return shared_data / "alibaba-gentd26" / "pod_gpu_duty_cycle.csv.gz"
 
 
 @pytest.mark.parametrize(

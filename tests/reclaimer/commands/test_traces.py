@@ -1,11 +1,13 @@
 """`gpu-reclaimer traces fetch` against a publisher served on loopback, and from a local mirror.
 
 The loopback server serves the publishers' repositories' paths (`/<owner>/<repo>/<commit>/<path>`)
-with the files the shared mirror holds unchanged (the openb CSVs) or can be unpacked to exactly
+with the files the shared traces hold unchanged (the openb CSVs) or can be unpacked to exactly
 (the helios CSV, gzip-compressed there), so the catalog's real sha256s are what is checked. The
-GenTD26 archive cannot be rebuilt from the mirror's subset: served packed from that subset, its
-checksum is wrong, which is the refusal case. The archive path itself is checked with a catalog
-entry made here from a tar.gz whose hashes the test computes.
+GenTD26 archive cannot be rebuilt from any stored copy (the publisher's tar and gzip headers are
+not stored, and CI's copy is a subset): served packed here, its checksum is wrong, which is the
+refusal case. The archive path itself is checked with a catalog entry made here from a tar.gz
+whose hashes the test computes. What the mirror case expects of each file follows from the copy
+there (`shared_traces.mirror_verdicts`): the publisher's content, a known subset, or refused.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from promserver import free_port
+from shared_traces import mirror_verdicts
 
 from reclaimer.cli import main
 from reclaimer.traces.catalog import GENTD26, HELIOS_PHILLY, OPENB, Packing, TraceFile
@@ -70,9 +73,10 @@ def _serve_published(server: _Publisher, shared: Path) -> None:
         server.files[_url_path(file)] = (shared / file.stored).read_bytes()
     (helios,) = HELIOS_PHILLY.files
     server.files[_url_path(helios)] = gzip.decompress((shared / helios.stored).read_bytes())
-    for file in GENTD26.files:  # the subset, packed as the publisher packs: not their bytes
+    for file in GENTD26.files:  # the stored CSV, packed as the publisher packs: not their bytes
         csv = gzip.decompress((shared / file.stored).read_bytes())
-        server.files[_url_path(file)] = _tar_gz(file.member, csv)
+        server.files[_url_path(file)] = packed = _tar_gz(file.member, csv)
+        assert hashlib.sha256(packed).hexdigest() != file.sha256
 
 
 def _tar_gz(member: str, data: bytes) -> bytes:
@@ -140,10 +144,19 @@ def test_the_mirror_is_used_without_the_network(
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens: any download would fail
     code = main(["traces", "fetch", "--dir", str(tmp_path), "--mirror", str(shared_data),
                  "--source-url", url])  # fmt: skip
-    out = capsys.readouterr().out
-    assert code == 0
-    assert out.count("copied from the mirror") == 5
-    assert "106-pod subset of the publisher's file" in out
+    out, err = capsys.readouterr()
+    verdicts = mirror_verdicts(shared_data)
+    for file, subset in verdicts.items():
+        if subset is None:
+            assert f"{shared_data / file.stored}: sha256 " in err
+            assert f"neither the publisher's content ({file.content_sha256})" in err
+            assert not (tmp_path / file.stored).exists()
+        else:
+            note = f" ({subset} of the publisher's file)" if subset else ""
+            assert f"copied from the mirror  {tmp_path / file.stored}{note}\n" in out
+    assert out.count("copied from the mirror") == sum(v is not None for v in verdicts.values())
+    assert "cannot reach" not in err
+    assert code == (1 if None in verdicts.values() else 0)
 
 
 def _archive_entry(tmp_path: Path, csv: bytes, published: bytes) -> TraceFile:

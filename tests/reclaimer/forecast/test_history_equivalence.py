@@ -1,17 +1,22 @@
 """The float32 `History` gives the forecaster what the long frame gave: the same grid, the same
-forecasts and the same plan on the shared trace as the recorded long-frame code
-(`tests/fixtures/trace_plan/README.md`)."""
+forecasts and the same plan on the shared trace, both against the recorded long-frame code on the
+pods it was recorded on (`tests/fixtures/trace_plan/README.md`) and, side by side, on every pod of
+whichever copy of the trace is there."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from repo_paths import FIXTURES
-from tracefleet import forecast_times, outcome, trace_history
+from repo_paths import FIXTURES, REPO
+from shared_traces import pods
+from tracefleet import TRACE, forecast_times, outcome, trace_history
 
 from reclaimer.forecast import history as history_module
 from reclaimer.forecast import idle_model
@@ -27,16 +32,69 @@ def trace(shared_data: Path) -> pd.DataFrame:
     return trace_history(shared_data)
 
 
+@pytest.fixture(scope="module")
+def recorded(shared_data: Path) -> tuple[dict[str, Any], pd.DataFrame]:
+    """The recorded answer, and the trace's rows of the pods it was recorded on (the publisher's
+    file holds them all, beside others; a cut may not)."""
+    want = json.loads(RECORDED.read_text())
+    if lacking := sorted(set(want["pods"]) - set(pods(shared_data / TRACE))):
+        pytest.skip(
+            f"{shared_data / TRACE} lacks {len(lacking)} of the {len(want['pods'])} pods "
+            f"{RECORDED.name} was recorded on ({', '.join(lacking[:3])}, ...)"
+        )
+    return want, trace_history(shared_data, want["pods"])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["history", "frame"])
-def test_trace_plan_is_the_one_the_long_frame_code_recorded(trace: pd.DataFrame, kind: str) -> None:
+def test_trace_plan_is_the_one_the_long_frame_code_recorded(
+    recorded: tuple[dict[str, Any], pd.DataFrame], kind: str
+) -> None:
+    want, trace = recorded
     history = History.from_frame(trace) if kind == "history" else trace
     jobs = sorted(trace["job"].unique())
+    assert len(jobs) == len(want["pods"])  # no two recorded pods share a job key
     got = outcome(jobs, forecast_times(trace), lambda now: forecast(history, ForecastParams(), now))
-    want = json.loads(RECORDED.read_text())
     assert _rounded(got["forecasts"]) == _rounded(want["forecasts"])
     assert _rounded(got["plan"]) == _rounded(want["plan"])
     assert len(want["plan"]["actions"]) >= 20  # a plan that has something to lose
+
+
+@pytest.mark.slow
+def test_history_and_long_frame_decide_alike_on_every_pod_there(trace: pd.DataFrame) -> None:
+    jobs, times = sorted(trace["job"].unique()), forecast_times(trace)
+    history = History.from_frame(trace)
+    got = outcome(jobs, times, lambda now: forecast(history, ForecastParams(), now))
+    want = outcome(jobs, times, lambda now: forecast(trace, ForecastParams(), now))
+    assert _rounded(got) == _rounded(want)
+    last = want["forecasts"][repr(times[-1])]
+    assert len(last) == len(jobs)  # every pod forecast, not an empty answer on both sides
+    assert {f[1] for f in last.values()} == {"True", "False"}  # idle and busy pods alike
+    assert want["plan"]["actions"]  # a plan that has something to lose
+
+
+@pytest.mark.slow
+def test_the_recorder_writes_the_recorded_answer_again_from_the_copy_there(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    """`record.py` on the traces there: the recorded answer where they hold the recorded pods,
+    else exit 2 naming how many they lack, and nothing written."""
+    want = json.loads(RECORDED.read_text())
+    out = tmp_path / RECORDED.name
+    done = subprocess.run(
+        [sys.executable, str(RECORDED.parent / "record.py"), "--data", str(shared_data),
+         "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    if lacking := set(want["pods"]) - set(pods(shared_data / TRACE)):
+        assert done.returncode == 2
+        assert f"lacks {len(lacking)} of the {len(want['pods'])} pods" in done.stderr
+        assert not out.exists()
+        return
+    assert done.returncode == 0, done.stderr
+    got = json.loads(out.read_text())
+    assert got["pods"] == want["pods"]
+    assert _rounded(got) == _rounded(want)
 
 
 def _rounded(value: object) -> object:
