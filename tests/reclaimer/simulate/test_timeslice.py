@@ -256,7 +256,7 @@ def test_a_profile_without_a_memory_series_is_a_clear_error():
 
 def test_a_capacity_meets_the_slo_only_without_slowdown_or_guaranteed_oom_kills():
     def met(slowdown: float, kills: int) -> bool:
-        run = sweep.RunPoint(40, 0.007, 0, 100.0, slowdown, kills)
+        run = sweep.RunPoint(40, 0.007, 0, 100.0, ("ls", 100.0), slowdown, kills)
         return sweep.capacity_results([run], 600.0, 1.10)[0].meets_slo
 
     assert met(1.05, 0)
