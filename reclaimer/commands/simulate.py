@@ -20,8 +20,10 @@ preemption), its `queueShares` set the guaranteed queues' deserved shares.
 
 Time-slicing (`timeslice`, `forecast`): `--pool-share` (default 0.5) of the nodes of each GPU
 count form the time-sliced pool (`sim_timeslice.pool_nodes`), at `--replicas` (default 2) per GPU
-(`forecast` starts there and reshapes); `--switch-overhead` (default 0.05) is the share of a
-GPU's time lost while two or more pods have work on it (`sim_sharing`). `--memory` replays each
+(`forecast` starts there and reshapes); `--contention` picks how a time-sliced GPU's time is
+divided (`fair`, the default, or `pessimistic`: `sim_sharing`), and `--switch-overhead`
+(default 0.05, `fair` only: given with `pessimistic` it exits 2) is the share of a GPU's time
+lost while two or more pods have work on it. `--memory` replays each
 job's GPU memory (GenTD26's `pod_gpu_memory_used_bytes` format): `--memory-peak-gib` is what the
 file's largest value stands for (default 16), `--anonymized-gib` the memory of a GPU model the
 trace anonymizes (default 16). Without `--memory`, no job is ever OOM-killed.
@@ -46,7 +48,7 @@ from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import simulate
 from reclaimer.simulate.results import SimResult
 from reclaimer.simulate.settings import SimSettings
-from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD
+from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD, Contention
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import (
     FloatArray,
@@ -129,10 +131,17 @@ def _sharing_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"share of each GPU count's nodes in the pool (default {DEFAULT_POOL_SHARE})",
     )
     group.add_argument(
+        "--contention",
+        choices=[c.value for c in Contention],
+        default=Contention.FAIR.value,
+        help="how a time-sliced GPU's time is divided: fair (equal shares, none beyond demand) "
+        "or pessimistic (every neighbour's demand costs a pod time in full) (default fair)",
+    )
+    group.add_argument(
         "--switch-overhead",
         type=_ratio,
-        default=DEFAULT_SWITCH_OVERHEAD,
-        help=f"GPU time lost to context switches (default {DEFAULT_SWITCH_OVERHEAD})",
+        help="GPU time lost to context switches, fair contention only "
+        f"(default {DEFAULT_SWITCH_OVERHEAD})",
     )
     group.add_argument("--memory", type=Path, help="gentd26-format GPU memory CSV")
     group.add_argument(
@@ -151,13 +160,24 @@ def _sharing_arguments(parser: argparse.ArgumentParser) -> None:
 
 def sharing_settings(args: argparse.Namespace) -> SimSettings:
     """The time-slicing fields of the flags (the strategy is filled in per run)."""
+    overhead = args.switch_overhead
     return SimSettings(
         strategy=Strategy.NONE,
         replicas=args.replicas,
         pool_share=args.pool_share,
-        switch_overhead=args.switch_overhead,
+        switch_overhead=DEFAULT_SWITCH_OVERHEAD if overhead is None else overhead,
+        contention=Contention(args.contention),
         anonymized_gib=args.anonymized_gib,
     )
+
+
+def _sharing_problem(args: argparse.Namespace) -> str | None:
+    if args.switch_overhead is not None and args.contention == Contention.PESSIMISTIC.value:
+        return (
+            "--switch-overhead is the fair model's; --contention pessimistic already charges "
+            "every neighbour's demand in full"
+        )
+    return None
 
 
 def _policy(path: Path | None) -> Policy:
@@ -195,7 +215,8 @@ def _table(result: dict[str, object]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     problem = trace_paths.fill_defaults(args, ("pods", "nodes", "utilization"))
-    if problem or (problem := simulate_sweep.check_flags(args)):
+    problem = problem or _sharing_problem(args) or simulate_sweep.check_flags(args)
+    if problem:
         print(f"gpu-reclaimer simulate: {problem}", file=sys.stderr)
         return 2
     try:

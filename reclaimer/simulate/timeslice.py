@@ -9,12 +9,12 @@ GPU whole, as before.
 
 **Shares.** Whenever the pods of a time-sliced GPU change, and every `share_step_seconds` while
 two or more share one, `reprice` settles each pod's progress at its old rate and gives it a new
-one: the mean of `sim_sharing.progress_rates` over the coming step, read sample by sample from
-every member's profile (at the positions its progress would reach running alone: an
-approximation within one step). Its completion is rescheduled at that rate. The same samples of
-the members' memory series (`sim_memory`) are checked against the device (`sim_sharing.device_gib`
-of the node's model): when they pass it, the pod that grows is OOM-killed now (`Replay.oom_kill`)
-and the GPU is priced again without it.
+one: the mean of `sim_sharing.progress_rates` (under `SimSettings.contention`) over the coming
+step, read sample by sample from every member's profile (at the positions its progress would
+reach running alone: an approximation within one step). Its completion is rescheduled at that
+rate. The same samples of the members' memory series (`sim_memory`) are checked against the
+device (`sim_sharing.device_gib` of the node's model): when they pass it, the pod that grows is
+OOM-killed now (`Replay.oom_kill`) and the GPU is priced again without it.
 
 **Load for the reshape planner.** `pool_stats` gives each pool GPU what the controller reads from
 Prometheus (`prometheus.history.node_stats_queries`): utilization averaged over the stats window
@@ -140,7 +140,9 @@ def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
         )
         demand = _padded(slots, usage.values[where].reshape(len(jobs), -1), len(batch), width)
         pods_first = demand.transpose(1, 0, 2).reshape(width, -1)
-        rates = progress_rates(pods_first, replay.settings.switch_overhead)
+        rates = progress_rates(
+            pods_first, replay.settings.switch_overhead, replay.settings.contention
+        )
         mean = rates.reshape(width, len(batch), len(k)).mean(axis=2).T
         for i, device in enumerate(batch):
             if device in todo:  # a pod was OOM-killed: priced again without it

@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 import pytest
-from simworld import HOUR, WORKING_4_OF_5, P, write_trace
+from simworld import HOUR, WORKING_4_OF_5, P, profile_frame, write_trace
 
 from reclaimer.cli import main
 from reclaimer.commands import trace_paths
@@ -233,3 +233,41 @@ def test_a_memory_file_without_the_profiles_pods_exits_2_saying_which(tmp_path, 
 
     assert code == 2
     assert "no series for 1 utilization pod(s), e.g. pod-a" in capsys.readouterr().err
+
+
+HALF_BUSY = profile_frame([45.0] * 240)  # demand 0.45 throughout
+PAIR = [P("ls-1", "LS", 0.0, 2 * HOUR), P("ls-2", "LS", 0.0, 2 * HOUR)]
+
+
+def test_the_contention_flag_picks_the_model_two_pods_at_045_share_by(tmp_path, capsys):
+    paths = write_trace(tmp_path, PAIR, [1, 1], HALF_BUSY)
+    args = _args(paths, "--strategy", "timeslice", "--pool-share", "1", "--json")
+
+    slowdowns = []
+    for model in ("fair", "pessimistic"):
+        assert main([*args, "--contention", model]) == 0
+        slowdowns.append(json.loads(capsys.readouterr().out)["guaranteed_slowdown_p95"])
+
+    assert slowdowns == [1.0, pytest.approx(1.45, rel=0.01)]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--contention", "harsh"), "invalid choice: 'harsh'"),
+        (
+            ("--contention", "pessimistic", "--switch-overhead", "0.15"),
+            "--switch-overhead is the fair model's",
+        ),
+    ],
+    ids=["unknown-model", "overhead-with-pessimistic"],
+)
+def test_bad_contention_flags_exit_2_with_a_message(tmp_path, capsys, extra, message):
+    paths = write_trace(tmp_path, PAIR, [1, 1], HALF_BUSY)
+    try:
+        code = main(_args(paths, "--strategy", "timeslice", *extra))
+    except SystemExit as exit_info:  # argparse rejects a flag's value itself
+        code = exit_info.code
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert message in captured.err

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from simworld import BURSTY, HOUR, P, write_trace
+from simworld import BURSTY, HOUR, P, profile_frame, write_trace
 
 from reclaimer.cli import main
 from reclaimer.simulate.results import JSON_KEYS
@@ -193,3 +193,19 @@ def test_slo_pooled_prints_the_per_queue_verdict_beside_the_pooled_one(tmp_path,
     none = next(line for line in lines if line.startswith("none"))
     assert "min_gpus 3  saved vs none 0 (per-queue rule: min_gpus -, saved vs none -)" in none
     assert "3: 0 / 20,520" in none  # the pooled p95 / ST's own, at 3 GPUs
+
+
+def test_a_sweep_replays_under_the_contention_model_given(tmp_path, capsys):
+    """Two LS jobs at demand 0.45 on one time-sliced GPU: slowed only under `pessimistic`."""
+    pair = [P("ls-1", "LS", 0.0, 2 * HOUR), P("ls-2", "LS", 0.0, 2 * HOUR)]
+    paths = write_trace(tmp_path, pair, [1, 1], profile_frame([45.0] * 240))
+    args = _args(paths, "--capacity-sweep", "--capacities", "2", "--strategies", "timeslice",
+                 "--pool-share", "1", "--jobs", "1", "--json")  # fmt: skip
+    slowdowns = []
+    for model in ("fair", "pessimistic"):
+        assert main([*args, "--contention", model]) == 0
+        runs = json.loads(capsys.readouterr().out)["runs"]
+        sliced = next(r for r in runs if r["strategy"] == "timeslice")
+        assert sliced["timesliced_gpus"] == 1
+        slowdowns.append(sliced["guaranteed_slowdown_p95"])
+    assert slowdowns == [1.0, pytest.approx(1.45, rel=0.01)]

@@ -21,7 +21,7 @@ from reclaimer.simulate.replay import run_replay, simulate
 from reclaimer.simulate.results import SimResult
 from reclaimer.simulate.scheduler import Cluster
 from reclaimer.simulate.settings import SimSettings
-from reclaimer.simulate.sharing import measured_points, oom_victim, progress_rates
+from reclaimer.simulate.sharing import Contention, measured_points, oom_victim, progress_rates
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.timeslice import pool_nodes
 from reclaimer.simulate.trace import TraceError, parse_nodes, parse_pods, parse_profiles
@@ -49,7 +49,7 @@ def _replay(
     *,
     memory: pd.DataFrame | None = None,
     events: list[Event] | None = None,
-    **sharing: float,
+    **sharing: object,
 ) -> SimResult:
     profiles = parse_profiles(profile)
     mem = (
@@ -87,6 +87,54 @@ def test_light_jobs_barely_slow_and_heavy_ones_do():
     assert heavy[:, 0].tolist() == pytest.approx([0.475 / 0.9] * 2)
     # the light one gets all it asks; the heavy one what is left of 95%
     assert mixed[:, 0].tolist() == pytest.approx([1.0, 0.85 / 0.9])
+
+
+FAIR, PESSIMISTIC = Contention.FAIR, Contention.PESSIMISTIC
+
+
+@pytest.mark.parametrize(
+    ("demand", "contention", "overhead", "rates"),
+    [
+        # two pods at 0.45: 0.9 fits the 95% fair gives, so neither slows; pessimistically
+        # each waits for the other's 0.45
+        ([0.45, 0.45], FAIR, 0.05, [1.0, 1.0]),
+        ([0.45, 0.45], PESSIMISTIC, 0.05, [1 / 1.45, 1 / 1.45]),
+        # pessimistic charges no switch overhead on top: the rate does not move with it
+        ([0.45, 0.45], PESSIMISTIC, 0.30, [1 / 1.45, 1 / 1.45]),
+        # an idle neighbour costs nothing under either model
+        ([1.0, 0.0], FAIR, 0.15, [1.0, 1.0]),
+        ([1.0, 0.0], PESSIMISTIC, 0.0, [1.0, 1.0]),
+        # three light pods: fair slows none, pessimistic charges each the other two
+        ([0.1, 0.2, 0.3], FAIR, 0.05, [1.0, 1.0, 1.0]),
+        ([0.1, 0.2, 0.3], PESSIMISTIC, 0.0, [1 / 1.5, 1 / 1.4, 1 / 1.3]),
+        # where demand passes the GPU, fair gives the light pod all it asks and the heavy one
+        # the rest: the heavy pod is slower under fair (0.5) than pessimistic (1 / 1.5)
+        ([1.0, 0.5], FAIR, 0.0, [0.5, 1.0]),
+        ([1.0, 0.5], PESSIMISTIC, 0.0, [1 / 1.5, 1 / 2.0]),
+    ],
+    ids=[
+        "two-at-0.45-fair-no-slowdown",
+        "two-at-0.45-pessimistic-slows",
+        "pessimistic-ignores-overhead",
+        "idle-neighbour-fair",
+        "idle-neighbour-pessimistic",
+        "three-light-fair",
+        "three-light-pessimistic",
+        "heavy-and-light-fair",
+        "heavy-and-light-pessimistic",
+    ],
+)
+def test_the_contention_models_bound_the_rate_from_both_sides(demand, contention, overhead, rates):
+    got = progress_rates(np.array(demand)[:, None], overhead, contention)
+    assert got[:, 0].tolist() == pytest.approx(rates)
+
+
+def test_pessimistic_contention_stays_below_the_measured_kuberay_points():
+    # at the busy shares that make `fair` meet them exactly (0.877 for two, 0.855 for three)
+    two = measured_points(0.0, 0.877, PESSIMISTIC)[0]
+    three = measured_points(0.0, 0.855, PESSIMISTIC)[1]
+    assert two == (2, pytest.approx(1 / 1.877, abs=0.0005)) and two[1] < 0.57
+    assert three == (3, pytest.approx(1 / 2.71, abs=0.0005)) and three[1] < 0.39
 
 
 def test_an_idle_neighbour_costs_nothing_not_even_the_switch_overhead():
@@ -167,6 +215,20 @@ def test_the_switch_overhead_flag_moves_the_slowdown():
         for o in (0.0, 0.05, 0.15)
     ]
     assert slow == pytest.approx([2.0, 1 / 0.475, 1 / 0.425], rel=0.01)
+
+
+HALF_BUSY = profile_frame([45.0] * 240)  # demand 0.45 throughout
+
+
+def test_two_pods_at_045_slow_only_under_pessimistic_contention():
+    fair = _replay(TWO, [1, 1], Strategy.TIMESLICE, HALF_BUSY)
+    pessimistic = _replay(
+        TWO, [1, 1], Strategy.TIMESLICE, HALF_BUSY, contention=Contention.PESSIMISTIC
+    )
+
+    assert fair.timesliced_gpus == pessimistic.timesliced_gpus == 1
+    assert fair.guaranteed_slowdown_p95 == 1.0  # 0.9 of the GPU fits its 95%
+    assert pessimistic.guaranteed_slowdown_p95 == pytest.approx(1.45, rel=0.01)
 
 
 def test_idle_jobs_share_a_gpu_for_free():
