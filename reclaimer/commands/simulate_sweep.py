@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from reclaimer.commands import replay_pool
-from reclaimer.commands.flag_values import number_in
+from reclaimer.commands.flag_values import number_in, positive_count, seed_list
 from reclaimer.commands.replay_pool import Inputs, Task
 from reclaimer.policy.settings import Policy
 from reclaimer.report import figures, html_report, sweep_text
@@ -35,6 +35,7 @@ from reclaimer.report.replay_data import (
     SweepSummary,
 )
 from reclaimer.simulate import sweep
+from reclaimer.simulate.replay import SLICING
 from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import FloatArray, Jobs, Nodes, Profiles, TraceError, read_nodes
@@ -62,19 +63,6 @@ def _strategies(text: str) -> tuple[Strategy, ...]:
     if not names or any(n not in {s.value for s in Strategy} for n in names):
         raise argparse.ArgumentTypeError(f"expected strategies among {known}, got {text!r}")
     return tuple(s for s in Strategy if s.value in names)
-
-
-def _seeds(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(sorted({int(part) for part in text.split(",")}))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seeds like 0,1,2, got {text!r}") from None
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return int(text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -113,9 +101,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=tuple(Strategy),
         help="strategies to compare (default all; the sweep always adds none)",
     )
-    group.add_argument("--seeds", type=_seeds, help="sweep seeds, e.g. 0,1,2 (default --seed)")
+    group.add_argument("--seeds", type=seed_list, help="sweep seeds, e.g. 0,1,2 (default --seed)")
     group.add_argument(
-        "--jobs", type=_positive, help="replays at once (default: the CPUs this process may use)"
+        "--jobs",
+        type=positive_count,
+        help="replays at once (default: the CPUs this process may use)",
     )
     group.add_argument("--report", type=Path, help="write a self-contained HTML report here")
 
@@ -210,12 +200,21 @@ def _summary(
             name: sweep.capacity_results(mine, slo, args.max_slowdown, rule=rule)
             for name, mine in points.items()
         }
-        return sweep.verdicts(per_strategy)
+        return sweep.note_empty_pools(sweep.verdicts(per_strategy), _empty_pools(tasks, runs))
 
     rule = Rule.POOLED if args.slo_pooled else Rule.PER_QUEUE
     seeds = tuple(sorted({t.seed for t in tasks}))
     beside = judged(Rule.PER_QUEUE) if rule is Rule.POOLED else ()
     return SweepSummary(slo, seeds, note, judged(rule), rule, beside)
+
+
+def _empty_pools(tasks: list[Task], runs: list[dict[str, object]]) -> dict[str, list[int]]:
+    """Per time-slicing strategy, the capacities where its pool came out empty."""
+    empty: dict[str, list[int]] = {}
+    for task, run in zip(tasks, runs, strict=True):
+        if task.strategy in SLICING and _number(run, "timesliced_gpus") == 0:
+            empty.setdefault(task.strategy.value, []).append(task.gpus)
+    return empty
 
 
 def _tasks(args: argparse.Namespace, jobs: Jobs, every_node: Nodes) -> tuple[list[Task], str]:

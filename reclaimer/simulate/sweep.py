@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -269,6 +269,26 @@ def verdicts(
             saved = base - least
         out.append(PolicyVerdict(name, least, saved, reason, caveats, per_strategy[name]))
     return tuple(out)
+
+
+def note_empty_pools(
+    verdicts: Sequence[PolicyVerdict], empty: Mapping[str, Sequence[int]]
+) -> tuple[PolicyVerdict, ...]:
+    """A caveat on each time-slicing strategy whose pool came out empty at some capacities
+    (`empty`: strategy -> those GPU counts): there it time-sliced nothing."""
+    return tuple(
+        replace(
+            v,
+            caveats=(
+                *v.caveats,
+                f"its time-sliced pool is empty at {_gpus(sorted(set(empty[v.strategy])))}: it "
+                "time-slices nothing there (see --pool-share)",
+            ),
+        )
+        if empty.get(v.strategy)
+        else v
+        for v in verdicts
+    )
 
 
 def describe_range(points: Sequence[CapacityPoint], peak: float | None) -> str:

@@ -1,11 +1,7 @@
-"""The time-sliced pool of a replay: which nodes, and what sharing a GPU does to its pods.
+"""The time-sliced GPUs of a replay: what sharing a GPU does to its pods, and their readings.
 
-**The pool.** `pool_nodes` takes the first `round(n * share)` nodes (in list order) of each GPU
-count, but leaves at least one node of the largest count out, so every multi-GPU pod still has a
-node (multi-GPU pods never run on the pool: `sim_scheduler`). `simulate --pool-share` defaults to
-0.5; `SimSettings.pool_share` to 0 (no pool, the replay as it was before time-slicing). Only
-`timeslice` and `forecast` slice the pool (`pool_replicas`); the other strategies replay every
-GPU whole, as before.
+**The pool** is `sim_pool`'s: only `timeslice` and `forecast` slice it; the other strategies
+replay every GPU whole, as before.
 
 **Shares.** Whenever the pods of a time-sliced GPU change, and every `share_step_seconds` while
 two or more share one, `reprice` settles each pod's progress at its old rate and gives it a new
@@ -38,32 +34,9 @@ from reclaimer.simulate.jobs import COMPLETE, Replay
 from reclaimer.simulate.memory import GIB
 from reclaimer.simulate.sharing import device_gib, oom_victim, progress_rates
 from reclaimer.simulate.strategies import device_name
-from reclaimer.simulate.trace import BoolArray, FloatArray, IntArray, Nodes
+from reclaimer.simulate.trace import FloatArray
 
 STATS_WINDOW_SECONDS = 600.0  # the controller's default `stats_window`
-
-
-def pool_nodes(nodes: Nodes, share: float) -> BoolArray:
-    """The nodes of the time-sliced pool (see the module doc)."""
-    if not 0.0 <= share <= 1.0:
-        raise ValueError(f"the pool share must be in [0, 1], got {share}")
-    chosen = np.zeros(len(nodes.gpus), dtype=bool)
-    largest = int(nodes.gpus.max())
-    for count in np.unique(nodes.gpus):
-        rows = np.flatnonzero(nodes.gpus == count)
-        wanted = round(len(rows) * share)
-        if count == largest:
-            wanted = min(wanted, len(rows) - 1)
-        chosen[rows[:wanted]] = True
-    return chosen
-
-
-def pool_replicas(nodes: Nodes, share: float, replicas: int) -> IntArray | None:
-    """Replicas per node at the start: `replicas` on the pool, 1 elsewhere (None: no pool)."""
-    if replicas < 2 or share <= 0:
-        return None
-    result: IntArray = np.where(pool_nodes(nodes, share), replicas, 1).astype(np.int64)
-    return result
 
 
 def shared_devices(replay: Replay) -> set[tuple[int, int]]:

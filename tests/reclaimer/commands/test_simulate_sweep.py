@@ -198,8 +198,8 @@ def test_slo_pooled_prints_the_per_queue_verdict_beside_the_pooled_one(tmp_path,
 def test_a_sweep_replays_under_the_contention_model_given(tmp_path, capsys):
     """Two LS jobs at demand 0.45 on one time-sliced GPU: slowed only under `pessimistic`."""
     pair = [P("ls-1", "LS", 0.0, 2 * HOUR), P("ls-2", "LS", 0.0, 2 * HOUR)]
-    paths = write_trace(tmp_path, pair, [1, 1], profile_frame([45.0] * 240))
-    args = _args(paths, "--capacity-sweep", "--capacities", "2", "--strategies", "timeslice",
+    paths = write_trace(tmp_path, pair, [1], profile_frame([45.0] * 240))
+    args = _args(paths, "--capacity-sweep", "--capacities", "1", "--strategies", "timeslice",
                  "--pool-share", "1", "--jobs", "1", "--json")  # fmt: skip
     slowdowns = []
     for model in ("fair", "pessimistic"):
@@ -209,3 +209,17 @@ def test_a_sweep_replays_under_the_contention_model_given(tmp_path, capsys):
         assert sliced["timesliced_gpus"] == 1
         slowdowns.append(sliced["guaranteed_slowdown_p95"])
     assert slowdowns == [1.0, pytest.approx(1.45, rel=0.01)]
+
+
+def test_a_sharing_strategys_empty_pool_is_a_caveat_where_it_happens(tmp_path, capsys):
+    """Half of one node rounds to no node: at 1 GPU the pool is empty, from 2 it is not."""
+    out, _ = _sweep(tmp_path, capsys, "--json", "--strategies", "timeslice,forecast")
+
+    for name in ("timeslice", "forecast"):
+        sliced = [r["timesliced_gpus"] for r in out["runs"] if r["strategy"] == name]
+        assert sliced == [0, 1, 2, 2, 2]  # capacities 1-5: round(n x 0.5) of n 1-GPU nodes
+        assert out["policies"][name]["caveats"][-1] == (
+            "its time-sliced pool is empty at 1 GPUs: it time-slices nothing there (see "
+            "--pool-share)"
+        )
+    assert not any("pool is empty" in c for c in out["policies"]["none"]["caveats"])
