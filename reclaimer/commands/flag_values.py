@@ -2,6 +2,7 @@
 
 `number_in(ok, expect)` gives argparse a `type=` that turns a non-number into "not a number: 'x'"
 and a number outside the range into "<expect>, got x", so every numeric flag says the same thing.
+`seed_list` reads `0,1,2` (sorted, without repeats), `positive_count` a whole number from 1.
 """
 
 from __future__ import annotations
@@ -21,3 +22,16 @@ def number_in(ok: Callable[[float], bool], expect: str) -> Callable[[str], float
         return value
 
     return parse
+
+
+def seed_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(sorted({int(part) for part in text.split(",")}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seeds like 0,1,2, got {text!r}") from None
+
+
+def positive_count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return int(text)

@@ -19,12 +19,16 @@ controller's policy YAML; its `checkpointInterval` applies to every policy (work
 preemption), its `queueShares` set the guaranteed queues' deserved shares.
 
 Time-slicing (`timeslice`, `forecast`): `--pool-share` (default 0.5) of the nodes of each GPU
-count form the time-sliced pool (`sim_timeslice.pool_nodes`), at `--replicas` (default 2) per GPU
-(`forecast` starts there and reshapes); `--switch-overhead` (default 0.05) is the share of a
-GPU's time lost while two or more pods have work on it (`sim_sharing`). `--memory` replays each
-job's GPU memory (GenTD26's `pod_gpu_memory_used_bytes` format): `--memory-peak-gib` is what the
-file's largest value stands for (default 16), `--anonymized-gib` the memory of a GPU model the
-trace anonymizes (default 16). Without `--memory`, no job is ever OOM-killed.
+count form the time-sliced pool (`sim_pool.pool_nodes`), at `--replicas` (default 2) per GPU
+(`forecast` starts there and reshapes); `--contention` picks how a time-sliced GPU's time is
+divided (`fair`, the default, or `pessimistic`: `sim_sharing`), and `--switch-overhead`
+(default 0.05, `fair` only: given with `pessimistic` it exits 2) is the share of a GPU's time
+lost while two or more pods have work on it. `--memory` replays each job's GPU memory (GenTD26's
+`pod_gpu_memory_used_bytes` format): `--memory-peak-gib` is what the file's largest value stands
+for (default 16), `--anonymized-gib` the memory of a GPU model the trace anonymizes (default
+16). Without `--memory`, no job is ever OOM-killed. A pool that comes out empty
+(`sim_pool.empty_pool` says why) refuses `--strategy timeslice` (exit 2: it would replay `none`)
+and is said on stderr for `--strategy forecast`, which then replays reclaim only.
 """
 
 from __future__ import annotations
@@ -43,13 +47,16 @@ from reclaimer.commands.flag_values import number_in
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
 from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, read_memory
 from reclaimer.simulate.planning import planner_for
-from reclaimer.simulate.replay import simulate
+from reclaimer.simulate.pool import empty_pool
+from reclaimer.simulate.replay import SLICING, simulate
 from reclaimer.simulate.results import SimResult
 from reclaimer.simulate.settings import SimSettings
-from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD
+from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD, Contention
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import (
     FloatArray,
+    Jobs,
+    Nodes,
     TraceError,
     read_nodes,
     read_pods,
@@ -129,10 +136,17 @@ def _sharing_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"share of each GPU count's nodes in the pool (default {DEFAULT_POOL_SHARE})",
     )
     group.add_argument(
+        "--contention",
+        choices=[c.value for c in Contention],
+        default=Contention.FAIR.value,
+        help="how a time-sliced GPU's time is divided: fair (equal shares, none beyond demand) "
+        "or pessimistic (every neighbour's demand costs a pod time in full) (default fair)",
+    )
+    group.add_argument(
         "--switch-overhead",
         type=_ratio,
-        default=DEFAULT_SWITCH_OVERHEAD,
-        help=f"GPU time lost to context switches (default {DEFAULT_SWITCH_OVERHEAD})",
+        help="GPU time lost to context switches, fair contention only "
+        f"(default {DEFAULT_SWITCH_OVERHEAD})",
     )
     group.add_argument("--memory", type=Path, help="gentd26-format GPU memory CSV")
     group.add_argument(
@@ -151,13 +165,37 @@ def _sharing_arguments(parser: argparse.ArgumentParser) -> None:
 
 def sharing_settings(args: argparse.Namespace) -> SimSettings:
     """The time-slicing fields of the flags (the strategy is filled in per run)."""
+    overhead = args.switch_overhead
     return SimSettings(
         strategy=Strategy.NONE,
         replicas=args.replicas,
         pool_share=args.pool_share,
-        switch_overhead=args.switch_overhead,
+        switch_overhead=DEFAULT_SWITCH_OVERHEAD if overhead is None else overhead,
+        contention=Contention(args.contention),
         anonymized_gib=args.anonymized_gib,
     )
+
+
+def _empty_pool(args: argparse.Namespace, jobs: Jobs, nodes: Nodes) -> str | None:
+    """What to say when a time-slicing strategy's pool comes out empty: `timeslice` would
+    replay `none` (refused), `forecast` reclaim only (said, then replayed)."""
+    if Strategy(args.strategy) not in SLICING:
+        return None
+    reason = empty_pool(jobs, nodes, args.pool_share)
+    if reason is None:
+        return None
+    if args.strategy == Strategy.TIMESLICE.value:
+        return f"{reason}: timeslice would time-slice nothing and replay none"
+    return f"{reason}: forecast replays reclaim only, time-slicing nothing"
+
+
+def _sharing_problem(args: argparse.Namespace) -> str | None:
+    if args.switch_overhead is not None and args.contention == Contention.PESSIMISTIC.value:
+        return (
+            "--switch-overhead is the fair model's; --contention pessimistic already charges "
+            "every neighbour's demand in full"
+        )
+    return None
 
 
 def _policy(path: Path | None) -> Policy:
@@ -195,7 +233,8 @@ def _table(result: dict[str, object]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     problem = trace_paths.fill_defaults(args, ("pods", "nodes", "utilization"))
-    if problem or (problem := simulate_sweep.check_flags(args)):
+    problem = problem or _sharing_problem(args) or simulate_sweep.check_flags(args)
+    if problem:
         print(f"gpu-reclaimer simulate: {problem}", file=sys.stderr)
         return 2
     try:
@@ -211,6 +250,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if simulate_sweep.wanted(args):
         return simulate_sweep.run(args, policy, jobs, profiles, (sharing_settings(args), memory))
+    if (empty := _empty_pool(args, jobs, nodes)) is not None:
+        print(f"gpu-reclaimer simulate: {empty}", file=sys.stderr)
+        if args.strategy == Strategy.TIMESLICE.value:
+            return 2
     settings = replace(
         sharing_settings(args),
         strategy=Strategy(args.strategy),

@@ -3,11 +3,12 @@
 `--capacity-sweep` replays the trace under each of `--strategies` (with `none` always among them,
 the baseline) at each capacity of the range (`reclaimer.simulate.sweep` says how the default
 range is chosen; `--capacities` overrides it) and each of `--seeds`, over `--jobs` processes with
-a progress line on stderr, and reports per strategy the fewest GPUs at which, on every seed, the
-guaranteed queues' pooled wait p95 (with `--slo-per-queue`, each guaranteed queue's own p95 as
-well) stays within `--slo`, their slowdown p95 within
-`--max-slowdown` (default 1.10) and no guaranteed job is OOM-killed, and the GPUs it saves
-against `none`.
+a progress line on stderr, and reports per strategy the fewest GPUs at which, on every seed,
+every guaranteed queue's own wait p95 (with `--slo-pooled`, their pooled p95 instead) stays
+within `--slo`, their slowdown p95 within `--max-slowdown` (default 1.10) and no guaranteed job
+is OOM-killed, and the GPUs it saves against `none`. The JSON's `rule` names the rule in force;
+under `--slo-pooled` each strategy's per-queue verdict is printed beside the pooled one (JSON
+`per_queue`), as a pooled p95 can keep the SLO while a small queue starves.
 `--report FILE.html` writes the page of `reclaimer.report.html_report`: the strategies replayed
 once more at `--capacity-scale` and `--seed` with their timelines, and the sweep when there is
 one. Both compare strategies, so `--strategy` (one run) goes with neither. Bad flags exit 2.
@@ -22,12 +23,19 @@ import sys
 from pathlib import Path
 
 from reclaimer.commands import replay_pool
-from reclaimer.commands.flag_values import number_in
+from reclaimer.commands.flag_values import number_in, positive_count, seed_list
 from reclaimer.commands.replay_pool import Inputs, Task
 from reclaimer.policy.settings import Policy
-from reclaimer.report import figures, html_report
-from reclaimer.report.replay_data import RunRecord, SweepSummary
+from reclaimer.report import figures, html_report, sweep_text
+from reclaimer.report.replay_data import (
+    CapacityResult,
+    PolicyVerdict,
+    Rule,
+    RunRecord,
+    SweepSummary,
+)
 from reclaimer.simulate import sweep
+from reclaimer.simulate.replay import SLICING
 from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import FloatArray, Jobs, Nodes, Profiles, TraceError, read_nodes
@@ -57,19 +65,6 @@ def _strategies(text: str) -> tuple[Strategy, ...]:
     return tuple(s for s in Strategy if s.value in names)
 
 
-def _seeds(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(sorted({int(part) for part in text.split(",")}))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seeds like 0,1,2, got {text!r}") from None
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return int(text)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("comparing strategies (--capacity-sweep, --report)")
     group.add_argument(
@@ -83,7 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(half the trace's peak concurrent demand up to the peak)",
     )
     group.add_argument(
-        "--slo", type=_slo, help=f"guaranteed pooled wait p95 goal (default {DEFAULT_SLO})"
+        "--slo",
+        type=_slo,
+        help=f"every guaranteed queue's own wait p95 goal (default {DEFAULT_SLO})",
     )
     group.add_argument(
         "--max-slowdown",
@@ -93,9 +90,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default {sweep.DEFAULT_MAX_SLOWDOWN})",
     )
     group.add_argument(
-        "--slo-per-queue",
+        "--slo-pooled",
         action="store_true",
-        help="the wait goal holds for every guaranteed queue's own p95 too, not only the pooled",
+        help="hold the guaranteed queues' pooled wait p95 to --slo instead of each queue's own "
+        "(the per-queue verdicts are printed beside)",
     )
     group.add_argument(
         "--strategies",
@@ -103,9 +101,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=tuple(Strategy),
         help="strategies to compare (default all; the sweep always adds none)",
     )
-    group.add_argument("--seeds", type=_seeds, help="sweep seeds, e.g. 0,1,2 (default --seed)")
+    group.add_argument("--seeds", type=seed_list, help="sweep seeds, e.g. 0,1,2 (default --seed)")
     group.add_argument(
-        "--jobs", type=_positive, help="replays at once (default: the CPUs this process may use)"
+        "--jobs",
+        type=positive_count,
+        help="replays at once (default: the CPUs this process may use)",
     )
     group.add_argument("--report", type=Path, help="write a self-contained HTML report here")
 
@@ -174,9 +174,9 @@ def _point(task: Task, run: dict[str, object]) -> sweep.RunPoint:
         task.scale,
         task.seed,
         _p95(run),
-        _number(run, "guaranteed_slowdown_p95"),
-        int(_number(run, "guaranteed_oom_kills")),
-        _worst_queue(run),
+        worst_queue=_worst_queue(run),
+        slowdown=_number(run, "guaranteed_slowdown_p95"),
+        oom_kills=int(_number(run, "guaranteed_oom_kills")),
     )
 
 
@@ -191,14 +191,30 @@ def _summary(
     args: argparse.Namespace, tasks: list[Task], runs: list[dict[str, object]], note: str
 ) -> SweepSummary:
     slo = args.slo or parse_duration(DEFAULT_SLO)
-    per_strategy = {}
-    for name in dict.fromkeys(t.strategy.value for t in tasks):
-        mine = [_point(t, r) for t, r in zip(tasks, runs, strict=True) if t.strategy.value == name]
-        per_strategy[name] = sweep.capacity_results(
-            mine, slo, args.max_slowdown, per_queue=args.slo_per_queue
-        )
+    points: dict[str, list[sweep.RunPoint]] = {}
+    for task, run in zip(tasks, runs, strict=True):
+        points.setdefault(task.strategy.value, []).append(_point(task, run))
+
+    def judged(rule: Rule) -> tuple[PolicyVerdict, ...]:
+        per_strategy: dict[str, tuple[CapacityResult, ...]] = {
+            name: sweep.capacity_results(mine, slo, args.max_slowdown, rule=rule)
+            for name, mine in points.items()
+        }
+        return sweep.note_empty_pools(sweep.verdicts(per_strategy), _empty_pools(tasks, runs))
+
+    rule = Rule.POOLED if args.slo_pooled else Rule.PER_QUEUE
     seeds = tuple(sorted({t.seed for t in tasks}))
-    return SweepSummary(slo, seeds, note, sweep.verdicts(per_strategy))
+    beside = judged(Rule.PER_QUEUE) if rule is Rule.POOLED else ()
+    return SweepSummary(slo, seeds, note, judged(rule), rule, beside)
+
+
+def _empty_pools(tasks: list[Task], runs: list[dict[str, object]]) -> dict[str, list[int]]:
+    """Per time-slicing strategy, the capacities where its pool came out empty."""
+    empty: dict[str, list[int]] = {}
+    for task, run in zip(tasks, runs, strict=True):
+        if task.strategy in SLICING and _number(run, "timesliced_gpus") == 0:
+            empty.setdefault(task.strategy.value, []).append(task.gpus)
+    return empty
 
 
 def _tasks(args: argparse.Namespace, jobs: Jobs, every_node: Nodes) -> tuple[list[Task], str]:
@@ -250,7 +266,7 @@ def run(
     runs = [o for _, o in swept]
     records = [o for o in outcomes if isinstance(o, RunRecord)]
     summary = _summary(args, [t for t, _ in swept], runs, note) if swept else None
-    out: dict[str, object] = sweep_json(summary, runs) if summary else {}
+    out: dict[str, object] = sweep_text.as_json(summary, runs) if summary else {}
     if args.report is not None:
         _write_report(args, records, summary)
         out["report"] = str(args.report)
@@ -273,34 +289,10 @@ def _write_report(
     html_report.write_report(args.report, html_report.render(title, inputs, records, summary))
 
 
-def sweep_json(summary: SweepSummary, runs: list[dict[str, object]]) -> dict[str, object]:
-    return {
-        "slo_seconds": summary.slo_seconds,
-        "seeds": list(summary.seeds),
-        "capacity_range": summary.range_note,
-        "policies": {v.strategy: v.as_dict() for v in summary.verdicts},
-        "runs": runs,
-    }
-
-
-def _or_dash(value: int | None) -> str:
-    return "-" if value is None else str(value)
-
-
 def text(summary: SweepSummary | None, records: list[RunRecord], report: Path | None) -> str:
     lines = []
     if summary is not None:
-        lines.append(
-            f"SLO: guaranteed pooled wait p95 <= {summary.slo_seconds:,.0f} s on seeds "
-            f"{', '.join(map(str, summary.seeds))}; capacities: {summary.range_note}"
-        )
-        for v in summary.verdicts:
-            p95 = "  ".join(f"{c.gpus}: {c.worst_p95:,.0f}" for c in v.per_capacity)
-            lines.append(
-                f"{v.strategy:<11} min_gpus {_or_dash(v.min_gpus)}  saved vs none "
-                f"{_or_dash(v.gpus_saved_vs_none)}  worst p95 s by GPUs  {p95}"
-            )
-            lines += [f"{'':<11} {x}" for x in (v.reason, *v.caveats) if x]
+        lines += sweep_text.lines(summary)
     else:
         lines += [
             f"{r.strategy:<11} guaranteed p95 {_p95(dict(r.result)):,.0f} s at {r.gpus} GPUs"

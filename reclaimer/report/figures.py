@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from reclaimer.report.replay_data import PolicyVerdict, RunRecord
+from reclaimer.report.replay_data import PolicyVerdict, Rule, RunRecord
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -193,8 +193,9 @@ def oom_over_time(records: Sequence[RunRecord]) -> str:
     return _svg(fig)
 
 
-def sweep_curve(verdicts: Sequence[PolicyVerdict], slo_seconds: float) -> str:
-    """Pooled guaranteed wait p95 against GPUs, per strategy, with the SLO line."""
+def sweep_curve(verdicts: Sequence[PolicyVerdict], slo_seconds: float, rule: Rule) -> str:
+    """The wait p95 `rule` reads (the worst guaranteed queue's own, or the pooled one) against
+    GPUs, per strategy, with the SLO line."""
     fig, (ax,) = _figure(1, height=3.4)
     names = [v.strategy for v in verdicts]
     for verdict in verdicts:
@@ -202,13 +203,13 @@ def sweep_curve(verdicts: Sequence[PolicyVerdict], slo_seconds: float) -> str:
         tint = colour(verdict.strategy, names)
         ax.plot(
             gpus,
-            [c.worst_p95 for c in verdict.per_capacity],
+            [c.worst_wait(rule) for c in verdict.per_capacity],
             marker="o",
             color=tint,
             label=f"{verdict.strategy} (worst seed)",
         )
         for c in verdict.per_capacity:
-            seeds = list(c.p95_by_seed.values())
+            seeds = list(c.waits_by_seed(rule).values())
             ax.scatter([c.gpus] * len(seeds), seeds, color=tint, s=8, alpha=0.5)
         if verdict.min_gpus is not None:
             ax.axvline(verdict.min_gpus, color=tint, linestyle=":", linewidth=1.0)
@@ -216,7 +217,8 @@ def sweep_curve(verdicts: Sequence[PolicyVerdict], slo_seconds: float) -> str:
     ax.set_yscale("symlog", linthresh=60.0)
     ax.set_ylim(bottom=0.0)
     ax.set_xlabel("GPUs")
-    ax.set_ylabel("guaranteed wait p95 (s, log above 60 s)")
+    what = "pooled guaranteed" if rule is Rule.POOLED else "worst guaranteed queue's"
+    ax.set_ylabel(f"{what} wait p95 (s, log above 60 s)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _svg(fig)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from reclaimer.report import figures
-from reclaimer.report.replay_data import RunRecord, SweepSummary
+from reclaimer.report.replay_data import Rule, RunRecord, SweepSummary
 
 _NUMBER = re.compile(r"-?[\d,]+(\.\d+)?")
 _NUM = ' class="num"'
@@ -137,23 +137,41 @@ def slowdown_table(records: Sequence[RunRecord]) -> str:
 
 
 def sweep_tables(sweep: SweepSummary) -> str:
-    verdict_rows = [
-        (
-            v.strategy,
-            v.min_gpus if v.min_gpus is not None else "none met",
-            v.gpus_saved_vs_none if v.gpus_saved_vs_none is not None else "-",
-            "; ".join(x for x in (v.reason, *v.caveats) if x),
+    """The verdicts (under the pooled rule, the per-queue ones beside) and the p95s they read."""
+    pooled = sweep.rule is Rule.POOLED
+    verdict_rows = []
+    for v in sweep.verdicts:
+        beside = sweep.beside(v.strategy)
+        extra = (
+            ()
+            if beside is None
+            else (_or(beside.min_gpus, "none met"), _or(beside.gpus_saved_vs_none))
         )
-        for v in sweep.verdicts
-    ]
+        why = "; ".join(x for x in (v.reason, *v.caveats) if x)
+        verdict_rows.append(
+            (v.strategy, _or(v.min_gpus, "none met"), _or(v.gpus_saved_vs_none), *extra, why)
+        )
+    head = ["strategy", f"min GPUs ({sweep.rule.value})", "saved vs none"]
+    head += ["min GPUs (per-queue)", "saved vs none (per-queue)"] if pooled else []
     gpus = sorted({c.gpus for v in sweep.verdicts for c in v.per_capacity})
-    worst = {(v.strategy, c.gpus): c.worst_p95 for v in sweep.verdicts for c in v.per_capacity}
-    p95_rows = [
-        (v.strategy, *(_n(worst.get((v.strategy, g))) for g in gpus)) for v in sweep.verdicts
-    ]
-    verdicts = _table(("strategy", "min GPUs", "saved vs none", "why / caveats"), verdict_rows)
-    p95 = _table(("worst-seed p95 s at", *(f"{g} GPUs" for g in gpus)), p95_rows)
+    worst = {(v.strategy, c.gpus): c for v in sweep.verdicts for c in v.per_capacity}
+
+    def cell(strategy: str, g: int) -> str:
+        c = worst.get((strategy, g))
+        if c is None:
+            return "-"
+        own = _n(c.worst_wait(Rule.PER_QUEUE))
+        return f"{_n(c.worst_p95)} / {own}" if pooled else own
+
+    p95_rows = [(v.strategy, *(cell(v.strategy, g) for g in gpus)) for v in sweep.verdicts]
+    what = "pooled / worst queue p95 s at" if pooled else "worst queue's p95 s at"
+    verdicts = _table((*head, "why / caveats"), verdict_rows)
+    p95 = _table((f"{what} (worst seed)", *(f"{g} GPUs" for g in gpus)), p95_rows)
     return f"<div>{verdicts}<br>{p95}</div>"
+
+
+def _or(value: int | None, missing: str = "-") -> object:
+    return missing if value is None else value
 
 
 def render(
@@ -165,15 +183,20 @@ def render(
     """The whole page; needs matplotlib (`figures.require_matplotlib`)."""
     parts = [f"<h1>{html.escape(title)}</h1>", _table(("input", "value"), inputs)]
     if sweep is not None:
+        goal = (
+            "guaranteed queues' pooled wait p95 (the per-queue rule's verdicts beside)"
+            if sweep.rule is Rule.POOLED
+            else "every guaranteed queue's own wait p95"
+        )
         note = (
-            f"SLO: guaranteed queues' pooled wait p95 at most {sweep.slo_seconds:,.0f} s, their "
+            f"SLO ({sweep.rule.value} rule): {goal} at most {sweep.slo_seconds:,.0f} s, their "
             "slowdown p95 within the limit and no guaranteed OOM kill, on every seed "
             f"({', '.join(map(str, sweep.seeds))}). Capacities: {sweep.range_note}."
         )
         parts.append(
             _section(
                 "Capacity sweep: wait p95 against GPUs",
-                figures.sweep_curve(sweep.verdicts, sweep.slo_seconds),
+                figures.sweep_curve(sweep.verdicts, sweep.slo_seconds, sweep.rule),
                 sweep_tables(sweep),
                 note,
             )

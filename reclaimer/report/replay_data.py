@@ -3,13 +3,23 @@
 Plain frozen data, filled by the replay (`reclaimer.simulate.timeline`, `reclaimer.simulate.sweep`)
 and read by the report (`reclaimer.report.html_report`), so that the report never imports the
 simulator. Times are seconds; a timeline's series hold one value per bin of `bin_seconds`
-starting at `begin`.
+starting at `begin`. A sweep's verdicts are made under one `Rule`; under the pooled rule the
+per-queue rule's verdicts travel beside them (`SweepSummary.per_queue`), since a pooled p95 can
+pass while a small guaranteed queue starves.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Rule(StrEnum):
+    """Which wait p95 a capacity sweep holds to its SLO."""
+
+    PER_QUEUE = "per-queue"  # every guaranteed queue's own p95 (the default)
+    POOLED = "pooled"  # one p95 over every guaranteed queue's jobs together
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,15 @@ class CapacityResult:
     def worst_p95(self) -> float:
         return max(self.p95_by_seed.values())
 
+    def waits_by_seed(self, rule: Rule) -> Mapping[int, float]:
+        """The wait p95 `rule` reads, on each seed: the pooled one, or the worst queue's own."""
+        if rule is Rule.POOLED:
+            return self.p95_by_seed
+        return {seed: p95 for seed, (_, p95) in self.worst_queue_by_seed.items()}
+
+    def worst_wait(self, rule: Rule) -> float:
+        return max(self.waits_by_seed(rule).values(), default=0.0)
+
     def as_dict(self) -> dict[str, object]:
         return {
             "gpus": self.gpus,
@@ -80,14 +99,16 @@ class PolicyVerdict:
     caveats: tuple[str, ...]
     per_capacity: tuple[CapacityResult, ...]  # fewest GPUs first
 
-    def as_dict(self) -> dict[str, object]:
+    def headline(self) -> dict[str, object]:
         return {
             "min_gpus": self.min_gpus,
             "gpus_saved_vs_none": self.gpus_saved_vs_none,
             "reason": self.reason,
             "caveats": list(self.caveats),
-            "per_capacity": [c.as_dict() for c in self.per_capacity],
         }
+
+    def as_dict(self) -> dict[str, object]:
+        return self.headline() | {"per_capacity": [c.as_dict() for c in self.per_capacity]}
 
 
 @dataclass(frozen=True)
@@ -95,4 +116,10 @@ class SweepSummary:
     slo_seconds: float
     seeds: tuple[int, ...]
     range_note: str  # how the capacities were chosen
-    verdicts: tuple[PolicyVerdict, ...]
+    verdicts: tuple[PolicyVerdict, ...]  # under `rule`
+    rule: Rule = Rule.PER_QUEUE
+    per_queue: tuple[PolicyVerdict, ...] = ()  # under the per-queue rule, beside a pooled one
+
+    def beside(self, strategy: str) -> PolicyVerdict | None:
+        """The per-queue rule's verdict on `strategy`, printed beside the pooled rule's."""
+        return next((v for v in self.per_queue if v.strategy == strategy), None)

@@ -30,11 +30,12 @@ from reclaimer.simulate.jobs import (
     Event,
     Replay,
 )
+from reclaimer.simulate.pool import keeps_a_node_whole, pool_replicas
 from reclaimer.simulate.results import SimResult, result_of
 from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import ReplayPlanner, Strategy
 from reclaimer.simulate.ticks import tick, wants_tick
-from reclaimer.simulate.timeslice import pool_replicas, reprice, shared_devices
+from reclaimer.simulate.timeslice import reprice, shared_devices
 from reclaimer.simulate.trace import FloatArray, Jobs, Nodes, Profiles
 from reclaimer.simulate.usage import assign_usage
 
@@ -122,7 +123,9 @@ def run_replay(
     if memory is not None:
         usage = replace(usage, memory=memory)
     replicas = (
-        pool_replicas(nodes, settings.pool_share, settings.replicas)
+        pool_replicas(
+            nodes, settings.pool_share, settings.replicas, keeps_a_node_whole(jobs, nodes)
+        )
         if settings.strategy in SLICING
         else None
     )

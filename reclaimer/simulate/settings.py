@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD
+from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD, Contention
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import Jobs
 
@@ -27,8 +27,9 @@ class SimSettings:
     reclaimable: frozenset[str] = RECLAIMABLE
     queue_shares: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     replicas: int = 2  # time-slice replicas per GPU on the pool (`timeslice`; `forecast` starts)
-    pool_share: float = 0.0  # of the nodes of each GPU count (`sim_timeslice.pool_nodes`)
-    switch_overhead: float = DEFAULT_SWITCH_OVERHEAD
+    pool_share: float = 0.0  # of the nodes of each GPU count (`sim_pool.pool_nodes`)
+    switch_overhead: float = DEFAULT_SWITCH_OVERHEAD  # `fair` contention only
+    contention: Contention = Contention.FAIR  # how a time-sliced GPU's time is divided
     share_step_seconds: float = 300.0  # how often time-sliced GPUs' shares are recomputed
     anonymized_gib: float = DEFAULT_ANONYMIZED_GIB  # memory of a GPU model the trace hides
 

@@ -1,13 +1,22 @@
 """What time-slicing one GPU between pods costs them: GPU time (contention) and memory (OOM).
 
-**Contention.** NVIDIA's time-slicing gives every process with work an equal share of the GPU's
-time ("Time-Slicing GPUs in Kubernetes", GPU Operator docs); a process with nothing to run yields
-its slice. So at each moment the GPU's time is water-filled: each pod on the device asks its
-*demand* (its profile's busy fraction then), pods asking less than an equal share get what they
-ask, and the rest split what is left equally. Switching contexts costs time: while two or more
-pods have work at once, the device has `1 - switch_overhead` of its time to give. A pod's
-progress rate is its share over its demand, capped at 1 (a pod with no demand is not slowed), so
-light pods barely slow and heavy ones do.
+**Contention** has two models (`Contention`, `simulate --contention`), one from each side.
+**`fair`** (the default): NVIDIA's time-slicing gives every process with work an equal share of
+the GPU's time ("Time-Slicing GPUs in Kubernetes", GPU Operator docs); a process with nothing to
+run yields its slice. So at each moment the GPU's time is water-filled: each pod on the device
+asks its *demand* (its profile's busy fraction then), pods asking less than an equal share get
+what they ask, and the rest split what is left equally. Switching contexts costs time: while two
+or more pods have work at once, the device has `1 - switch_overhead` of its time to give. A
+pod's progress rate is its share over its demand, capped at 1 (a pod with no demand is not
+slowed), so light pods barely slow and heavy ones do. It assumes that a pod's GPU work fits in
+its neighbours' time off the GPU: two pods at demand 0.45 each never slow.
+**`pessimistic`** assumes no such fit: every moment a neighbour spends on the GPU is a moment
+this pod waits, so a pod with work runs at `1 / (1 + the sum of its neighbours' demand)` (two
+pods at 0.45: 1 / 1.45 each). No switch overhead is added, as every neighbour's time is charged
+in full already. It bounds `fair` from below where the pods' demands together fit the GPU (where
+`fair` slows no one). Where they pass it, `fair` gives a light pod all it asks and a heavy one
+the rest, so a heavy pod can run slower under `fair`: demands 1.0 and 0.5 run at 0.5x and 1x
+under `fair` without overhead, at 0.67x and 0.5x under `pessimistic`.
 
 Derivation of the overhead from measurements (KubeRay on time-slicing, COMPSAC'24, second-hand
 figures in the project's reference notes): two fully busy jobs ran at about 0.57x each, three at
@@ -16,8 +25,11 @@ both points with `d = 0.877` (two) and `d = 0.855` (three): a training loop repo
 still spends ~13% of its time off the GPU (data loading, host work), and the points show no
 switch loss beyond that. With `d = 1` the points would need a negative overhead, which the model
 does not allow. The default `DEFAULT_SWITCH_OVERHEAD` (5%) therefore sits above what the points
-show, on the pessimistic side; `--switch-overhead` runs the sensitivity (0, 5%, 15%).
-`measured_points` gives what the model predicts for those two experiments.
+show, on the pessimistic side; `--switch-overhead` runs the sensitivity (0, 15%, 30%). The
+KubeRay paper does not give its jobs' busy share alone, so the overhead cannot be fitted: with
+`d = 1` the points allow none, with `d` nearer 0.8 they allow more. `pessimistic` puts those
+points at 0.533x (two, `d = 0.877`) and 0.369x (three, `d = 0.855`), below what was measured.
+`measured_points` gives what a model predicts for those two experiments.
 
 **Memory.** Time-slicing isolates no memory: when the pods on a device together ask more than
 the device holds, an allocation fails and that process dies (k8s-device-plugin #323: the pod
@@ -30,10 +42,19 @@ Pure: numpy only.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 
 import numpy as np
 
 from reclaimer.simulate.trace import FloatArray
+
+
+class Contention(StrEnum):
+    """How a time-sliced GPU's time is divided among its pods (see the module doc)."""
+
+    FAIR = "fair"  # water-filling: equal shares, none beyond demand, less the switch overhead
+    PESSIMISTIC = "pessimistic"  # every neighbour's demand costs a pod time in full
+
 
 DEFAULT_SWITCH_OVERHEAD = 0.05
 KUBERAY_POINTS = ((2, 0.57), (3, 0.39))  # (jobs fully busy together, speed of each)
@@ -76,8 +97,16 @@ def water_fill(demand: FloatArray, overhead: float) -> FloatArray:
     return result
 
 
-def progress_rates(demand: FloatArray, overhead: float) -> FloatArray:
-    """Speed of each pod relative to running alone (share / demand, at most 1), per moment."""
+def progress_rates(
+    demand: FloatArray, overhead: float, contention: Contention = Contention.FAIR
+) -> FloatArray:
+    """Speed of each pod relative to running alone, per moment: under `fair` its water-filled
+    share over its demand (at most 1), under `pessimistic` `1 / (1 + its neighbours' demand)`
+    (`overhead` unused). A pod with no demand runs at 1 under both."""
+    if contention is Contention.PESSIMISTIC:
+        neighbours = demand.sum(axis=0)[None, :] - demand
+        slowed: FloatArray = np.where(demand > 0, 1.0 / (1.0 + neighbours), 1.0)
+        return slowed
     share = water_fill(demand, overhead)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.where(demand > 0, share / np.where(demand > 0, demand, 1.0), 1.0)
@@ -85,11 +114,13 @@ def progress_rates(demand: FloatArray, overhead: float) -> FloatArray:
     return result
 
 
-def measured_points(overhead: float, demand: float) -> tuple[tuple[int, float], ...]:
-    """What the model gives `n` jobs of `demand` each, for the KubeRay experiments' `n`."""
+def measured_points(
+    overhead: float, demand: float, contention: Contention = Contention.FAIR
+) -> tuple[tuple[int, float], ...]:
+    """What a model gives `n` jobs of `demand` each, for the KubeRay experiments' `n`."""
     out = []
     for n, _ in KUBERAY_POINTS:
-        rates = progress_rates(np.full((n, 1), demand), overhead)
+        rates = progress_rates(np.full((n, 1), demand), overhead, contention)
         out.append((n, round(float(rates[0, 0]), 3)))
     return tuple(out)
 

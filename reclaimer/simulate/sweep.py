@@ -7,16 +7,17 @@ decimals that gives it. The default range runs from half the trace's peak concur
 (`peak_demand`: the most GPUs its jobs would hold at once with room for all) up to the first
 point at or above that peak, where nothing should wait.
 
-`minimum` applies the rule: a capacity meets the SLO when, on every seed, the pooled guaranteed
-wait p95 (with `per_queue`, every guaranteed queue's own p95 as well) is at most the SLO, the
-guaranteed jobs' slowdown p95 at most `max_slowdown` (default `DEFAULT_MAX_SLOWDOWN`) and no
-guaranteed job was OOM-killed; `min_gpus` is the fewest GPUs from which every larger capacity
-tried meets it too (a queue can wait longer with more GPUs, so a capacity that meets the SLO below
-one that does not is reported as a caveat, not taken). No capacity meeting it is `null` with the
-reason, never a guess; a minimum where a guaranteed queue's own p95 misses the SLO that the pooled
-p95 keeps says so in its caveats; a minimum at the smallest capacity tried is only an upper bound
-(said in the caveats), and a saving against `none` is `null` unless both minima are known
-exactly.
+`minimum` applies the rule: a capacity meets the SLO when, on every seed, the wait p95 the
+`Rule` reads is at most the SLO (`Rule.PER_QUEUE`, the default: every guaranteed queue's own p95,
+so that a small queue cannot starve behind a large one that keeps the pooled p95 low;
+`Rule.POOLED`: one p95 over all their jobs), the guaranteed jobs' slowdown p95 at most
+`max_slowdown` (default `DEFAULT_MAX_SLOWDOWN`) and no guaranteed job was OOM-killed; `min_gpus`
+is the fewest GPUs from which every larger capacity tried meets it too (a queue can wait longer
+with more GPUs, so a capacity that meets the SLO below one that does not is reported as a caveat,
+not taken). No capacity meeting it is `null` with the reason, never a guess; a pooled minimum
+where a guaranteed queue's own p95 misses the SLO says so in its caveats; a minimum at the
+smallest capacity tried is only an upper bound (said in the caveats), and a saving against
+`none` is `null` unless both minima are known exactly.
 Pure: no files, no processes.
 """
 
@@ -24,13 +25,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from reclaimer.report.replay_data import CapacityResult, PolicyVerdict
+from reclaimer.report.replay_data import CapacityResult, PolicyVerdict, Rule
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import Jobs, Nodes, parse_nodes
 
@@ -45,9 +46,9 @@ class RunPoint:
     scale: float
     seed: int
     p95: float  # guaranteed pooled wait p95, seconds
+    worst_queue: tuple[str, float]  # the guaranteed queue of highest own wait p95, and that p95
     slowdown: float = 1.0  # guaranteed_slowdown_p95
     oom_kills: int = 0  # guaranteed_oom_kills
-    worst_queue: tuple[str, float] = ("", 0.0)  # the guaranteed queue of highest own wait p95
 
 
 @dataclass(frozen=True)
@@ -142,16 +143,15 @@ def capacity_results(
     slo_seconds: float,
     max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
     *,
-    per_queue: bool = False,
+    rule: Rule = Rule.PER_QUEUE,
 ) -> tuple[CapacityResult, ...]:
-    """One strategy's runs, per capacity, fewest GPUs first; with `per_queue` the wait rule
-    holds for every guaranteed queue's own p95, not only the pooled one."""
+    """One strategy's runs, per capacity, fewest GPUs first, judged by `rule`'s wait p95."""
     grouped: dict[tuple[int, float], dict[int, RunPoint]] = {}
     for run in runs:
         grouped.setdefault((run.gpus, run.scale), {})[run.seed] = run
 
     def waits_ok(r: RunPoint) -> bool:
-        return r.p95 <= slo_seconds and (not per_queue or r.worst_queue[1] <= slo_seconds)
+        return (r.p95 if rule is Rule.POOLED else r.worst_queue[1]) <= slo_seconds
 
     return tuple(
         CapacityResult(
@@ -182,7 +182,8 @@ def minimum(
         met = [c.gpus for c in per_capacity if c.meets_slo]
         reason = (
             f"no capacity tried meets the SLO (at {last.gpus} GPUs, the largest tried, the "
-            f"wait p95 is {last.worst_p95:,.0f} s{_sharing_note(last)})"
+            f"pooled wait p95 is {last.worst_p95:,.0f} s, {_worst_queue(last)}"
+            f"{_sharing_note(last)})"
         )
         note = (f"meets the SLO at {_gpus(met)} but not at every larger capacity",)
         return None, reason, note if met else ()
@@ -212,14 +213,21 @@ def minimum(
 
 
 def _queue_over_slo(result: CapacityResult) -> str:
-    """At the minimum, a guaranteed queue whose own p95 misses the SLO the pooled p95 keeps."""
+    """At a pooled minimum, a guaranteed queue whose own p95 misses the SLO."""
     if result.queues_meet_slo:
         return ""
-    seed, (queue, p95) = max(result.worst_queue_by_seed.items(), key=lambda kv: kv[1][1])
     return (
-        f"at {result.gpus} GPUs the pooled p95 keeps the SLO but queue {queue}'s own wait p95 is "
-        f"{p95:,.0f} s (seed {seed}); --slo-per-queue applies the rule to every guaranteed queue"
+        f"at {result.gpus} GPUs the pooled p95 keeps the SLO but {_worst_queue(result)}; the "
+        f"per-queue rule (the default) holds every guaranteed queue to the SLO"
     )
+
+
+def _worst_queue(result: CapacityResult) -> str:
+    """The guaranteed queue of highest own wait p95 over the seeds, with its seed."""
+    if not result.worst_queue_by_seed:
+        return "no queue's own p95 recorded"
+    seed, (queue, p95) = max(result.worst_queue_by_seed.items(), key=lambda kv: kv[1][1])
+    return f"queue {queue}'s own wait p95 is {p95:,.0f} s (seed {seed})"
 
 
 def _sharing_note(result: CapacityResult) -> str:
@@ -261,6 +269,26 @@ def verdicts(
             saved = base - least
         out.append(PolicyVerdict(name, least, saved, reason, caveats, per_strategy[name]))
     return tuple(out)
+
+
+def note_empty_pools(
+    verdicts: Sequence[PolicyVerdict], empty: Mapping[str, Sequence[int]]
+) -> tuple[PolicyVerdict, ...]:
+    """A caveat on each time-slicing strategy whose pool came out empty at some capacities
+    (`empty`: strategy -> those GPU counts): there it time-sliced nothing."""
+    return tuple(
+        replace(
+            v,
+            caveats=(
+                *v.caveats,
+                f"its time-sliced pool is empty at {_gpus(sorted(set(empty[v.strategy])))}: it "
+                "time-slices nothing there (see --pool-share)",
+            ),
+        )
+        if empty.get(v.strategy)
+        else v
+        for v in verdicts
+    )
 
 
 def describe_range(points: Sequence[CapacityPoint], peak: float | None) -> str:

@@ -1,20 +1,16 @@
-"""The time-sliced pool of a replay: which nodes, and what sharing a GPU does to its pods.
+"""The time-sliced GPUs of a replay: what sharing a GPU does to its pods, and their readings.
 
-**The pool.** `pool_nodes` takes the first `round(n * share)` nodes (in list order) of each GPU
-count, but leaves at least one node of the largest count out, so every multi-GPU pod still has a
-node (multi-GPU pods never run on the pool: `sim_scheduler`). `simulate --pool-share` defaults to
-0.5; `SimSettings.pool_share` to 0 (no pool, the replay as it was before time-slicing). Only
-`timeslice` and `forecast` slice the pool (`pool_replicas`); the other strategies replay every
-GPU whole, as before.
+**The pool** is `sim_pool`'s: only `timeslice` and `forecast` slice it; the other strategies
+replay every GPU whole, as before.
 
 **Shares.** Whenever the pods of a time-sliced GPU change, and every `share_step_seconds` while
 two or more share one, `reprice` settles each pod's progress at its old rate and gives it a new
-one: the mean of `sim_sharing.progress_rates` over the coming step, read sample by sample from
-every member's profile (at the positions its progress would reach running alone: an
-approximation within one step). Its completion is rescheduled at that rate. The same samples of
-the members' memory series (`sim_memory`) are checked against the device (`sim_sharing.device_gib`
-of the node's model): when they pass it, the pod that grows is OOM-killed now (`Replay.oom_kill`)
-and the GPU is priced again without it.
+one: the mean of `sim_sharing.progress_rates` (under `SimSettings.contention`) over the coming
+step, read sample by sample from every member's profile (at the positions its progress would
+reach running alone: an approximation within one step). Its completion is rescheduled at that
+rate. The same samples of the members' memory series (`sim_memory`) are checked against the
+device (`sim_sharing.device_gib` of the node's model): when they pass it, the pod that grows is
+OOM-killed now (`Replay.oom_kill`) and the GPU is priced again without it.
 
 **Load for the reshape planner.** `pool_stats` gives each pool GPU what the controller reads from
 Prometheus (`prometheus.history.node_stats_queries`): utilization averaged over the stats window
@@ -38,32 +34,9 @@ from reclaimer.simulate.jobs import COMPLETE, Replay
 from reclaimer.simulate.memory import GIB
 from reclaimer.simulate.sharing import device_gib, oom_victim, progress_rates
 from reclaimer.simulate.strategies import device_name
-from reclaimer.simulate.trace import BoolArray, FloatArray, IntArray, Nodes
+from reclaimer.simulate.trace import FloatArray
 
 STATS_WINDOW_SECONDS = 600.0  # the controller's default `stats_window`
-
-
-def pool_nodes(nodes: Nodes, share: float) -> BoolArray:
-    """The nodes of the time-sliced pool (see the module doc)."""
-    if not 0.0 <= share <= 1.0:
-        raise ValueError(f"the pool share must be in [0, 1], got {share}")
-    chosen = np.zeros(len(nodes.gpus), dtype=bool)
-    largest = int(nodes.gpus.max())
-    for count in np.unique(nodes.gpus):
-        rows = np.flatnonzero(nodes.gpus == count)
-        wanted = round(len(rows) * share)
-        if count == largest:
-            wanted = min(wanted, len(rows) - 1)
-        chosen[rows[:wanted]] = True
-    return chosen
-
-
-def pool_replicas(nodes: Nodes, share: float, replicas: int) -> IntArray | None:
-    """Replicas per node at the start: `replicas` on the pool, 1 elsewhere (None: no pool)."""
-    if replicas < 2 or share <= 0:
-        return None
-    result: IntArray = np.where(pool_nodes(nodes, share), replicas, 1).astype(np.int64)
-    return result
 
 
 def shared_devices(replay: Replay) -> set[tuple[int, int]]:
@@ -140,7 +113,9 @@ def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
         )
         demand = _padded(slots, usage.values[where].reshape(len(jobs), -1), len(batch), width)
         pods_first = demand.transpose(1, 0, 2).reshape(width, -1)
-        rates = progress_rates(pods_first, replay.settings.switch_overhead)
+        rates = progress_rates(
+            pods_first, replay.settings.switch_overhead, replay.settings.contention
+        )
         mean = rates.reshape(width, len(batch), len(k)).mean(axis=2).T
         for i, device in enumerate(batch):
             if device in todo:  # a pod was OOM-killed: priced again without it

@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 import pytest
-from simworld import HOUR, WORKING_4_OF_5, P, write_trace
+from simworld import HOUR, WORKING_4_OF_5, P, profile_frame, write_trace
 
 from reclaimer.cli import main
 from reclaimer.commands import trace_paths
@@ -145,10 +145,15 @@ def test_a_slice_of_the_shared_trace_replays_under_every_policy(shared_data, tmp
         "0.002",
         "--json",
     ]
+    # at the default pool share this 2- and 8-GPU node slice has no pool: timeslice refuses
+    assert main([*common, "--strategy", "timeslice"]) == 2
+    assert "round(1 x 0.5) = 0" in capsys.readouterr().err
     results = {}
     for policy in Strategy:
-        assert main([*common, "--strategy", policy.value]) == 0
+        share = ["--pool-share", "1"] if policy is Strategy.TIMESLICE else []
+        assert main([*common, "--strategy", policy.value, *share]) == 0
         results[policy] = json.loads(capsys.readouterr().out)
+    assert results[Strategy.TIMESLICE]["timesliced_gpus"] == 2  # the 2-GPU node
 
     for result in results.values():
         assert result["guaranteed_preemptions"] == 0
@@ -196,7 +201,7 @@ def test_a_memory_file_replays_oom_kills_on_the_time_sliced_pool(tmp_path, capsy
     paths = write_trace(tmp_path, [*pods, P("ls-3", "LS", 9 * HOUR, HOUR)], [1, 1])
     memory = _memory_csv(tmp_path, "pod-a", 12.0)  # the profile's pod: 12 of a T4's 16 GiB
 
-    args = _args(paths, "--strategy", "timeslice", "--json", "--pool-share", "1")
+    args = _args(paths, "--strategy", "timeslice", "--json", "--pool-share", "0.5")
     code = main([*args, "--memory", str(memory), "--memory-peak-gib", "12"])
     result = json.loads(capsys.readouterr().out)
     lighter = main([*args, "--memory", str(memory), "--memory-peak-gib", "6"])
@@ -233,3 +238,76 @@ def test_a_memory_file_without_the_profiles_pods_exits_2_saying_which(tmp_path, 
 
     assert code == 2
     assert "no series for 1 utilization pod(s), e.g. pod-a" in capsys.readouterr().err
+
+
+HALF_BUSY = profile_frame([45.0] * 240)  # demand 0.45 throughout
+PAIR = [P("ls-1", "LS", 0.0, 2 * HOUR), P("ls-2", "LS", 0.0, 2 * HOUR)]
+
+
+def test_the_contention_flag_picks_the_model_two_pods_at_045_share_by(tmp_path, capsys):
+    paths = write_trace(tmp_path, PAIR, [1], HALF_BUSY)
+    args = _args(paths, "--strategy", "timeslice", "--pool-share", "1", "--json")
+
+    slowdowns = []
+    for model in ("fair", "pessimistic"):
+        assert main([*args, "--contention", model]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["guaranteed_wait_p95_s"] == 0.0  # both on the one GPU at once
+        slowdowns.append(result["guaranteed_slowdown_p95"])
+
+    assert slowdowns == [1.0, pytest.approx(1.45, rel=0.01)]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--contention", "harsh"), "invalid choice: 'harsh'"),
+        (
+            ("--contention", "pessimistic", "--switch-overhead", "0.15"),
+            "--switch-overhead is the fair model's",
+        ),
+    ],
+    ids=["unknown-model", "overhead-with-pessimistic"],
+)
+def test_bad_contention_flags_exit_2_with_a_message(tmp_path, capsys, extra, message):
+    paths = write_trace(tmp_path, PAIR, [1, 1], HALF_BUSY)
+    try:
+        code = main(_args(paths, "--strategy", "timeslice", *extra))
+    except SystemExit as exit_info:  # argparse rejects a flag's value itself
+        code = exit_info.code
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert message in captured.err
+
+
+def test_a_one_node_trace_time_slices_its_gpu_for_two_busy_jobs(tmp_path, capsys):
+    paths = write_trace(tmp_path, PAIR, [1], profile_frame([80.0] * 240))
+    args = ["--replicas", "2", "--pool-share", "1", "--json"]
+
+    assert main(_args(paths, "--strategy", "timeslice", *args)) == 0
+    result = json.loads(capsys.readouterr().out)
+
+    assert result["timesliced_gpus"] == 1
+    assert result["guaranteed_wait_p95_s"] == 0.0  # they share instead of one queueing
+    assert result["guaranteed_slowdown_p95"] == pytest.approx(0.8 / 0.475, rel=0.01)
+
+
+def test_an_empty_pool_refuses_timeslice_and_is_said_for_forecast(tmp_path, capsys):
+    """One 8-GPU node and a 2-GPU pod: the node stays whole for it, so nothing is time-sliced."""
+    pods = [*PAIR, P("st-1", "ST", 0.0, HOUR, num_gpu=2)]
+    paths = write_trace(tmp_path, pods, [8], profile_frame([80.0] * 240))
+    why = (
+        "the time-sliced pool is empty (--pool-share takes round(n x share) of the n nodes of "
+        "each GPU count: 1 node(s) of 8 GPU(s): round(1 x 1) = 1, less the one kept whole for "
+        "the trace's multi-GPU pods)"
+    )
+
+    assert main(_args(paths, "--strategy", "timeslice", "--pool-share", "1", "--json")) == 2
+    refused = capsys.readouterr()
+    assert refused.out == ""
+    assert f"{why}: timeslice would time-slice nothing and replay none" in refused.err
+
+    assert main(_args(paths, "--strategy", "forecast", "--pool-share", "1", "--json")) == 0
+    said = capsys.readouterr()
+    assert json.loads(said.out)["timesliced_gpus"] == 0
+    assert f"{why}: forecast replays reclaim only, time-slicing nothing" in said.err

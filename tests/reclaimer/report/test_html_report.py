@@ -11,6 +11,8 @@ import browser
 import pytest
 from simworld import BURSTY, HOUR, P, write_trace
 
+from reclaimer.report import html_report
+from reclaimer.report.replay_data import CapacityResult, PolicyVerdict, Rule, SweepSummary
 from reclaimer.simulate.strategies import Strategy
 
 # BE jobs that hold GPUs for a day while LS jobs arrive: every strategy has something to do.
@@ -75,3 +77,34 @@ def test_the_page_needs_nothing_from_the_network(report):
 
     assert EXTERNAL.search(page) is None
     assert "<!DOCTYPE svg" not in page and "<?xml" not in page  # SVG inlined, not a document
+
+
+def _verdict(least: int | None) -> PolicyVerdict:
+    """`none` at 30 GPUs: pooled p95 0 s, queue ST's own 20,520 s."""
+    at_30 = CapacityResult(30, 0.005, {0: 0.0}, True, worst_queue_by_seed={0: ("st", 20_520.0)})
+    return PolicyVerdict("none", least, None if least is None else 0, None, (), (at_30,))
+
+
+POOLED_HEADS = ["min GPUs (pooled)", "saved vs none", "min GPUs (per-queue)",
+                "saved vs none (per-queue)"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rule", "heads", "row", "cell"),
+    [
+        (Rule.PER_QUEUE, ["min GPUs (per-queue)", "saved vs none"], ["none met", "-"], "20,520"),
+        (Rule.POOLED, POOLED_HEADS, ["30", "0", "none met", "-"], "0 / 20,520"),
+    ],
+    ids=["per-queue", "pooled-with-per-queue-beside"],
+)
+def test_the_sweep_tables_name_the_rule_and_put_per_queue_beside_pooled(rule, heads, row, cell):
+    if rule is Rule.POOLED:
+        summary = SweepSummary(600.0, (0,), "30", (_verdict(30),), rule, (_verdict(None),))
+    else:
+        summary = SweepSummary(600.0, (0,), "30", (_verdict(None),), rule)
+
+    verdicts, p95 = html_report.sweep_tables(summary).split("<br>")
+
+    assert re.findall(r"<th>([^<]*)</th>", verdicts) == ["strategy", *heads, "why / caveats"]
+    assert re.findall(r"<td[^>]*>([^<]*)</td>", verdicts)[1:-1] == row
+    assert f">{cell}</td>" in p95  # the p95 the rule reads (pooled: beside the queue's own)

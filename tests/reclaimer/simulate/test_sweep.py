@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from simworld import HOUR, P, nodes_frame, pods_frame
 
-from reclaimer.report.replay_data import CapacityResult
+from reclaimer.report.replay_data import CapacityResult, Rule
 from reclaimer.simulate import sweep
 from reclaimer.simulate.results import Tally, result_of
 from reclaimer.simulate.trace import parse_nodes, parse_pods
@@ -14,10 +15,11 @@ SLO = 600.0
 
 
 def _results(p95_by_gpus: dict[int, float | list[float]]) -> tuple[CapacityResult, ...]:
+    """One guaranteed queue (`ls`): its own p95 is the pooled one, so either rule reads it."""
     runs = []
     for gpus, p95 in p95_by_gpus.items():
         for seed, value in enumerate(p95 if isinstance(p95, list) else [p95]):
-            runs.append(sweep.RunPoint(gpus, gpus / 1000, seed, value))
+            runs.append(sweep.RunPoint(gpus, gpus / 1000, seed, value, ("ls", value)))
     return sweep.capacity_results(runs, SLO)
 
 
@@ -152,25 +154,47 @@ def _runs(burstable: float) -> list[sweep.RunPoint]:
     ]
 
 
-def test_a_queue_the_pooled_p95_hides_is_a_caveat_and_per_queue_moves_the_minimum():
-    pooled = sweep.capacity_results(_runs(445_005.0), 600.0)
+def test_the_per_queue_rule_is_the_default_and_the_pooled_rule_names_the_queue_it_hides():
+    by_default = sweep.capacity_results(_runs(445_005.0), 600.0)
+    assert [c.meets_slo for c in by_default] == [False, True]  # burstable waits 5 days at 30
+    assert sweep.minimum(by_default)[0] == 38
+    assert by_default[0].as_dict()["worst_guaranteed_queue"] == {
+        "0": {"queue": "burstable", "wait_p95_s": 445_005.0}
+    }
+    pooled = sweep.capacity_results(_runs(445_005.0), 600.0, rule=Rule.POOLED)
     least, _, caveats = sweep.minimum(pooled)
     assert least == 30
     assert any(
         "at 30 GPUs the pooled p95 keeps the SLO but queue burstable's own wait p95 is 445,005 s"
-        in c
+        " (seed 0); the per-queue rule (the default) holds every guaranteed queue to the SLO" in c
         for c in caveats
     )
-    strict = sweep.capacity_results(_runs(445_005.0), 600.0, per_queue=True)
-    assert sweep.minimum(strict)[0] == 38
-    assert strict[0].as_dict()["worst_guaranteed_queue"] == {
-        "0": {"queue": "burstable", "wait_p95_s": 445_005.0}
-    }
+
+
+def test_the_per_queue_rule_reads_each_queues_own_p95_not_the_pooled_one():
+    """Waits 0 s and 1,000 s in one queue, the same in another: numpy's p95 of each queue is
+    950 s, of the four pooled 1,000 s (interpolated between the two 1,000 s waits). With an SLO
+    of 960 s every queue keeps it, the pooled p95 does not."""
+    assert float(np.percentile([0.0, 1000.0], 95)) == 950.0
+    assert float(np.percentile([0.0, 0.0, 1000.0, 1000.0], 95)) == 1000.0
+    runs = [sweep.RunPoint(30, 0.005, 0, 1000.0, ("ls", 950.0))]
+    assert sweep.capacity_results(runs, 960.0)[0].meets_slo
+    assert not sweep.capacity_results(runs, 960.0, rule=Rule.POOLED)[0].meets_slo
 
 
 def test_no_caveat_when_every_queue_keeps_the_slo():
-    least, _, caveats = sweep.minimum(sweep.capacity_results(_runs(300.0), 600.0))
+    pooled = sweep.capacity_results(_runs(300.0), 600.0, rule=Rule.POOLED)
+    least, _, caveats = sweep.minimum(pooled)
     assert least == 30 and not any("own wait p95" in c for c in caveats)
+
+
+def test_a_capacity_none_meets_names_the_pooled_and_the_worst_queues_p95():
+    runs = [sweep.RunPoint(30, 0.005, 1, 700.0, ("burstable", 9_000.0))]
+    _, reason, _ = sweep.minimum(sweep.capacity_results(runs, 600.0))
+    assert reason == (
+        "no capacity tried meets the SLO (at 30 GPUs, the largest tried, the pooled wait p95 is "
+        "700 s, queue burstable's own wait p95 is 9,000 s (seed 1))"
+    )
 
 
 def test_a_replay_names_its_worst_guaranteed_queue_by_its_own_p95():

@@ -17,13 +17,13 @@ from reclaimer.simulate import sweep
 from reclaimer.simulate.jobs import Event, EventKind
 from reclaimer.simulate.memory import parse_memory
 from reclaimer.simulate.planning import planner_for
+from reclaimer.simulate.pool import empty_pool, keeps_a_node_whole, pool_nodes
 from reclaimer.simulate.replay import run_replay, simulate
 from reclaimer.simulate.results import SimResult
 from reclaimer.simulate.scheduler import Cluster
 from reclaimer.simulate.settings import SimSettings
-from reclaimer.simulate.sharing import measured_points, oom_victim, progress_rates
+from reclaimer.simulate.sharing import Contention, measured_points, oom_victim, progress_rates
 from reclaimer.simulate.strategies import Strategy
-from reclaimer.simulate.timeslice import pool_nodes
 from reclaimer.simulate.trace import TraceError, parse_nodes, parse_pods, parse_profiles
 
 BUSY = profile_frame([100.0] * 240)
@@ -49,7 +49,7 @@ def _replay(
     *,
     memory: pd.DataFrame | None = None,
     events: list[Event] | None = None,
-    **sharing: float,
+    **sharing: object,
 ) -> SimResult:
     profiles = parse_profiles(profile)
     mem = (
@@ -87,6 +87,54 @@ def test_light_jobs_barely_slow_and_heavy_ones_do():
     assert heavy[:, 0].tolist() == pytest.approx([0.475 / 0.9] * 2)
     # the light one gets all it asks; the heavy one what is left of 95%
     assert mixed[:, 0].tolist() == pytest.approx([1.0, 0.85 / 0.9])
+
+
+FAIR, PESSIMISTIC = Contention.FAIR, Contention.PESSIMISTIC
+
+
+@pytest.mark.parametrize(
+    ("demand", "contention", "overhead", "rates"),
+    [
+        # two pods at 0.45: 0.9 fits the 95% fair gives, so neither slows; pessimistically
+        # each waits for the other's 0.45
+        ([0.45, 0.45], FAIR, 0.05, [1.0, 1.0]),
+        ([0.45, 0.45], PESSIMISTIC, 0.05, [1 / 1.45, 1 / 1.45]),
+        # pessimistic charges no switch overhead on top: the rate does not move with it
+        ([0.45, 0.45], PESSIMISTIC, 0.30, [1 / 1.45, 1 / 1.45]),
+        # an idle neighbour costs nothing under either model
+        ([1.0, 0.0], FAIR, 0.15, [1.0, 1.0]),
+        ([1.0, 0.0], PESSIMISTIC, 0.0, [1.0, 1.0]),
+        # three light pods: fair slows none, pessimistic charges each the other two
+        ([0.1, 0.2, 0.3], FAIR, 0.05, [1.0, 1.0, 1.0]),
+        ([0.1, 0.2, 0.3], PESSIMISTIC, 0.0, [1 / 1.5, 1 / 1.4, 1 / 1.3]),
+        # where demand passes the GPU, fair gives the light pod all it asks and the heavy one
+        # the rest: the heavy pod is slower under fair (0.5) than pessimistic (1 / 1.5)
+        ([1.0, 0.5], FAIR, 0.0, [0.5, 1.0]),
+        ([1.0, 0.5], PESSIMISTIC, 0.0, [1 / 1.5, 1 / 2.0]),
+    ],
+    ids=[
+        "two-at-0.45-fair-no-slowdown",
+        "two-at-0.45-pessimistic-slows",
+        "pessimistic-ignores-overhead",
+        "idle-neighbour-fair",
+        "idle-neighbour-pessimistic",
+        "three-light-fair",
+        "three-light-pessimistic",
+        "heavy-and-light-fair",
+        "heavy-and-light-pessimistic",
+    ],
+)
+def test_the_contention_models_bound_the_rate_from_both_sides(demand, contention, overhead, rates):
+    got = progress_rates(np.array(demand)[:, None], overhead, contention)
+    assert got[:, 0].tolist() == pytest.approx(rates)
+
+
+def test_pessimistic_contention_stays_below_the_measured_kuberay_points():
+    # at the busy shares that make `fair` meet them exactly (0.877 for two, 0.855 for three)
+    two = measured_points(0.0, 0.877, PESSIMISTIC)[0]
+    three = measured_points(0.0, 0.855, PESSIMISTIC)[1]
+    assert two == (2, pytest.approx(1 / 1.877, abs=0.0005)) and two[1] < 0.57
+    assert three == (3, pytest.approx(1 / 2.71, abs=0.0005)) and three[1] < 0.39
 
 
 def test_an_idle_neighbour_costs_nothing_not_even_the_switch_overhead():
@@ -144,6 +192,60 @@ def test_the_pool_keeps_a_node_of_the_largest_size_out():
     assert pool_nodes(nodes, 1.0).tolist() == [True, True, True, False]
 
 
+ONE_GPU_PODS = [P("ls-1", "LS", 0.0, HOUR)]
+WITH_A_2_GPU_POD = [*ONE_GPU_PODS, P("st-1", "ST", 0.0, HOUR, num_gpu=2)]
+
+
+@pytest.mark.parametrize(
+    ("pods", "gpus", "share", "pool", "why"),
+    [
+        (ONE_GPU_PODS, [1], 1.0, [True], None),
+        (ONE_GPU_PODS, [8], 1.0, [True], None),  # no multi-GPU pod to keep a node whole for
+        (WITH_A_2_GPU_POD, [8, 8], 1.0, [True, False], None),
+        (WITH_A_2_GPU_POD, [1, 1], 1.0, [True, True], None),  # a 2-GPU pod fits no node
+        (
+            WITH_A_2_GPU_POD, [8], 1.0, [False],
+            "1 node(s) of 8 GPU(s): round(1 x 1) = 1, less the one kept whole for the trace's "
+            "multi-GPU pods)",
+        ),
+        (
+            ONE_GPU_PODS, [1, 2], 0.4, [False, False],
+            "1 node(s) of 1 GPU(s): round(1 x 0.4) = 0; 1 node(s) of 2 GPU(s): round(1 x 0.4) = 0)",
+        ),
+    ],
+    ids=[
+        "one-node-one-gpu-pods", "one-8-gpu-node-one-gpu-pods", "keeps-one-for-multi-gpu-pods",
+        "multi-gpu-pod-fits-nowhere", "only-node-kept-whole", "share-rounds-to-no-node",
+    ],
+)  # fmt: skip
+def test_a_node_stays_whole_only_for_multi_gpu_pods_and_an_empty_pool_says_why(
+    pods, gpus, share, pool, why
+):
+    jobs, nodes = parse_pods(pods_frame(pods)), parse_nodes(nodes_frame(gpus))
+
+    assert pool_nodes(nodes, share, keeps_a_node_whole(jobs, nodes)).tolist() == pool
+    reason = empty_pool(jobs, nodes, share)
+    if why is None:
+        assert reason is None
+    else:
+        assert reason.startswith("the time-sliced pool is empty (") and reason.endswith(why)
+
+
+EIGHTY = profile_frame([80.0] * 240)  # demand 0.8 throughout
+
+
+def test_two_busy_one_gpu_jobs_on_a_one_node_trace_share_its_gpu():
+    """Two 80%-busy jobs and one 1-GPU node, the whole of it in the pool: they run together at
+    0.475 / 0.8 of their speed (95% of the GPU split evenly) instead of one queueing."""
+    sliced = _replay(TWO, [1], Strategy.TIMESLICE, EIGHTY, replicas=2)
+    whole = _replay(TWO, [1], Strategy.NONE, EIGHTY)
+
+    assert sliced.timesliced_gpus == 1
+    assert sliced.guaranteed_wait_p95_s == 0.0
+    assert sliced.guaranteed_slowdown_p95 == pytest.approx(0.8 / 0.475, rel=0.01)
+    assert whole.guaranteed_wait_p95_s > HOUR  # one of them waits for the other's 2 hours
+
+
 # -- replays -------------------------------------------------------------------------------------
 TWO = [P("ls-1", "LS", 0.0, 2 * HOUR), P("ls-2", "LS", 0.0, 2 * HOUR)]
 
@@ -152,7 +254,7 @@ def test_two_busy_jobs_time_sliced_on_one_gpu_slow_each_other_down():
     sliced = _replay(TWO, [1, 1], Strategy.TIMESLICE, BUSY, switch_overhead=0.05)
     whole = _replay(TWO, [1, 1], Strategy.NONE, BUSY)
 
-    assert sliced.timesliced_gpus == 1  # the second node stays whole (largest size)
+    assert sliced.timesliced_gpus == 2  # no multi-GPU pod: no node is kept whole for one
     assert whole.guaranteed_slowdown_p95 == 1.0
     # both start on the pool's two replicas (pool first) and share one GPU at 0.475x each
     assert sliced.guaranteed_slowdown_p95 == pytest.approx(1 / 0.475, rel=0.01)
@@ -167,6 +269,20 @@ def test_the_switch_overhead_flag_moves_the_slowdown():
         for o in (0.0, 0.05, 0.15)
     ]
     assert slow == pytest.approx([2.0, 1 / 0.475, 1 / 0.425], rel=0.01)
+
+
+HALF_BUSY = profile_frame([45.0] * 240)  # demand 0.45 throughout
+
+
+def test_two_pods_at_045_slow_only_under_pessimistic_contention():
+    """One GPU, time-sliced: neither waits, so both run on it together."""
+    fair = _replay(TWO, [1], Strategy.TIMESLICE, HALF_BUSY)
+    pessimistic = _replay(TWO, [1], Strategy.TIMESLICE, HALF_BUSY, contention=PESSIMISTIC)
+
+    assert fair.timesliced_gpus == pessimistic.timesliced_gpus == 1
+    assert fair.guaranteed_wait_p95_s == pessimistic.guaranteed_wait_p95_s == 0.0
+    assert fair.guaranteed_slowdown_p95 == 1.0  # 0.9 of the GPU fits its 95%
+    assert pessimistic.guaranteed_slowdown_p95 == pytest.approx(1.45, rel=0.01)
 
 
 def test_idle_jobs_share_a_gpu_for_free():
@@ -207,7 +323,8 @@ def test_forecast_raises_an_underused_pool_in_two_cycles_once_its_load_history_a
     short = [P(f"ls-s{k}", "LS", 0.0, 600.0) for k in range(12)]
     pods = [P("ls-1", "LS", 0.0, 8 * 24 * HOUR), *short]
     profiles = parse_profiles(IDLE)
-    settings = replace(SimSettings(Strategy.FORECAST), pool_share=1.0, replicas=2)
+    # half the two nodes: node-0 is the pool, node-1 stays whole
+    settings = replace(SimSettings(Strategy.FORECAST), pool_share=0.5, replicas=2)
     ctl = planner_for(Policy())
     seen: list[tuple[float, Plan]] = []
 
@@ -256,7 +373,7 @@ def test_a_profile_without_a_memory_series_is_a_clear_error():
 
 def test_a_capacity_meets_the_slo_only_without_slowdown_or_guaranteed_oom_kills():
     def met(slowdown: float, kills: int) -> bool:
-        run = sweep.RunPoint(40, 0.007, 0, 100.0, slowdown, kills)
+        run = sweep.RunPoint(40, 0.007, 0, 100.0, ("ls", 100.0), slowdown, kills)
         return sweep.capacity_results([run], 600.0, 1.10)[0].meets_slo
 
     assert met(1.05, 0)
