@@ -30,6 +30,7 @@ from reclaimer.simulate.jobs import (
     Event,
     Replay,
 )
+from reclaimer.simulate.memory import memory_replay
 from reclaimer.simulate.results import SimResult, result_of
 from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import ReplayPlanner, Strategy
@@ -85,6 +86,7 @@ def replay_result(replay: Replay) -> SimResult:
         replay.guaranteed,
         own_utilization_jobs=replay.usage.own,
         sharing=replay.sharing_tally(),
+        memory_replay=memory_replay(replay.usage.memory, replay.nodes).value,
     )
 
 
