@@ -26,9 +26,12 @@ divided (`fair`, the default, or `pessimistic`: `sim_sharing`), and `--switch-ov
 lost while two or more pods have work on it. `--memory` replays each job's GPU memory (GenTD26's
 `pod_gpu_memory_used_bytes` format): `--memory-peak-gib` is what the file's largest value stands
 for (default 16), `--anonymized-gib` the memory of a GPU model the trace anonymizes (default
-16). Without `--memory`, no job is ever OOM-killed. A pool that comes out empty
-(`sim_pool.empty_pool` says why) refuses `--strategy timeslice` (exit 2: it would replay `none`)
-and is said on stderr for `--strategy forecast`, which then replays reclaim only.
+16). When the node list gives each node's device memory (a `gpu_memory_mib` column, as
+`export-history` writes it), the bytes are replayed as they are and `--memory-peak-gib` does not
+apply (`sim_memory`); the result's `memory_replay` says which rule held (`scaled`, `as
+measured`, or `none` without `--memory`, when no job is ever OOM-killed). A pool that comes out
+empty (`sim_pool.empty_pool` says why) refuses `--strategy timeslice` (exit 2: it would replay
+`none`) and is said on stderr for `--strategy forecast`, which then replays reclaim only.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from typing import TextIO
 from reclaimer.commands import simulate_sweep, trace_paths
 from reclaimer.commands.flag_values import number_in
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
-from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, read_memory
+from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, peak_for, read_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.pool import empty_pool
 from reclaimer.simulate.replay import SLICING, simulate
@@ -243,7 +246,9 @@ def run(args: argparse.Namespace) -> int:
         nodes = read_nodes(args.nodes, args.capacity_scale)
         profiles = read_profiles(args.utilization)
         memory: FloatArray | None = (
-            read_memory(args.memory, profiles, args.memory_peak_gib) if args.memory else None
+            read_memory(args.memory, profiles, peak_for(nodes, args.memory_peak_gib))
+            if args.memory
+            else None
         )
     except (TraceError, PolicyError) as exc:
         print(f"gpu-reclaimer simulate: {exc}", file=sys.stderr)

@@ -30,6 +30,7 @@ from reclaimer.simulate.jobs import (
     Event,
     Replay,
 )
+from reclaimer.simulate.memory import memory_replay
 from reclaimer.simulate.pool import keeps_a_node_whole, pool_replicas
 from reclaimer.simulate.results import SimResult, result_of
 from reclaimer.simulate.settings import SimSettings
@@ -86,6 +87,7 @@ def replay_result(replay: Replay) -> SimResult:
         replay.guaranteed,
         own_utilization_jobs=replay.usage.own,
         sharing=replay.sharing_tally(),
+        memory_replay=memory_replay(replay.usage.memory, replay.nodes).value,
     )
 
 

@@ -19,7 +19,8 @@ jobs killed for GPU memory on a time-sliced GPU, `guaranteed_oom_kills` those of
 queues. `busy_share_physical` is the busy GPU-hours over the physical GPU-hours of the replay
 (`gpu_hours_capacity`), `timesliced_gpus` how many GPUs the pool holds. `own_utilization_jobs`
 counts the jobs that replayed their own measured utilization (an `export-history` trace) rather
-than a drawn profile.
+than a drawn profile. `memory_replay` says which memory rule held (`sim_memory.MemoryReplay`):
+`none` (no memory file), `scaled` or `as measured`.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ JSON_KEYS = (
     "busy_share_physical",
     "timesliced_gpus",
     "wall_seconds",
+    "memory_replay",
 )
 
 
@@ -114,6 +116,7 @@ class SimResult:
     busy_share_physical: float = 0.0
     timesliced_gpus: int = 0
     wall_seconds: float = 0.0
+    memory_replay: str = "none"  # the memory rule followed: none, scaled, as measured
 
     def to_json(self) -> dict[str, object]:
         return {key: getattr(self, key) for key in JSON_KEYS}
@@ -156,6 +159,7 @@ def result_of(
     *,
     own_utilization_jobs: int = 0,
     sharing: SharingTally | None = None,
+    memory_replay: str = "none",
 ) -> SimResult:
     shared = sharing or SharingTally()
     capacity = capacity_gpus * span_seconds / 3600.0
@@ -183,4 +187,5 @@ def result_of(
         guaranteed_oom_kills=shared.guaranteed_oom_kills,
         busy_share_physical=round(busy / capacity, 4) if capacity else 0.0,
         timesliced_gpus=shared.timesliced_gpus,
+        memory_replay=memory_replay,
     )

@@ -33,7 +33,7 @@ import pandas as pd
 
 from reclaimer.report.replay_data import CapacityResult, PolicyVerdict, Rule
 from reclaimer.simulate.strategies import Strategy
-from reclaimer.simulate.trace import Jobs, Nodes, parse_nodes
+from reclaimer.simulate.trace import NODE_MEMORY_COLUMN, Jobs, Nodes, parse_nodes
 
 DEFAULT_MAX_SLOWDOWN = 1.10
 
@@ -62,6 +62,8 @@ def nodes_at(every_node: Nodes, scale: float) -> Nodes:
     frame = pd.DataFrame({"sn": list(every_node.names), "gpu": every_node.gpus})
     if every_node.models:
         frame["model"] = list(every_node.models)
+    if every_node.measured_memory:  # measured devices stay measured at every capacity
+        frame[NODE_MEMORY_COLUMN] = [gib * 1024.0 for gib in every_node.memory_gib]
     return parse_nodes(frame, scale)
 
 

@@ -9,7 +9,8 @@ one: the mean of `sim_sharing.progress_rates` (under `SimSettings.contention`) o
 step, read sample by sample from every member's profile (at the positions its progress would
 reach running alone: an approximation within one step). Its completion is rescheduled at that
 rate. The same samples of the members' memory series (`sim_memory`) are checked against the
-device (`sim_sharing.device_gib` of the node's model): when they pass it, the pod that grows is
+device (the node list's measured `gpu_memory_mib` where it gives one, else
+`sim_sharing.device_gib` of the node's model): when they pass it, the pod that grows is
 OOM-killed now (`Replay.oom_kill`) and the GPU is priced again without it.
 
 **Load for the reshape planner.** `pool_stats` gives each pool GPU what the controller reads from
@@ -45,11 +46,15 @@ def shared_devices(replay: Replay) -> set[tuple[int, int]]:
 
 
 def _limit(replay: Replay, device: tuple[int, int]) -> float:
-    """GiB of the device (its node's model; every GPU of a node is the same model)."""
+    """GiB of the device: as the node list measured it, else by its node's model (every GPU of
+    a node is the same model)."""
     node = device[0]
     if node not in replay.device_gib:
+        measured = replay.nodes.memory(node)
         model = replay.nodes.model(node)
-        replay.device_gib[node] = device_gib(model, replay.settings.anonymized_gib)
+        replay.device_gib[node] = (
+            measured if measured is not None else device_gib(model, replay.settings.anonymized_gib)
+        )
     return replay.device_gib[node]
 
 

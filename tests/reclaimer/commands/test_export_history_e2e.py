@@ -19,9 +19,12 @@ from e2e_world import cluster_objects, wall_now
 from export_world import (
     ALL_PODS,
     BUSY_PODS,
+    DEVICE_MIB,
+    GIB,
     GONE_POD,
     IDLE_PODS,
     NEVER_RAN_POD,
+    POD_GIB,
     STEP,
     WAIT_S,
     history,
@@ -30,6 +33,7 @@ from fakeapi import FakeCluster, served_kubeconfig
 from promserver import PromServer, start_prometheus
 
 from reclaimer.policy.settings import Policy
+from reclaimer.prometheus.window_read import NO_POD_MEMORY
 from reclaimer.simulate.jobs import Event, EventKind
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import simulate
@@ -97,6 +101,28 @@ def test_export_lists_each_pod_with_its_queue_gpus_and_the_nodes(export):
     assert dict(zip(nodes["sn"], nodes["gpu"], strict=True)) == {"gpu-node-1": 4, "gpu-node-2": 2}
     assert summary["queue_from"] == {"cluster": 4, "prometheus": 2}
     assert summary["pods"] == 6 and summary["prometheus_requests"] >= 8
+
+
+def test_each_node_has_its_device_memory_and_each_pod_its_bytes_where_the_source_has_them(
+    export,
+):
+    out, summary = export
+    nodes = pd.read_csv(out / "nodes.csv")
+
+    # the device series, with dcgm-exporter's pod labels on them, under either source
+    assert dict(zip(nodes["sn"], nodes["gpu_memory_mib"], strict=True)) == DEVICE_MIB
+    if summary["source"] == "dcgm":
+        assert not (out / "memory.csv").exists() and summary["memory_samples"] is None
+        assert NO_POD_MEMORY in summary["problems"]
+        return
+    memory = pd.read_csv(out / "memory.csv")
+    assert summary["memory_samples"] == len(memory) == len(pd.read_csv(out / "utilization.csv"))
+    held = memory.groupby("container_ip")["value"].agg(["min", "max"])
+    assert (
+        held["min"].to_dict()
+        == held["max"].to_dict()
+        == {pod: gib * GIB for pod, gib in POD_GIB.items()}
+    )
 
 
 def test_arrivals_come_from_kube_state_metrics_with_the_pod_that_never_ran(export):
