@@ -19,7 +19,9 @@ jobs killed for GPU memory on a time-sliced GPU, `guaranteed_oom_kills` those of
 queues. `busy_share_physical` is the busy GPU-hours over the physical GPU-hours of the replay
 (`gpu_hours_capacity`), `timesliced_gpus` how many GPUs the pool holds. `own_utilization_jobs`
 counts the jobs that replayed their own measured utilization (an `export-history` trace) rather
-than a drawn profile.
+than a drawn profile. `ls_cobusy_share` is the share of the busy time (demand above 0) of the
+`ls` queue's pods, when that queue is guaranteed, in which a neighbour on their time-sliced GPU
+was busy too (`sim_cobusy`); 0 when they were never busy (or there is no such queue).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ JSON_KEYS = (
     "busy_share_physical",
     "timesliced_gpus",
     "wall_seconds",
+    "ls_cobusy_share",
 )
 
 
@@ -62,6 +65,8 @@ class SharingTally:
     oom_kills: int = 0
     guaranteed_oom_kills: int = 0
     timesliced_gpus: int = 0
+    ls_busy_seconds: float = 0.0  # busy (demand above 0) seconds of the guaranteed `ls` pods
+    ls_cobusy_seconds: float = 0.0  # of which a neighbour on their time-sliced GPU was busy too
 
 
 @dataclass
@@ -114,6 +119,7 @@ class SimResult:
     busy_share_physical: float = 0.0
     timesliced_gpus: int = 0
     wall_seconds: float = 0.0
+    ls_cobusy_share: float = 0.0  # of the guaranteed `ls` pods' busy time (`sim_cobusy`)
 
     def to_json(self) -> dict[str, object]:
         return {key: getattr(self, key) for key in JSON_KEYS}
@@ -183,4 +189,9 @@ def result_of(
         guaranteed_oom_kills=shared.guaranteed_oom_kills,
         busy_share_physical=round(busy / capacity, 4) if capacity else 0.0,
         timesliced_gpus=shared.timesliced_gpus,
+        ls_cobusy_share=(
+            round(shared.ls_cobusy_seconds / shared.ls_busy_seconds, 4)
+            if shared.ls_busy_seconds
+            else 0.0
+        ),
     )
