@@ -6,8 +6,9 @@ range is chosen; `--capacities` overrides it) and each of `--seeds`, over `--job
 a progress line on stderr, and reports per strategy the fewest GPUs at which, on every seed, the
 guaranteed queues' pooled wait p95 (with `--slo-per-queue`, each guaranteed queue's own p95 as
 well) stays within `--slo`, their slowdown p95 within
-`--max-slowdown` (default 1.10) and no guaranteed job is OOM-killed, and the GPUs it saves
-against `none`.
+`--max-slowdown` (default 1.10), no guaranteed job is OOM-killed and the guaranteed LS pods'
+co-busy share within `--max-ls-cobusy` (default 0.05), and the GPUs it saves against `none`.
+The JSON's `load` says what load the replays ran at (`--profile-offsets`, `--utilization-mean`).
 `--report FILE.html` writes the page of `reclaimer.report.html_report`: the strategies replayed
 once more at `--capacity-scale` and `--seed` with their timelines, and the sweep when there is
 one. Both compare strategies, so `--strategy` (one run) goes with neither. Bad flags exit 2.
@@ -28,6 +29,7 @@ from reclaimer.policy.settings import Policy
 from reclaimer.report import figures, html_report
 from reclaimer.report.replay_data import RunRecord, SweepSummary
 from reclaimer.simulate import sweep
+from reclaimer.simulate.load import fleet_mean
 from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import FloatArray, Jobs, Nodes, Profiles, TraceError, read_nodes
@@ -47,6 +49,7 @@ def _slo(text: str) -> float:
 
 
 _slowdown = number_in(lambda v: v >= 1.0, "a slowdown is at least 1 (dedicated)")
+_share = number_in(lambda v: 0.0 <= v <= 1.0, "a share must be in [0, 1]")
 
 
 def _strategies(text: str) -> tuple[Strategy, ...]:
@@ -91,6 +94,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=sweep.DEFAULT_MAX_SLOWDOWN,
         help="guaranteed jobs' slowdown p95 goal, run time over dedicated run time "
         f"(default {sweep.DEFAULT_MAX_SLOWDOWN})",
+    )
+    group.add_argument(
+        "--max-ls-cobusy",
+        type=_share,
+        default=sweep.DEFAULT_MAX_LS_COBUSY,
+        help="guaranteed LS pods' co-busy share goal: of their busy time, the share with a busy "
+        f"neighbour on their GPU (default {sweep.DEFAULT_MAX_LS_COBUSY}; 1 turns it off)",
     )
     group.add_argument(
         "--slo-per-queue",
@@ -177,6 +187,7 @@ def _point(task: Task, run: dict[str, object]) -> sweep.RunPoint:
         _number(run, "guaranteed_slowdown_p95"),
         int(_number(run, "guaranteed_oom_kills")),
         _worst_queue(run),
+        _number(run, "ls_cobusy_share"),
     )
 
 
@@ -195,7 +206,11 @@ def _summary(
     for name in dict.fromkeys(t.strategy.value for t in tasks):
         mine = [_point(t, r) for t, r in zip(tasks, runs, strict=True) if t.strategy.value == name]
         per_strategy[name] = sweep.capacity_results(
-            mine, slo, args.max_slowdown, per_queue=args.slo_per_queue
+            mine,
+            slo,
+            args.max_slowdown,
+            per_queue=args.slo_per_queue,
+            max_ls_cobusy=args.max_ls_cobusy,
         )
     seeds = tuple(sorted({t.seed for t in tasks}))
     return SweepSummary(slo, seeds, note, sweep.verdicts(per_strategy))
@@ -251,6 +266,11 @@ def run(
     records = [o for o in outcomes if isinstance(o, RunRecord)]
     summary = _summary(args, [t for t, _ in swept], runs, note) if swept else None
     out: dict[str, object] = sweep_json(summary, runs) if summary else {}
+    if summary is not None:
+        out["load"] = {
+            "profile_offsets": sharing[0].profile_offsets.value,
+            "utilization_mean": round(fleet_mean(profiles), 4),
+        }
     if args.report is not None:
         _write_report(args, records, summary)
         out["report"] = str(args.report)
