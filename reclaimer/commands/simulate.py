@@ -32,6 +32,12 @@ apply (`sim_memory`); the result's `memory_replay` says which rule held (`scaled
 measured`, or `none` without `--memory`, when no job is ever OOM-killed). A pool that comes out
 empty (`sim_pool.empty_pool` says why) refuses `--strategy timeslice` (exit 2: it would replay
 `none`) and is said on stderr for `--strategy forecast`, which then replays reclaim only.
+
+Load (every strategy, `simulate.load`): `--profile-offsets arrival` (the default) starts each
+drawn profile at its job's arrival time of day on the profile's own clock, so jobs that share a
+GPU keep the correlation the trace's pods have; `random` at a seeded offset. `--utilization-mean
+X` transforms every profile to a fleet mean busy share of X before any replay (without it, the
+trace's own mean).
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from typing import TextIO
 from reclaimer.commands import simulate_sweep, trace_paths
 from reclaimer.commands.flag_values import number_in
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
+from reclaimer.simulate.load import ProfileOffsets, scale_to_mean
 from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, peak_for, read_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.pool import empty_pool
@@ -84,6 +91,7 @@ _scale = number_in(lambda v: 0.0 < v <= 1.0, "must be in (0, 1]")
 _ratio = number_in(lambda v: 0.0 <= v < 1.0, "must be in [0, 1)")
 _share = number_in(lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]")
 _gib = number_in(lambda v: v > 0, "must be more than 0 GiB")
+_busy_share = number_in(lambda v: 0.0 < v <= 1.0, "a mean busy share must be in (0, 1]")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -115,7 +123,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print only JSON on stdout")
     _sharing_arguments(parser)
+    _load_arguments(parser)
     simulate_sweep.add_arguments(parser)
+
+
+def _load_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("load (every strategy)")
+    group.add_argument(
+        "--profile-offsets",
+        choices=[o.value for o in ProfileOffsets],
+        default=ProfileOffsets.ARRIVAL.value,
+        help="where a drawn profile starts: at the job's arrival time of day on the profile's "
+        "own clock, or at a seeded random offset (default arrival)",
+    )
+    group.add_argument(
+        "--utilization-mean",
+        type=_busy_share,
+        help="transform the profiles to this fleet mean busy share (default: the trace's own)",
+    )
 
 
 def _replicas(text: str) -> int:
@@ -167,7 +192,7 @@ def _sharing_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def sharing_settings(args: argparse.Namespace) -> SimSettings:
-    """The time-slicing fields of the flags (the strategy is filled in per run)."""
+    """The time-slicing and load fields of the flags (the strategy is filled in per run)."""
     overhead = args.switch_overhead
     return SimSettings(
         strategy=Strategy.NONE,
@@ -176,6 +201,7 @@ def sharing_settings(args: argparse.Namespace) -> SimSettings:
         switch_overhead=DEFAULT_SWITCH_OVERHEAD if overhead is None else overhead,
         contention=Contention(args.contention),
         anonymized_gib=args.anonymized_gib,
+        profile_offsets=ProfileOffsets(args.profile_offsets),
     )
 
 
@@ -250,6 +276,8 @@ def run(args: argparse.Namespace) -> int:
             if args.memory
             else None
         )
+        if args.utilization_mean is not None:
+            profiles = scale_to_mean(profiles, args.utilization_mean)
     except (TraceError, PolicyError) as exc:
         print(f"gpu-reclaimer simulate: {exc}", file=sys.stderr)
         return 2

@@ -5,10 +5,12 @@ the baseline) at each capacity of the range (`reclaimer.simulate.sweep` says how
 range is chosen; `--capacities` overrides it) and each of `--seeds`, over `--jobs` processes with
 a progress line on stderr, and reports per strategy the fewest GPUs at which, on every seed,
 every guaranteed queue's own wait p95 (with `--slo-pooled`, their pooled p95 instead) stays
-within `--slo`, their slowdown p95 within `--max-slowdown` (default 1.10) and no guaranteed job
-is OOM-killed, and the GPUs it saves against `none`. The JSON's `rule` names the rule in force;
+within `--slo`, their slowdown p95 within `--max-slowdown` (default 1.10), no guaranteed job
+is OOM-killed and the guaranteed LS pods' co-busy share stays within `--max-ls-cobusy` (default
+0.05), and the GPUs it saves against `none`. The JSON's `rule` names the rule in force;
 under `--slo-pooled` each strategy's per-queue verdict is printed beside the pooled one (JSON
-`per_queue`), as a pooled p95 can keep the SLO while a small queue starves.
+`per_queue`), as a pooled p95 can keep the SLO while a small queue starves. The JSON's `load`
+says what load the replays ran at (`--profile-offsets`, `--utilization-mean`).
 `--report FILE.html` writes the page of `reclaimer.report.html_report`: the strategies replayed
 once more at `--capacity-scale` and `--seed` with their timelines, and the sweep when there is
 one. Both compare strategies, so `--strategy` (one run) goes with neither. Bad flags exit 2.
@@ -35,6 +37,7 @@ from reclaimer.report.replay_data import (
     SweepSummary,
 )
 from reclaimer.simulate import sweep
+from reclaimer.simulate.load import fleet_mean
 from reclaimer.simulate.replay import SLICING
 from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
@@ -55,6 +58,7 @@ def _slo(text: str) -> float:
 
 
 _slowdown = number_in(lambda v: v >= 1.0, "a slowdown is at least 1 (dedicated)")
+_share = number_in(lambda v: 0.0 <= v <= 1.0, "a share must be in [0, 1]")
 
 
 def _strategies(text: str) -> tuple[Strategy, ...]:
@@ -88,6 +92,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=sweep.DEFAULT_MAX_SLOWDOWN,
         help="guaranteed jobs' slowdown p95 goal, run time over dedicated run time "
         f"(default {sweep.DEFAULT_MAX_SLOWDOWN})",
+    )
+    group.add_argument(
+        "--max-ls-cobusy",
+        type=_share,
+        default=sweep.DEFAULT_MAX_LS_COBUSY,
+        help="guaranteed LS pods' co-busy share goal: of their busy time, the share with a busy "
+        f"neighbour on their GPU (default {sweep.DEFAULT_MAX_LS_COBUSY}; 1 turns it off)",
     )
     group.add_argument(
         "--slo-pooled",
@@ -177,6 +188,7 @@ def _point(task: Task, run: dict[str, object]) -> sweep.RunPoint:
         worst_queue=_worst_queue(run),
         slowdown=_number(run, "guaranteed_slowdown_p95"),
         oom_kills=int(_number(run, "guaranteed_oom_kills")),
+        ls_cobusy=_number(run, "ls_cobusy_share"),
     )
 
 
@@ -197,7 +209,9 @@ def _summary(
 
     def judged(rule: Rule) -> tuple[PolicyVerdict, ...]:
         per_strategy: dict[str, tuple[CapacityResult, ...]] = {
-            name: sweep.capacity_results(mine, slo, args.max_slowdown, rule=rule)
+            name: sweep.capacity_results(
+                mine, slo, args.max_slowdown, rule=rule, max_ls_cobusy=args.max_ls_cobusy
+            )
             for name, mine in points.items()
         }
         return sweep.note_empty_pools(sweep.verdicts(per_strategy), _empty_pools(tasks, runs))
@@ -267,6 +281,11 @@ def run(
     records = [o for o in outcomes if isinstance(o, RunRecord)]
     summary = _summary(args, [t for t, _ in swept], runs, note) if swept else None
     out: dict[str, object] = sweep_text.as_json(summary, runs) if summary else {}
+    if summary is not None:
+        out["load"] = {
+            "profile_offsets": sharing[0].profile_offsets.value,
+            "utilization_mean": round(fleet_mean(profiles), 4),
+        }
     if args.report is not None:
         _write_report(args, records, summary)
         out["report"] = str(args.report)

@@ -35,6 +35,7 @@ from enum import StrEnum
 
 from reclaimer.model import Job, PendingDemand, Pod, Queue
 from reclaimer.policy.settings import Policy
+from reclaimer.simulate.cobusy import LATENCY_SENSITIVE, CobusyLog
 from reclaimer.simulate.loadlog import LoadLog
 from reclaimer.simulate.peaklog import PeakLog
 from reclaimer.simulate.results import SharingTally, Tally
@@ -127,6 +128,8 @@ class Replay:
             for q in queue_names
         )
         self.guaranteed = frozenset(q for q in queue_names if q not in settings.reclaimable)
+        ls = LATENCY_SENSITIVE in self.guaranteed  # its pods' co-busy share is reported
+        self.cobusy = CobusyLog(usage, [ls and q == LATENCY_SENSITIVE for q in jobs.queues])
         self.slots = [slots_of(int(m)) for m in jobs.milli]
         n = len(jobs.names)
         self.keys = [f"{q}/{name}" for q, name in zip(jobs.queues, jobs.names, strict=True)]
@@ -165,6 +168,8 @@ class Replay:
             oom_kills=self.oom_kills,
             guaranteed_oom_kills=self.guaranteed_oom_kills,
             timesliced_gpus=int(self.nodes.gpus[sliced].sum()),
+            ls_busy_seconds=self.cobusy.busy_seconds,
+            ls_cobusy_seconds=self.cobusy.cobusy_seconds,
         )
 
     def _emit(self, kind: EventKind, now: float, job: int, progress: float) -> None:
@@ -228,6 +233,7 @@ class Replay:
         self.peak_log.ended(self.keys[job], now, self.usage.memory_peak(job, run.base, progress))
         busy = self.usage.busy_seconds(job, run.base, progress)
         self.tally.segment(gpus, now - run.started, busy)
+        self.cobusy.ended(job, run.base, progress)
         return progress
 
     def finish(self, job: int, now: float) -> None:

@@ -10,8 +10,9 @@ events carry the run's epoch, so a preempted run's completion is ignored. The re
 the trace does (the last arrival + runtime): runs still going are cut there, and the waits of
 queued and suspended jobs are censored.
 
-Pure and deterministic for given inputs and seed (the seed only picks utilization profiles, for
-the jobs that have none of their own: `simulate.usage`). A pod list that flags its queues
+Pure and deterministic for given inputs and seed (the seed only picks utilization profiles, and
+with `--profile-offsets random` where they start, for the jobs that have none of their own:
+`simulate.usage`, `simulate.load`). A pod list that flags its queues
 reclaimable (`trace.Jobs.reclaimable`) replaces the settings' reclaimable queues.
 """
 
@@ -30,6 +31,7 @@ from reclaimer.simulate.jobs import (
     Event,
     Replay,
 )
+from reclaimer.simulate.load import ProfileOffsets
 from reclaimer.simulate.memory import memory_replay
 from reclaimer.simulate.pool import keeps_a_node_whole, pool_replicas
 from reclaimer.simulate.results import SimResult, result_of
@@ -121,6 +123,7 @@ def run_replay(
         horizon,
         threshold=threshold,
         job_names=jobs.names,
+        arrival=jobs.arrival if settings.profile_offsets is ProfileOffsets.ARRIVAL else None,
     )
     if memory is not None:
         usage = replace(usage, memory=memory)

@@ -20,7 +20,10 @@ queues. `busy_share_physical` is the busy GPU-hours over the physical GPU-hours 
 (`gpu_hours_capacity`), `timesliced_gpus` how many GPUs the pool holds. `own_utilization_jobs`
 counts the jobs that replayed their own measured utilization (an `export-history` trace) rather
 than a drawn profile. `memory_replay` says which memory rule held (`sim_memory.MemoryReplay`):
-`none` (no memory file), `scaled` or `as measured`.
+`none` (no memory file), `scaled` or `as measured`. `ls_cobusy_share` is the share of the busy
+time (demand above 0) of the `ls` queue's pods, when that queue is guaranteed, in which a
+neighbour on their time-sliced GPU was busy too (`sim_cobusy`); 0 when they were never busy (or
+there is no such queue).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ JSON_KEYS = (
     "timesliced_gpus",
     "wall_seconds",
     "memory_replay",
+    "ls_cobusy_share",
 )
 
 
@@ -64,6 +68,8 @@ class SharingTally:
     oom_kills: int = 0
     guaranteed_oom_kills: int = 0
     timesliced_gpus: int = 0
+    ls_busy_seconds: float = 0.0  # busy (demand above 0) seconds of the guaranteed `ls` pods
+    ls_cobusy_seconds: float = 0.0  # of which a neighbour on their time-sliced GPU was busy too
 
 
 @dataclass
@@ -117,6 +123,7 @@ class SimResult:
     timesliced_gpus: int = 0
     wall_seconds: float = 0.0
     memory_replay: str = "none"  # the memory rule followed: none, scaled, as measured
+    ls_cobusy_share: float = 0.0  # of the guaranteed `ls` pods' busy time (`sim_cobusy`)
 
     def to_json(self) -> dict[str, object]:
         return {key: getattr(self, key) for key in JSON_KEYS}
@@ -188,4 +195,9 @@ def result_of(
         busy_share_physical=round(busy / capacity, 4) if capacity else 0.0,
         timesliced_gpus=shared.timesliced_gpus,
         memory_replay=memory_replay,
+        ls_cobusy_share=(
+            round(shared.ls_cobusy_seconds / shared.ls_busy_seconds, 4)
+            if shared.ls_busy_seconds
+            else 0.0
+        ),
     )

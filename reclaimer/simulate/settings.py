@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from reclaimer.simulate.load import ProfileOffsets
 from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD, Contention
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import Jobs
@@ -32,6 +33,7 @@ class SimSettings:
     contention: Contention = Contention.FAIR  # how a time-sliced GPU's time is divided
     share_step_seconds: float = 300.0  # how often time-sliced GPUs' shares are recomputed
     anonymized_gib: float = DEFAULT_ANONYMIZED_GIB  # memory of a GPU model the trace hides
+    profile_offsets: ProfileOffsets = ProfileOffsets.ARRIVAL  # where drawn profiles start
 
 
 def default_shares(jobs: Jobs, reclaimable: frozenset[str]) -> dict[str, float]:

@@ -20,6 +20,9 @@ over the device's memory), and the GPU's id `node/gpuN`; `pool_readings` adds wh
 per-pod series give (`prometheus.sharing.pod_gpu_queries`): each member's busy share, the share of
 the GPU's time it got (its progress rate x its mean demand over the window), and the most memory
 it held over the window.
+
+**Co-busy time.** Each pricing also gives each pod the fraction of those samples at which it and
+a neighbour are both busy (`sim_cobusy.cobusy_fractions`), kept for `ls_cobusy_share`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reclaimer.model import GpuStats
+from reclaimer.simulate.cobusy import cobusy_fractions
 from reclaimer.simulate.jobs import COMPLETE, Replay
 from reclaimer.simulate.memory import GIB
 from reclaimer.simulate.sharing import device_gib, oom_victim, progress_rates
@@ -94,7 +98,7 @@ def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
         for d in sorted(todo):
             held = replay.on_device.get(d)
             if held and len(held) == 1:
-                _set_rate(replay, held[0], 1.0, now)
+                _price(replay, held[0], 1.0, 0.0, now)
             elif held:
                 batch.append(d)
         if not batch:
@@ -122,11 +126,12 @@ def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
             pods_first, replay.settings.switch_overhead, replay.settings.contention
         )
         mean = rates.reshape(width, len(batch), len(k)).mean(axis=2).T
+        together = cobusy_fractions(demand)
         for i, device in enumerate(batch):
             if device in todo:  # a pod was OOM-killed: priced again without it
                 continue
             for r, j in enumerate(groups[i]):
-                _set_rate(replay, j, float(mean[i, r]), now)
+                _price(replay, j, float(mean[i, r]), float(together[i, r]), now)
 
 
 def _oom_kills(
@@ -148,6 +153,12 @@ def _oom_kills(
             replay.oom_kill(groups[i][victim], now)
             killed.add(batch[i])
     return killed
+
+
+def _price(replay: Replay, job: int, rate: float, cobusy: float, now: float) -> None:
+    """The job's new rate, and the share of its coming samples a neighbour is busy with it."""
+    _set_rate(replay, job, rate, now)
+    replay.cobusy.priced(job, replay.runs[job].progress(now), cobusy)
 
 
 def _set_rate(replay: Replay, job: int, rate: float, now: float) -> None:
