@@ -10,7 +10,8 @@ A preemption is wrongful when the victim would have reached the idle threshold a
 forecast horizon after the preemption point (read from its own profile); it is guaranteed when
 the victim's queue is not reclaimable (every policy must keep that at zero). Lost GPU-hours are
 the GPUs x seconds of work (time at or above the idle threshold) since the victim's last
-checkpoint (or start): what it must do again (an OOM kill's lost work is counted there too).
+checkpoint (or start): what it must do again (an OOM kill's lost work is counted there too, and
+all the work a failed job kept).
 
 Time-slicing (`sim_timeslice`): a finished job's slowdown is its time running over its trace run
 time (1 when it never shared a GPU, lost no work and was never stopped); `slowdown_p95` pools
@@ -19,7 +20,9 @@ jobs killed for GPU memory on a time-sliced GPU, `guaranteed_oom_kills` those of
 queues. `busy_share_physical` is the busy GPU-hours over the physical GPU-hours of the replay
 (`gpu_hours_capacity`), `timesliced_gpus` how many GPUs the pool holds. `own_utilization_jobs`
 counts the jobs that replayed their own measured utilization (an `export-history` trace) rather
-than a drawn profile.
+than a drawn profile. `failed_jobs` counts the jobs whose OOM-killed container restarted in its
+pod until the Job's `backoffLimit` failed them (`sim_crashes`): they never finish, and their
+wait is counted as it stood; `guaranteed_failed_jobs` those of guaranteed queues.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ JSON_KEYS = (
     "busy_share_physical",
     "timesliced_gpus",
     "wall_seconds",
+    "failed_jobs",
+    "guaranteed_failed_jobs",
 )
 
 
@@ -62,6 +67,8 @@ class SharingTally:
     oom_kills: int = 0
     guaranteed_oom_kills: int = 0
     timesliced_gpus: int = 0
+    failed_jobs: int = 0
+    guaranteed_failed_jobs: int = 0
 
 
 @dataclass
@@ -114,6 +121,8 @@ class SimResult:
     busy_share_physical: float = 0.0
     timesliced_gpus: int = 0
     wall_seconds: float = 0.0
+    failed_jobs: int = 0  # failed by their Job's backoffLimit, every queue
+    guaranteed_failed_jobs: int = 0
 
     def to_json(self) -> dict[str, object]:
         return {key: getattr(self, key) for key in JSON_KEYS}
@@ -183,4 +192,6 @@ def result_of(
         guaranteed_oom_kills=shared.guaranteed_oom_kills,
         busy_share_physical=round(busy / capacity, 4) if capacity else 0.0,
         timesliced_gpus=shared.timesliced_gpus,
+        failed_jobs=shared.failed_jobs,
+        guaranteed_failed_jobs=shared.guaranteed_failed_jobs,
     )
