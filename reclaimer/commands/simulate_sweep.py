@@ -6,8 +6,8 @@ range is chosen; `--capacities` overrides it) and each of `--seeds`, over `--job
 a progress line on stderr, and reports per strategy the fewest GPUs at which, on every seed, the
 guaranteed queues' pooled wait p95 (with `--slo-per-queue`, each guaranteed queue's own p95 as
 well) stays within `--slo`, their slowdown p95 within
-`--max-slowdown` (default 1.10) and no guaranteed job is OOM-killed, and the GPUs it saves
-against `none`.
+`--max-slowdown` (default 1.10), no guaranteed job is OOM-killed and none fails (its Job's
+`backoffLimit`), and the GPUs it saves against `none`.
 `--report FILE.html` writes the page of `reclaimer.report.html_report`: the strategies replayed
 once more at `--capacity-scale` and `--seed` with their timelines, and the sweep when there is
 one. Both compare strategies, so `--strategy` (one run) goes with neither. Bad flags exit 2.
@@ -177,6 +177,7 @@ def _point(task: Task, run: dict[str, object]) -> sweep.RunPoint:
         _number(run, "guaranteed_slowdown_p95"),
         int(_number(run, "guaranteed_oom_kills")),
         _worst_queue(run),
+        failed_jobs=int(_number(run, "guaranteed_failed_jobs")),
     )
 
 

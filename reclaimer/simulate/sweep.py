@@ -9,14 +9,14 @@ point at or above that peak, where nothing should wait.
 
 `minimum` applies the rule: a capacity meets the SLO when, on every seed, the pooled guaranteed
 wait p95 (with `per_queue`, every guaranteed queue's own p95 as well) is at most the SLO, the
-guaranteed jobs' slowdown p95 at most `max_slowdown` (default `DEFAULT_MAX_SLOWDOWN`) and no
-guaranteed job was OOM-killed; `min_gpus` is the fewest GPUs from which every larger capacity
-tried meets it too (a queue can wait longer with more GPUs, so a capacity that meets the SLO below
-one that does not is reported as a caveat, not taken). No capacity meeting it is `null` with the
-reason, never a guess; a minimum where a guaranteed queue's own p95 misses the SLO that the pooled
-p95 keeps says so in its caveats; a minimum at the smallest capacity tried is only an upper bound
-(said in the caveats), and a saving against `none` is `null` unless both minima are known
-exactly.
+guaranteed jobs' slowdown p95 at most `max_slowdown` (default `DEFAULT_MAX_SLOWDOWN`), no
+guaranteed job was OOM-killed and none failed (its Job's `backoffLimit`, `sim_crashes`);
+`min_gpus` is the fewest GPUs from which every larger capacity tried meets it too (a queue can
+wait longer with more GPUs, so a capacity that meets the SLO below one that does not is reported
+as a caveat, not taken). No capacity meeting it is `null` with the reason, never a guess; a
+minimum where a guaranteed queue's own p95 misses the SLO that the pooled p95 keeps says so in
+its caveats; a minimum at the smallest capacity tried is only an upper bound (said in the
+caveats), and a saving against `none` is `null` unless both minima are known exactly.
 Pure: no files, no processes.
 """
 
@@ -48,6 +48,7 @@ class RunPoint:
     slowdown: float = 1.0  # guaranteed_slowdown_p95
     oom_kills: int = 0  # guaranteed_oom_kills
     worst_queue: tuple[str, float] = ("", 0.0)  # the guaranteed queue of highest own wait p95
+    failed_jobs: int = 0  # guaranteed_failed_jobs
 
 
 @dataclass(frozen=True)
@@ -159,13 +160,14 @@ def capacity_results(
             s,
             {seed: r.p95 for seed, r in seeds.items()},
             all(
-                waits_ok(r) and r.slowdown <= max_slowdown and r.oom_kills == 0
+                waits_ok(r) and r.slowdown <= max_slowdown and r.oom_kills == r.failed_jobs == 0
                 for r in seeds.values()
             ),
             {seed: r.slowdown for seed, r in seeds.items()},
             {seed: r.oom_kills for seed, r in seeds.items()},
             {seed: r.worst_queue for seed, r in seeds.items()},
             all(r.worst_queue[1] <= slo_seconds for r in seeds.values()),
+            {seed: r.failed_jobs for seed, r in seeds.items()},
         )
         for (g, s), seeds in sorted(grouped.items())
     )
@@ -228,6 +230,8 @@ def _sharing_note(result: CapacityResult) -> str:
     kills = max(result.oom_by_seed.values(), default=0)
     parts = [f"slowdown p95 {slow:.2f}"] if slow > 1.0 else []
     parts += [f"{kills} guaranteed OOM kills"] if kills else []
+    failed = max(result.failed_by_seed.values(), default=0)
+    parts += [f"{failed} guaranteed jobs failed"] if failed else []
     return "".join(f", {p}" for p in parts)
 
 
