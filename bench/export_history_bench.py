@@ -205,6 +205,7 @@ def main() -> None:
                 "--strategy",
                 "forecast",
                 "--json",
+                "--no-cold-start",
             ],
             work / "simulate",
         )

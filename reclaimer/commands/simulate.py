@@ -25,6 +25,12 @@ GPU's time lost while two or more pods have work on it (`sim_sharing`). `--memor
 job's GPU memory (GenTD26's `pod_gpu_memory_used_bytes` format): `--memory-peak-gib` is what the
 file's largest value stands for (default 16), `--anonymized-gib` the memory of a GPU model the
 trace anonymizes (default 16). Without `--memory`, no job is ever OOM-killed.
+
+Restarts (`sim_restarts`): an OOM-killed container restarts in its pod, on the same node and
+device, after the kubelet's back-off, until its Job's `backoffLimit` (6) fails the job. Every
+such restart, and every start of a job that ran before, first loads its model: a cold start drawn
+from `--cold-start` (GenTD26's `basemodel_update_latency` format, milliseconds; default: the
+fetched trace's), or none with `--no-cold-start`.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from reclaimer.policy.settings import Policy, PolicyError, load_policy
 from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, read_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import simulate
+from reclaimer.simulate.restarts import ColdStarts, read_cold_starts
 from reclaimer.simulate.results import SimResult
 from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD
@@ -105,6 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print only JSON on stdout")
     _sharing_arguments(parser)
+    _restart_arguments(parser)
     simulate_sweep.add_arguments(parser)
 
 
@@ -146,6 +154,19 @@ def _sharing_arguments(parser: argparse.ArgumentParser) -> None:
         type=_gib,
         default=DEFAULT_ANONYMIZED_GIB,
         help=f"GiB of a GPU model the trace hides (default {DEFAULT_ANONYMIZED_GIB:g})",
+    )
+
+
+def _restart_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("restarts and resumes").add_mutually_exclusive_group()
+    group.add_argument(
+        "--cold-start",
+        type=Path,
+        help="gentd26-format base-model load times (ms) a restart or resume waits, drawn per "
+        "job (default: fetched trace)",
+    )
+    group.add_argument(
+        "--no-cold-start", action="store_true", help="restarts and resumes load nothing"
     )
 
 
@@ -194,7 +215,8 @@ def _table(result: dict[str, object]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = trace_paths.fill_defaults(args, ("pods", "nodes", "utilization"))
+    files = ("pods", "nodes", "utilization", *(() if args.no_cold_start else ("cold_start",)))
+    problem = trace_paths.fill_defaults(args, files)
     if problem or (problem := simulate_sweep.check_flags(args)):
         print(f"gpu-reclaimer simulate: {problem}", file=sys.stderr)
         return 2
@@ -206,13 +228,15 @@ def run(args: argparse.Namespace) -> int:
         memory: FloatArray | None = (
             read_memory(args.memory, profiles, args.memory_peak_gib) if args.memory else None
         )
+        cold = ColdStarts() if args.no_cold_start else read_cold_starts(args.cold_start)
     except (TraceError, PolicyError) as exc:
         print(f"gpu-reclaimer simulate: {exc}", file=sys.stderr)
         return 2
+    sharing = replace(sharing_settings(args), cold_starts=cold)
     if simulate_sweep.wanted(args):
-        return simulate_sweep.run(args, policy, jobs, profiles, (sharing_settings(args), memory))
+        return simulate_sweep.run(args, policy, jobs, profiles, (sharing, memory))
     settings = replace(
-        sharing_settings(args),
+        sharing,
         strategy=Strategy(args.strategy),
         seed=args.seed,
         interval_seconds=args.interval,
