@@ -229,6 +229,7 @@ def main() -> None:
                 "--strategy",
                 "forecast",
                 "--json",
+                "--no-cold-start",
             ],
             work / "simulate",
         )

@@ -38,6 +38,12 @@ drawn profile at its job's arrival time of day on the profile's own clock, so jo
 GPU keep the correlation the trace's pods have; `random` at a seeded offset. `--utilization-mean
 X` transforms every profile to a fleet mean busy share of X before any replay (without it, the
 trace's own mean).
+
+Restarts (`sim_restarts`): an OOM-killed container restarts in its pod, on the same node and
+device, after the kubelet's back-off, until its Job's `backoffLimit` (6) fails the job. Every
+such restart, and every start of a job that ran before, first loads its model: a cold start drawn
+from `--cold-start` (GenTD26's `basemodel_update_latency` format, milliseconds; default: the
+fetched trace's), or none with `--no-cold-start`.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, peak_for, read_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.pool import empty_pool
 from reclaimer.simulate.replay import SLICING, simulate
+from reclaimer.simulate.restarts import ColdStarts, read_cold_starts
 from reclaimer.simulate.results import SimResult
 from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD, Contention
@@ -124,6 +131,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print only JSON on stdout")
     _sharing_arguments(parser)
     _load_arguments(parser)
+    _restart_arguments(parser)
     simulate_sweep.add_arguments(parser)
 
 
@@ -188,6 +196,19 @@ def _sharing_arguments(parser: argparse.ArgumentParser) -> None:
         type=_gib,
         default=DEFAULT_ANONYMIZED_GIB,
         help=f"GiB of a GPU model the trace hides (default {DEFAULT_ANONYMIZED_GIB:g})",
+    )
+
+
+def _restart_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("restarts and resumes").add_mutually_exclusive_group()
+    group.add_argument(
+        "--cold-start",
+        type=Path,
+        help="gentd26-format base-model load times (ms) a restart or resume waits, drawn per "
+        "job (default: fetched trace)",
+    )
+    group.add_argument(
+        "--no-cold-start", action="store_true", help="restarts and resumes load nothing"
     )
 
 
@@ -261,7 +282,8 @@ def _table(result: dict[str, object]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = trace_paths.fill_defaults(args, ("pods", "nodes", "utilization"))
+    files = ("pods", "nodes", "utilization", *(() if args.no_cold_start else ("cold_start",)))
+    problem = trace_paths.fill_defaults(args, files)
     problem = problem or _sharing_problem(args) or simulate_sweep.check_flags(args)
     if problem:
         print(f"gpu-reclaimer simulate: {problem}", file=sys.stderr)
@@ -278,17 +300,19 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.utilization_mean is not None:
             profiles = scale_to_mean(profiles, args.utilization_mean)
+        cold = ColdStarts() if args.no_cold_start else read_cold_starts(args.cold_start)
     except (TraceError, PolicyError) as exc:
         print(f"gpu-reclaimer simulate: {exc}", file=sys.stderr)
         return 2
+    sharing = replace(sharing_settings(args), cold_starts=cold)
     if simulate_sweep.wanted(args):
-        return simulate_sweep.run(args, policy, jobs, profiles, (sharing_settings(args), memory))
+        return simulate_sweep.run(args, policy, jobs, profiles, (sharing, memory))
     if (empty := _empty_pool(args, jobs, nodes)) is not None:
         print(f"gpu-reclaimer simulate: {empty}", file=sys.stderr)
         if args.strategy == Strategy.TIMESLICE.value:
             return 2
     settings = replace(
-        sharing_settings(args),
+        sharing,
         strategy=Strategy(args.strategy),
         seed=args.seed,
         interval_seconds=args.interval,

@@ -6,11 +6,11 @@ range is chosen; `--capacities` overrides it) and each of `--seeds`, over `--job
 a progress line on stderr, and reports per strategy the fewest GPUs at which, on every seed,
 every guaranteed queue's own wait p95 (with `--slo-pooled`, their pooled p95 instead) stays
 within `--slo`, their slowdown p95 within `--max-slowdown` (default 1.10), no guaranteed job
-is OOM-killed and the guaranteed LS pods' co-busy share stays within `--max-ls-cobusy` (default
-0.05), and the GPUs it saves against `none`. The JSON's `rule` names the rule in force;
-under `--slo-pooled` each strategy's per-queue verdict is printed beside the pooled one (JSON
-`per_queue`), as a pooled p95 can keep the SLO while a small queue starves. The JSON's `load`
-says what load the replays ran at (`--profile-offsets`, `--utilization-mean`).
+is OOM-killed or fails (its Job's `backoffLimit`) and the guaranteed LS pods' co-busy share
+stays within `--max-ls-cobusy` (default 0.05), and the GPUs it saves against `none`. The JSON's
+`rule` names the rule in force; under `--slo-pooled` each strategy's per-queue verdict is
+printed beside the pooled one (JSON `per_queue`), as a pooled p95 can keep the SLO while a small
+queue starves. The JSON's `load` says what load the replays ran at (`--profile-offsets`, `--utilization-mean`).
 `--report FILE.html` writes the page of `reclaimer.report.html_report`: the strategies replayed
 once more at `--capacity-scale` and `--seed` with their timelines, and the sweep when there is
 one. Both compare strategies, so `--strategy` (one run) goes with neither. Bad flags exit 2.
@@ -189,6 +189,7 @@ def _point(task: Task, run: dict[str, object]) -> sweep.RunPoint:
         slowdown=_number(run, "guaranteed_slowdown_p95"),
         oom_kills=int(_number(run, "guaranteed_oom_kills")),
         ls_cobusy=_number(run, "ls_cobusy_share"),
+        failed_jobs=int(_number(run, "guaranteed_failed_jobs")),
     )
 
 

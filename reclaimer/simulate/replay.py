@@ -22,12 +22,15 @@ import heapq
 from collections.abc import Callable
 from dataclasses import replace
 
+from reclaimer.simulate import crashes
 from reclaimer.simulate.jobs import (
     ARRIVE,
     COMPLETE,
     DEFAULT_POLICY,
+    RESTART,
     SHARE,
     TICK,
+    WARM,
     Event,
     Replay,
 )
@@ -156,12 +159,16 @@ def _run_events(
     count = 0
     while replay.heap and replay.heap[0][0] <= end:
         now, kind, job, epoch = heapq.heappop(replay.heap)
+        if kind in (COMPLETE, RESTART, WARM) and epoch != replay.epoch[job]:
+            continue  # stopped, killed or re-rated since
         if kind == COMPLETE:
-            if epoch != replay.epoch[job]:
-                continue
             replay.finish(job, now)
         elif kind == ARRIVE:
-            replay.restart(job, now) if epoch else replay.enqueue(job, now)
+            replay.enqueue(job, now)
+        elif kind == RESTART:
+            crashes.restart(replay, job, now)
+        elif kind == WARM:
+            replay.warm(job, now)
         elif kind == SHARE:
             share_at = None
             replay.changed |= shared_devices(replay)
@@ -183,7 +190,7 @@ def _run_events(
 
 def _settle(replay: Replay, now: float) -> None:
     """Place what fits, and re-price the time-sliced GPUs whose pods changed, until calm (an
-    OOM kill frees a replica, but its job comes back only after its back-off)."""
+    OOM-killed pod keeps its replica: its container comes back after its back-off)."""
     while replay.dirty or replay.changed:
         if replay.dirty:
             replay.dirty = False

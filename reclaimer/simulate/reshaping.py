@@ -2,8 +2,9 @@
 
 **Preempt and resume view.** The device view (`sim_policies`) shows the planner one node per
 GPU, in tenths. A time-sliced GPU at `R` replicas is shown as `R` nodes `node/gpuN#rK` of one GPU
-each, and each pod holding a replica holds one of them whole (in the order the pods started; pods
-beyond `R`, after a lowering, all sit on the last one, which then shows less than nothing free):
+each, and each pod holding a replica holds one of them whole (in the order the pods started, those
+restarting or loading their model last; pods beyond `R`, after a lowering, all sit on the last
+one, which then shows less than nothing free):
 a pending one-GPU pod, which needs one replica there, fits exactly where a replica is free, and
 preempting a holder frees exactly one. The node view for multi-GPU pods leaves the pool out: no
 multi-GPU pod can run there.
@@ -21,6 +22,7 @@ count (`sim_scheduler.Cluster.free_replicas`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -40,6 +42,7 @@ def pool_view(replay: Replay) -> tuple[tuple[Node, ...], Mapping[int, str]]:
     """The device view's nodes (whole GPUs off the pool, replicas on it), and the replica node
     each replica-holding job is shown on."""
     cluster = replay.cluster
+    holders = replica_holders(replay)
     nodes: list[Node] = []
     shown: dict[int, str] = {}
     for i, name in enumerate(replay.nodes.names):
@@ -52,9 +55,19 @@ def pool_view(replay: Replay) -> tuple[tuple[Node, ...], Mapping[int, str]]:
                 Node(name=replica_name(name, d, r), gpus=1, replicas=SLOTS_PER_GPU)
                 for r in range(count)
             ]
-            for r, job in enumerate(replay.on_device.get((i, d), [])):
+            for r, job in enumerate(holders.get((i, d), [])):
                 shown[job] = replica_name(name, d, min(r, count - 1))
     return tuple(nodes), shown
+
+
+def replica_holders(replay: Replay) -> dict[tuple[int, int], list[int]]:
+    """Each time-sliced GPU's replica holders: the jobs with work on it (`on_device`), then
+    those whose container is restarting or loading its model (holding a replica, no load)."""
+    out = {where: list(jobs) for where, jobs in replay.on_device.items()}
+    for job, run in replay.runs.items():
+        if run.placement.replica and math.isinf(run.warm_at):
+            out.setdefault((run.placement.node, run.placement.devices[0]), []).append(job)
+    return out
 
 
 def device_rows(replay: Replay, readings: PoolReadings) -> tuple[PodGpuUsage, ...]:

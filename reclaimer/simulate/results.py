@@ -10,7 +10,8 @@ A preemption is wrongful when the victim would have reached the idle threshold a
 forecast horizon after the preemption point (read from its own profile); it is guaranteed when
 the victim's queue is not reclaimable (every policy must keep that at zero). Lost GPU-hours are
 the GPUs x seconds of work (time at or above the idle threshold) since the victim's last
-checkpoint (or start): what it must do again (an OOM kill's lost work is counted there too).
+checkpoint (or start): what it must do again (an OOM kill's lost work is counted there too, and
+all the work a failed job kept).
 
 Time-slicing (`sim_timeslice`): a finished job's slowdown is its time running over its trace run
 time (1 when it never shared a GPU, lost no work and was never stopped); `slowdown_p95` pools
@@ -24,6 +25,9 @@ than a drawn profile. `memory_replay` says which memory rule held (`sim_memory.M
 time (demand above 0) of the `ls` queue's pods, when that queue is guaranteed, in which a
 neighbour on their time-sliced GPU was busy too (`sim_cobusy`); 0 when they were never busy (or
 there is no such queue).
+`failed_jobs` counts the jobs whose OOM-killed container restarted in its
+pod until the Job's `backoffLimit` failed them (`sim_crashes`): they never finish, and their
+wait is counted as it stood; `guaranteed_failed_jobs` those of guaranteed queues.
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ JSON_KEYS = (
     "wall_seconds",
     "memory_replay",
     "ls_cobusy_share",
+    "failed_jobs",
+    "guaranteed_failed_jobs",
 )
 
 
@@ -70,6 +76,8 @@ class SharingTally:
     timesliced_gpus: int = 0
     ls_busy_seconds: float = 0.0  # busy (demand above 0) seconds of the guaranteed `ls` pods
     ls_cobusy_seconds: float = 0.0  # of which a neighbour on their time-sliced GPU was busy too
+    failed_jobs: int = 0
+    guaranteed_failed_jobs: int = 0
 
 
 @dataclass
@@ -124,6 +132,8 @@ class SimResult:
     wall_seconds: float = 0.0
     memory_replay: str = "none"  # the memory rule followed: none, scaled, as measured
     ls_cobusy_share: float = 0.0  # of the guaranteed `ls` pods' busy time (`sim_cobusy`)
+    failed_jobs: int = 0  # failed by their Job's backoffLimit, every queue
+    guaranteed_failed_jobs: int = 0
 
     def to_json(self) -> dict[str, object]:
         return {key: getattr(self, key) for key in JSON_KEYS}
@@ -200,4 +210,6 @@ def result_of(
             if shared.ls_busy_seconds
             else 0.0
         ),
+        failed_jobs=shared.failed_jobs,
+        guaranteed_failed_jobs=shared.guaranteed_failed_jobs,
     )

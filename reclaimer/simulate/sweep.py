@@ -13,7 +13,8 @@ so that a small queue cannot starve behind a large one that keeps the pooled p95
 `Rule.POOLED`: one p95 over all their jobs), the guaranteed jobs' slowdown p95 at most
 `max_slowdown` (default `DEFAULT_MAX_SLOWDOWN`), no guaranteed job was OOM-killed and the
 guaranteed `ls` pods' co-busy share (`ls_cobusy_share`, `sim_cobusy`) at most `max_ls_cobusy`
-(default `DEFAULT_MAX_LS_COBUSY`); `min_gpus` is the fewest GPUs from which every larger capacity
+(default `DEFAULT_MAX_LS_COBUSY`), and no guaranteed job failed (its Job's `backoffLimit`,
+`sim_crashes`); `min_gpus` is the fewest GPUs from which every larger capacity
 tried meets it too (a queue can wait longer with more GPUs, so a capacity that meets the SLO below
 one that does not is reported as a caveat, not taken). No capacity meeting it is `null` with the
 reason, never a guess; a pooled minimum where a guaranteed queue's own p95 misses the SLO says so
@@ -57,6 +58,7 @@ class RunPoint:
     slowdown: float = 1.0  # guaranteed_slowdown_p95
     oom_kills: int = 0  # guaranteed_oom_kills
     ls_cobusy: float = 0.0  # ls_cobusy_share
+    failed_jobs: int = 0  # guaranteed_failed_jobs
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,7 @@ def capacity_results(
                 and r.slowdown <= max_slowdown
                 and r.oom_kills == 0
                 and r.ls_cobusy <= max_ls_cobusy
+                and r.failed_jobs == 0
                 for r in seeds.values()
             ),
             {seed: r.slowdown for seed, r in seeds.items()},
@@ -181,6 +184,7 @@ def capacity_results(
             {seed: r.worst_queue for seed, r in seeds.items()},
             all(r.worst_queue[1] <= slo_seconds for r in seeds.values()),
             {seed: r.ls_cobusy for seed, r in seeds.items()},
+            {seed: r.failed_jobs for seed, r in seeds.items()},
         )
         for (g, s), seeds in sorted(grouped.items())
     )
@@ -253,6 +257,8 @@ def _sharing_note(result: CapacityResult) -> str:
     parts += [f"{kills} guaranteed OOM kills"] if kills else []
     cobusy = max(result.ls_cobusy_by_seed.values(), default=0.0)
     parts += [f"LS co-busy share {cobusy:.3f}"] if cobusy > 0 else []
+    failed = max(result.failed_by_seed.values(), default=0)
+    parts += [f"{failed} guaranteed jobs failed"] if failed else []
     return "".join(f", {p}" for p in parts)
 
 

@@ -11,7 +11,9 @@ reach running alone: an approximation within one step). Its completion is resche
 rate. The same samples of the members' memory series (`sim_memory`) are checked against the
 device (the node list's measured `gpu_memory_mib` where it gives one, else
 `sim_sharing.device_gib` of the node's model): when they pass it, the pod that grows is
-OOM-killed now (`Replay.oom_kill`) and the GPU is priced again without it.
+OOM-killed now (`sim_crashes`: its container restarts in place after the kubelet's back-off)
+and the GPU is priced again without it. A pod that has just begun making progress (started, or
+back from a restart and its model load) counts as grown from nothing.
 
 **Load for the reshape planner.** `pool_stats` gives each pool GPU what the controller reads from
 Prometheus (`prometheus.history.node_stats_queries`): utilization averaged over the stats window
@@ -35,6 +37,7 @@ import numpy as np
 
 from reclaimer.model import GpuStats
 from reclaimer.simulate.cobusy import cobusy_fractions
+from reclaimer.simulate.crashes import oom_kill
 from reclaimer.simulate.jobs import COMPLETE, Replay
 from reclaimer.simulate.memory import GIB
 from reclaimer.simulate.sharing import device_gib, oom_victim, progress_rates
@@ -114,7 +117,7 @@ def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
         where = usage.position(index, at)  # `Usage.memory_gib` and `utilization` read these
         held_gib = np.zeros(len(index)) if usage.memory is None else usage.memory[where]
         memory = _padded(slots, held_gib.reshape(len(jobs), -1), len(batch), width)
-        fresh = np.array([run.started == now for run in members])
+        fresh = np.array([run.warm_at == now for run in members])
         earlier = usage.memory_gib(jobs, np.maximum(progress - usage.step, 0.0))
         before = _padded(slots, np.where(fresh, 0.0, earlier)[:, None], len(batch), width)
         todo = _oom_kills(
@@ -150,7 +153,7 @@ def _oom_kills(
         n = len(groups[i])
         victim = oom_victim(memory[i, :n], before[i, :n], float(limits[i]))
         if victim is not None:
-            replay.oom_kill(groups[i][victim], now)
+            oom_kill(replay, groups[i][victim], now)
             killed.add(batch[i])
     return killed
 

@@ -152,7 +152,7 @@ def _full_capacity(out: Path, strategy: str) -> dict:
         "simulate",
         *("--pods", str(out / "pods.csv"), "--nodes", str(out / "nodes.csv")),
         *("--utilization", str(out / "utilization.csv"), "--capacity-scale", "1"),
-        *("--strategy", strategy, "--json"),
+        *("--strategy", strategy, "--json", "--no-cold-start"),
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -195,7 +195,7 @@ def test_simulate_on_the_export_reclaims_only_the_idle_jobs(export):
         "simulate",
         *files,
         *("--utilization", str(out / "utilization.csv"), "--capacity-scale", "0.5"),
-        *("--strategy", "forecast", "--json"),
+        *("--strategy", "forecast", "--json", "--no-cold-start"),
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

@@ -122,7 +122,7 @@ def test_simulate_replays_the_bytes_as_measured_and_kills_only_the_overflow(expo
         "simulate",
         *files,
         *("--utilization", str(out / "utilization.csv"), "--memory", str(out / "memory.csv")),
-        *("--capacity-scale", "1", *SHARING, "--json"),
+        *("--capacity-scale", "1", *SHARING, "--no-cold-start", "--json"),
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

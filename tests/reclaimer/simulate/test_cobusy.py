@@ -121,8 +121,8 @@ def test_ls_pods_on_whole_gpus_are_busy_with_no_neighbour():
     assert _shared_pair("LS", "LS", 3000.0, Strategy.NONE) == 0.0
 
 
-def test_the_share_is_the_last_key_of_a_replays_json():
-    assert JSON_KEYS[-1] == "ls_cobusy_share"
+def test_the_share_is_a_key_of_a_replays_json():
+    assert "ls_cobusy_share" in JSON_KEYS
 
 
 @pytest.mark.parametrize(
