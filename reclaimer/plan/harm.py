@@ -56,7 +56,7 @@ def lowering(
     recent = [
         c
         for c in crashed
-        if now - c.at <= ts.harm_raise_hold_seconds
+        if now - c.at < ts.harm_raise_hold_seconds
         and (node.last_reshape is None or c.at > node.last_reshape)
     ]
     if recent:

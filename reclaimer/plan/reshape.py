@@ -83,6 +83,9 @@ def plan_reshapes(
     crashed = harm.by_node(found.crashes)
     idle = [n for n in nodes if _cooling(n, ts, now, last_actions.get(n.name)) is None]
     handed = handbacks(idle, pods, found.pending, now=now, wait=found.wait)
+    rows: dict[str, list[PodGpuUsage]] = {}  # each node reads its own pods' rows only
+    for u in usage:
+        rows.setdefault(u.node, []).append(u)
     actions: list[Action] = []
     skips: list[Skip] = []
     for node in nodes:
@@ -98,7 +101,7 @@ def plan_reshapes(
             ts,
             now=now,
             last_action=last_actions.get(node.name),
-            usage=usage,
+            usage=rows.get(node.name, ()),
             peaks=peaks,
             crashed=crashed.get(node.name, ()),
             handback=handed.get(node.name),
