@@ -23,16 +23,7 @@ from reclaimer.kube.objects import resources as r
 from reclaimer.kube.objects.nodes import device_plugin_data, node
 from reclaimer.kube.objects.owners import OwnerIndex
 from reclaimer.kube.objects.timeslicing import TimeSlicingError
-from reclaimer.model import (
-    ClusterView,
-    ContainerCrash,
-    Job,
-    Node,
-    PendingDemand,
-    Pod,
-    Queue,
-    QueueState,
-)
+from reclaimer.model import ClusterView, Job, Node, PendingDemand, Pod, Queue, QueueState
 
 Obj = f.Obj
 T = TypeVar("T")
@@ -265,12 +256,9 @@ def to_cluster_view(
         owner_key, pg_queue = owners.resolve(pg).key, f.dig(pg, "spec", "queue")
         if owner_key in ctx.jobs and pg_queue:
             ctx.group_queues[owner_key] = str(pg_queue)
-    crashed: list[ContainerCrash] = []
     for obj in objs.pods:
         _safe(problems, f"Pod {f.key(obj)}", partial(_place_pod, obj, ctx))
-        crashed += (
-            _safe(problems, f"Pod {f.key(obj)} status", partial(crashes.pod_crashes, obj)) or []
-        )
+    crashed = crashes.of_pods(objs.pods, problems)
     _pending_podgroups(ctx)
     if ctx.unmanaged:
         problems.append(f"{len(ctx.unmanaged)} GPU pods in no workload the reclaimer can stop")
@@ -286,7 +274,7 @@ def to_cluster_view(
         last_actions=MappingProxyType(_last_actions(jobs, objs.nodes)),
         problems=tuple(problems),
         unmanaged=MappingProxyType(dict(sorted(ctx.unmanaged.items()))),
-        crashes=tuple(sorted(crashed, key=lambda c: (c.node, c.pod, c.container, c.at))),
+        crashes=crashed,
     )
 
 

@@ -19,7 +19,7 @@ Job's pod that failed for good (`restartPolicy: Never`) is not seen here; the me
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from reclaimer.kube.objects import fields as f
@@ -28,6 +28,18 @@ from reclaimer.model import ContainerCrash
 
 OOM_KILLED = "OOMKilled"
 ENDS = ("state", "lastState")  # the end now (not restarted yet), and the one before the restart
+
+
+def of_pods(pods: Iterable[f.Obj], problems: list[str]) -> tuple[ContainerCrash, ...]:
+    """Every pod's crashes, by node, pod, container and time; a pod whose status cannot be read
+    adds a problem (its crashes are left out, the pod itself is not)."""
+    out: list[ContainerCrash] = []
+    for obj in pods:
+        try:
+            out += pod_crashes(obj)
+        except (f.FieldError, AttributeError, TypeError) as exc:
+            problems.append(f"Pod {f.key(obj)} status: skipped, {exc}")
+    return tuple(sorted(out, key=lambda c: (c.node, c.pod, c.container, c.at)))
 
 
 def pod_crashes(obj: f.Obj) -> list[ContainerCrash]:
