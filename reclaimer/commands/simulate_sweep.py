@@ -10,7 +10,8 @@ is OOM-killed or fails (its Job's `backoffLimit`) and the guaranteed LS pods' co
 stays within `--max-ls-cobusy` (default 0.05), and the GPUs it saves against `none`. The JSON's
 `rule` names the rule in force; under `--slo-pooled` each strategy's per-queue verdict is
 printed beside the pooled one (JSON `per_queue`), as a pooled p95 can keep the SLO while a small
-queue starves. The JSON's `load` says what load the replays ran at (`--profile-offsets`, `--utilization-mean`).
+queue starves. The JSON's `load` says what load the replays ran at (`--profile-offsets`,
+`--utilization-mean`).
 `--report FILE.html` writes the page of `reclaimer.report.html_report`: the strategies replayed
 once more at `--capacity-scale` and `--seed` with their timelines, and the sweep when there is
 one. Both compare strategies, so `--strategy` (one run) goes with neither. Bad flags exit 2.

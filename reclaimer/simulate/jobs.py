@@ -161,6 +161,8 @@ class Replay:
         self.last_reshape: dict[int, float] = {}  # node: when its replicas last changed
         self.key_written: dict[int, tuple[float, int]] = {}  # node: (at, replicas) not relabelled
         self.reshapes = 0  # replica changes applied (relabels)
+        self.reshape_reasons: dict[int, str] = {}  # node: the plan's reason for its last reshape
+        self.crashes: list[tuple[float, int, int]] = []  # OOM kills on the pool: (at, node, job)
         self.load_log = LoadLog()  # pool nodes' load, as Prometheus would hold it
         self.peak_log = PeakLog()  # pods' memory peaks, as Prometheus would hold them
         self.device_gib: dict[int, float] = {}  # node: GiB per GPU (`sim_timeslice`, cached)

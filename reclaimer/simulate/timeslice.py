@@ -153,6 +153,7 @@ def _oom_kills(
         n = len(groups[i])
         victim = oom_victim(memory[i, :n], before[i, :n], float(limits[i]))
         if victim is not None:
+            replay.crashes.append((now, batch[i][0], groups[i][victim]))  # the planner's evidence
             oom_kill(replay, groups[i][victim], now)
             killed.add(batch[i])
     return killed
