@@ -74,6 +74,8 @@ class Reason(StrEnum):
     PODS_DO_NOT_FIT = "PodsDoNotFit"  # action: a GPU's pods at their peaks pass its memory
     RAISE_HELD = "RaiseHeldAfterHarm"  # skip: a raise within harmRaiseHold of crashes / lowering
     WHOLE_GPUS_FOR_PENDING = "WholeGpusForPendingJob"  # action: to 1 replica for multi-GPU pods
+    # action: more replicas than the raise gate's memory budget lets fit (`plan.budget`)
+    MEMORY_BUDGET_EXCEEDED = "MemoryBudgetExceeded"
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,10 @@ A node changes at most once per node cool-down, and only when the count actually
 
 Before any of that, evidence that the node's pods do not fit it (`harm`: crashes, or a GPU's
 pods at their peaks past its memory) lowers it, down to 1 replica (whole GPUs), and holds its
-raises for `harmRaiseHold`; and a multi-GPU job that waits for whole GPUs the pool holds gets a
-pool node lowered to 1 (`handback`). Only these go below 2.
+raises for `harmRaiseHold`; a count above what the raise gate's memory budget lets fit lowers
+it too, down to 1 (`budget`; the lower count wins), and caps every raise; and a multi-GPU job
+that waits for whole GPUs the pool holds gets a pool node lowered to 1 (`handback`). Only these
+go below 2.
 
 A reshape takes two cycles: the actuator first writes the new config key, and relabels the node
 only once the kubelet has had time to project the key into the device plugin's volume
@@ -43,7 +45,7 @@ from reclaimer.model import (
     Pod,
     PodGpuUsage,
 )
-from reclaimer.plan import harm
+from reclaimer.plan import budget, harm
 from reclaimer.plan.handback import Handback, handbacks
 from reclaimer.plan.raises import load_gate, memory_gate
 from reclaimer.policy.settings import TimeSlicing
@@ -79,6 +81,7 @@ def plan_reshapes(
     pods' memory peaks over days; `pressure`: the crashes and the pending demand that may lower
     a node to 1)."""
     found = pressure or Pressure()
+    slot = budget.slot(peaks, ts)  # one budget for every node of the cycle
     classes = _classes_by_node(pods, ts.class_label)
     crashed = harm.by_node(found.crashes)
     idle = [n for n in nodes if _cooling(n, ts, now, last_actions.get(n.name)) is None]
@@ -105,6 +108,7 @@ def plan_reshapes(
             peaks=peaks,
             crashed=crashed.get(node.name, ()),
             handback=handed.get(node.name),
+            slot=slot,
         )
         if isinstance(verdict, Action) and len(actions) >= max_per_cycle:
             verdict = Skip(node.name, Reason.LIMIT_REACHED, f"maxReshapesPerCycle={max_per_cycle}")
@@ -124,9 +128,13 @@ def _gate(
     *,
     ts: TimeSlicing,
     now: float,
+    capped: budget.Cap | str,
 ) -> int | Skip:
-    """The raise's target once memory headroom and then the load outlook allow it."""
+    """The raise's target once memory headroom (and the budget's cap) and then the load
+    outlook allow it."""
     allowed = memory_gate(node, target, usage, ts, peaks)
+    if not isinstance(allowed, Skip):
+        allowed = budget.raise_cap(node, allowed, capped)
     if isinstance(allowed, Skip):
         return allowed
     return load_gate(node, allowed, util, ts, now=now)
@@ -179,6 +187,7 @@ def _decide(
     peaks: MemoryPeaks | None,
     crashed: Sequence[ContainerCrash] = (),
     handback: Handback | None = None,
+    slot: float | str,
 ) -> Action | Skip:
     cooling = _cooling(node, ts, now, last_action)
     if cooling is not None:
@@ -188,7 +197,8 @@ def _decide(
         left = format_duration(round(max(0.0, ts.projection_delay_seconds - (now - written))))
         why = f"new config key written; the node is relabelled once it is projected ({left} left)"
         return Skip(node.name, Reason.CONFIG_PROJECTING, why)
-    lower = harm.lowering(node, crashed, usage, peaks, ts, now=now)
+    capped = budget.cap(node, slot, peaks, ts)
+    lower = budget.lowest(node, harm.lowering(node, crashed, usage, peaks, ts, now=now), capped)
     if lower is not None:
         return _action(node, lower[0], lower[1], Evidence(detail=lower[2]))
     if handback is not None:
@@ -196,7 +206,12 @@ def _decide(
         return _action(node, 1, Reason.WHOLE_GPUS_FOR_PENDING, ev)
     if not node.gpu_stats:
         return Skip(node.name, Reason.NO_METRICS, "no per-GPU stats for this node")
-    return _by_load(node, classes, ts, now=now, usage=usage, peaks=peaks, crashed=crashed)
+    verdict = _by_load(
+        node, classes, ts, now=now, usage=usage, peaks=peaks, crashed=crashed, capped=capped
+    )
+    if isinstance(capped, str) and isinstance(verdict, Skip) and verdict.reason is Reason.NO_CHANGE:
+        return Skip(node.name, Reason.NO_CHANGE, f"{verdict.detail}; {capped}")
+    return verdict
 
 
 def _action(node: Node, target: int, reason: Reason, evidence: Evidence) -> Action:
@@ -219,6 +234,7 @@ def _by_load(
     usage: Sequence[PodGpuUsage],
     peaks: MemoryPeaks | None,
     crashed: Sequence[ContainerCrash],
+    capped: budget.Cap | str,
 ) -> Action | Skip:
     """The load rules (module doc), each raise through the hold and the gates."""
     ceiling, mem_limit, why = bounds(classes, ts)
@@ -237,7 +253,7 @@ def _by_load(
         held = harm.raise_hold(node, crashed, ts, now=now)
         if held is not None:
             return Skip(node.name, Reason.RAISE_HELD, f"would raise {r} -> {target}: {held}")
-        gated = _gate(node, target, util, usage, peaks, ts=ts, now=now)
+        gated = _gate(node, target, util, usage, peaks, ts=ts, now=now, capped=capped)
         if isinstance(gated, Skip):
             return gated
         target = gated

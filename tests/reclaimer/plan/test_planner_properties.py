@@ -30,7 +30,12 @@ from reclaimer.plan.victims import min_runtime_seconds
 from reclaimer.policy.settings import Limits, Policy
 
 QUEUES = ("q0", "q1", "q2", "q3")
-BELOW_TWO = {Reason.PODS_CRASHED, Reason.PODS_DO_NOT_FIT, Reason.WHOLE_GPUS_FOR_PENDING}
+BELOW_TWO = {
+    Reason.PODS_CRASHED,
+    Reason.PODS_DO_NOT_FIT,
+    Reason.WHOLE_GPUS_FOR_PENDING,
+    Reason.MEMORY_BUDGET_EXCEEDED,
+}
 ANNOTATIONS = (
     {},
     {},

@@ -69,18 +69,20 @@ def test_headroom_lowers_the_raise_to_what_fits() -> None:
 
 
 def test_the_quantile_of_the_peaks_sets_the_budget() -> None:
-    """18 pods peaked at 2 GiB and 2 at 12: the 99% peak is 12 GiB (no raise), the 90% 2 GiB."""
+    """18 pods peaked at 2 GiB and 2 at 7: the 99% peak is 7 GiB (no raise: a third would pass
+    14.4 GiB; two still fit the 16 GiB, so nothing lowers the node), the 90% 2 GiB."""
     world = _node()
-    world.memory_peaks = fleet_peaks(*[2.0] * 18, 12.0, 12.0)
+    world.memory_peaks = fleet_peaks(*[2.0] * 18, 7.0, 7.0)
     assert _verdict(world)[0] is Reason.NO_MEMORY_HEADROOM
     p90 = Policy(time_slicing=TimeSlicing(memory_peak_quantile=0.9))
     assert _verdict(world, p90)[:2] == (Reason.NODE_UNDERUSED, 4)
 
 
 def test_a_pod_that_peaked_high_is_budgeted_at_its_peak() -> None:
-    """The pod holds 1 GiB now but peaked at 13 GiB this week: 14.4 - 13 leaves no new slot."""
+    """The pod holds 1 GiB now but peaked at 13 GiB this week: 14.4 - 13 leaves no new slot.
+    (It is one pod in 201, so the fleet's 99% peak, every slot's budget, stays 1 GiB.)"""
     world = _node(memory=0.0625).usage("ls/big-0", "n1", "GPU-n1-0", 0.1, 1 * GIB)
-    world.memory_peaks = fleet_peaks(*[1.0] * 20)
+    world.memory_peaks = fleet_peaks(*[1.0] * 200)
     assert _verdict(world)[:2] == (Reason.NODE_UNDERUSED, 4)
     peaks = dict(world.memory_peaks.pods, **{"ls/big-0": 13 * GIB})
     world.memory_peaks = replace(world.memory_peaks, pods=peaks)
