@@ -2,7 +2,8 @@
 
 The controller reads, once an hour, each pod's most device memory over the last `PEAK_DAYS`
 (`prometheus.sharing.peaks_query`: `max_over_time` per pod, over its GPUs and its restarts), and
-the raise gate budgets every pod slot from them (`plan.raises.slot_budget`). In the replay every
+the raise gate budgets every pod slot from them (`plan.raises.slot_budget`), as does the cap on
+the replicas a node keeps (`plan.budget`). In the replay every
 job is a pod (`Replay.keys`) on every GPU node, pool or not, as the exporter runs on every GPU
 node: a run that ends (finished, preempted, OOM-killed) leaves its peak over the run, dated at its
 end (`ended`); a running job's peak is its current run's, read when the hour's answer is built.

@@ -25,9 +25,14 @@ kubelet reports the end of a process whose CUDA allocation failed (exit code 1, 
 Python process ends so on an uncaught error; k8s-device-plugin #323), so `plan.harm` lowers the
 node as it would in the controller, down to 1 replica, and holds its raises (the relabel keeps
 the plan's reason, `Node.reshape_reason`). Kills before the node's last reshape, or older than
-the longest hold a policy can set, are dropped: no rule reads them. No pending demand is shown,
-so no pool node is handed back whole (`plan.handback`): the replay's pool stays the pool, and
-its multi-GPU pods run off it (`sim_scheduler`).
+the longest hold a policy can set, are dropped: no rule reads them. The pods' memory peaks
+(`sim_peaklog`) also set the memory budget's cap (`plan.budget`), which lowers a node before
+pods that do not fit are put together; until they name 10 pods the budget is unknown and the
+pool keeps the `--replicas` it started with, as a freshly installed controller leaves the
+operator's (no pod is measured at the first cycle, and taking the count from later peaks would
+be hindsight). No pending demand is shown, so no pool node is handed back whole
+(`plan.handback`): the replay's pool stays the pool, and its multi-GPU pods run off it
+(`sim_scheduler`).
 """
 
 from __future__ import annotations
