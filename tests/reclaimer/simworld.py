@@ -131,3 +131,10 @@ def write_trace(
     profile.to_csv(paths["utilization"], index=False)
     COLD_STARTS.to_csv(paths["cold_start"], index=False)
     return paths
+
+
+def simulate_argv(paths: dict[str, Path], *extra: str) -> list[str]:
+    """`simulate`'s argument list for the files `write_trace` wrote, then `extra`."""
+    flags = (("--pods", "pods"), ("--nodes", "nodes"), ("--utilization", "utilization"),
+             ("--cold-start", "cold_start"))  # fmt: skip
+    return ["simulate", *(a for flag, key in flags for a in (flag, str(paths[key]))), *extra]

@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 import pytest
-from simworld import HOUR, WORKING_4_OF_5, P, profile_frame, write_trace
+from simworld import HOUR, WORKING_4_OF_5, P, profile_frame, simulate_argv, write_trace
 
 from reclaimer.cli import main
 from reclaimer.commands import trace_paths
@@ -22,20 +22,7 @@ TRACE = [
 
 
 def _args(paths, *extra):
-    return [
-        "simulate",
-        "--pods",
-        str(paths["pods"]),
-        "--nodes",
-        str(paths["nodes"]),
-        "--utilization",
-        str(paths["utilization"]),
-        "--cold-start",
-        str(paths["cold_start"]),
-        "--capacity-scale",
-        "1",
-        *extra,
-    ]
+    return simulate_argv(paths, "--capacity-scale", "1", *extra)
 
 
 @pytest.mark.parametrize("policy", [p.value for p in Strategy])

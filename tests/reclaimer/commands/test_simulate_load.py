@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from simworld import P, profile_frame, write_trace
+from simworld import P, profile_frame, simulate_argv, write_trace
 
 from reclaimer.cli import main
 
@@ -15,20 +15,9 @@ ONE_IN_FIVE = profile_frame([40.0, 0.0, 0.0, 0.0, 0.0], repeat=20)
 PAIR = [P("ls-1", "LS", 0.0, 3000.0), P("ls-2", "LS", 0.0, 3000.0)]
 
 
-def _args(paths, *extra):
-    return [
-        "simulate",
-        "--pods", str(paths["pods"]),
-        "--nodes", str(paths["nodes"]),
-        "--utilization", str(paths["utilization"]),
-        "--cold-start", str(paths["cold_start"]),
-        *extra,
-    ]  # fmt: skip
-
-
 def _run(tmp_path, capsys, *extra):
     paths = write_trace(tmp_path, PAIR, [1, 1], ONE_IN_FIVE)
-    code = main(_args(paths, "--capacity-scale", "1", "--json", *extra))
+    code = main(simulate_argv(paths, "--capacity-scale", "1", "--json", *extra))
     captured = capsys.readouterr()
     assert code == 0, captured.err
     return json.loads(captured.out)
@@ -69,7 +58,7 @@ def test_utilization_mean_sets_the_busy_share_the_jobs_replay(tmp_path, capsys, 
 def test_bad_load_flags_exit_2_with_a_message(tmp_path, capsys, extra, message):
     paths = write_trace(tmp_path, PAIR, [1, 1], ONE_IN_FIVE)
     with pytest.raises(SystemExit) as exit_info:
-        main(_args(paths, "--strategy", "none", *extra))
+        main(simulate_argv(paths, "--strategy", "none", *extra))
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
 
@@ -77,7 +66,7 @@ def test_bad_load_flags_exit_2_with_a_message(tmp_path, capsys, extra, message):
 def _sweep(tmp_path, capsys, *extra):
     paths = write_trace(tmp_path, PAIR, [1, 1], ONE_IN_FIVE)
     sweep = ("--capacity-sweep", "--capacities", "1-2", "--strategies", "timeslice")
-    code = main(_args(paths, *sweep, "--jobs", "1", "--json", *extra))
+    code = main(simulate_argv(paths, *sweep, "--jobs", "1", "--json", *extra))
     captured = capsys.readouterr()
     assert code == 0, captured.err
     return json.loads(captured.out)

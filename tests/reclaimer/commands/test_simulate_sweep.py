@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from simworld import BURSTY, HOUR, P, profile_frame, write_trace
+from simworld import BURSTY, HOUR, P, profile_frame, simulate_argv, write_trace
 
 from reclaimer.cli import main
 from reclaimer.simulate.results import JSON_KEYS
@@ -21,20 +21,11 @@ TRACE = [P(f"be-{i}", "BE", 0.0, 30 * HOUR) for i in range(2)] + [
 NODES = [1, 1, 1, 1, 1]
 
 
-def _args(paths, *extra):
-    return [
-        "simulate",
-        "--pods", str(paths["pods"]),
-        "--nodes", str(paths["nodes"]),
-        "--utilization", str(paths["utilization"]),
-        "--cold-start", str(paths["cold_start"]),
-        *extra,
-    ]  # fmt: skip
-
-
 def _sweep(tmp_path, capsys, *extra):
     paths = write_trace(tmp_path, TRACE, NODES, BURSTY)
-    code = main(_args(paths, "--capacity-sweep", "--capacities", "1-5", "--jobs", "1", *extra))
+    code = main(
+        simulate_argv(paths, "--capacity-sweep", "--capacities", "1-5", "--jobs", "1", *extra)
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     return json.loads(captured.out), captured.err
@@ -85,7 +76,7 @@ def test_a_capacity_no_strategy_meets_gives_null_with_a_reason(tmp_path, capsys)
 def test_without_json_the_sweep_prints_a_line_per_strategy(tmp_path, capsys):
     paths = write_trace(tmp_path, TRACE, NODES, BURSTY)
 
-    code = main(_args(paths, "--capacity-sweep", "--capacities", "4,5", "--jobs", "1"))
+    code = main(simulate_argv(paths, "--capacity-sweep", "--capacities", "4,5", "--jobs", "1"))
 
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
@@ -126,7 +117,7 @@ def test_bad_flags_exit_2_with_a_message(tmp_path, capsys, extra, message):
     extra = [e.format(tmp=tmp_path) for e in extra]
 
     try:
-        code = main(_args(paths, "--json", *extra))
+        code = main(simulate_argv(paths, "--json", *extra))
     except SystemExit as exit_info:  # argparse rejects a flag's value itself
         code = exit_info.code
 
@@ -142,7 +133,7 @@ def test_without_matplotlib_report_names_the_extra_and_exits_2(tmp_path):
         "import sys; sys.modules['matplotlib'] = None; "  # an import of it raises ImportError
         "from reclaimer.cli import main; sys.exit(main(sys.argv[1:]))"
     )
-    argv = _args(paths, "--report", str(tmp_path / "r.html"))
+    argv = simulate_argv(paths, "--report", str(tmp_path / "r.html"))
 
     done = subprocess.run(
         [sys.executable, "-c", hide, *argv], capture_output=True, text=True, check=False
@@ -159,8 +150,8 @@ def _queue_trace(tmp_path):
     trace = [P(f"ls-{i}", "LS", i * 1800.0, 600.0) for i in range(60)]
     trace += [P(f"st-{i}", "ST", 0.5 * HOUR, 6 * HOUR, num_gpu=2) for i in range(2)]
     paths = write_trace(tmp_path, trace, [1, 1, 2], BURSTY)
-    return _args(paths, "--capacity-sweep", "--capacities", "2-4", "--jobs", "1", "--strategies",
-                 "none")  # fmt: skip
+    return simulate_argv(paths, "--capacity-sweep", "--capacities", "2-4", "--jobs", "1",
+                         "--strategies", "none")  # fmt: skip
 
 
 def test_by_default_each_guaranteed_queue_is_held_to_the_slo(tmp_path, capsys):
@@ -200,8 +191,8 @@ def test_a_sweep_replays_under_the_contention_model_given(tmp_path, capsys):
     """Two LS jobs at demand 0.45 on one time-sliced GPU: slowed only under `pessimistic`."""
     pair = [P("ls-1", "LS", 0.0, 2 * HOUR), P("ls-2", "LS", 0.0, 2 * HOUR)]
     paths = write_trace(tmp_path, pair, [1], profile_frame([45.0] * 240))
-    args = _args(paths, "--capacity-sweep", "--capacities", "1", "--strategies", "timeslice",
-                 "--pool-share", "1", "--jobs", "1", "--json")  # fmt: skip
+    args = simulate_argv(paths, "--capacity-sweep", "--capacities", "1", "--strategies",
+                         "timeslice", "--pool-share", "1", "--jobs", "1", "--json")  # fmt: skip
     slowdowns = []
     for model in ("fair", "pessimistic"):
         assert main([*args, "--contention", model]) == 0
