@@ -124,7 +124,11 @@ def run_replay(
         usage = replace(usage, memory=memory)
     replicas = (
         pool_replicas(
-            nodes, settings.pool_share, settings.replicas, keeps_a_node_whole(jobs, nodes)
+            nodes,
+            settings.pool_share,
+            settings.replicas,
+            keeps_a_node_whole(jobs, nodes),
+            settings.pool_seed,
         )
         if settings.strategy in SLICING
         else None

@@ -32,6 +32,7 @@ class SimSettings:
     contention: Contention = Contention.FAIR  # how a time-sliced GPU's time is divided
     share_step_seconds: float = 300.0  # how often time-sliced GPUs' shares are recomputed
     anonymized_gib: float = DEFAULT_ANONYMIZED_GIB  # memory of a GPU model the trace hides
+    pool_seed: int = 0  # which draw of the nodes forms the pool (`sim_pool.pool_nodes`)
 
 
 def default_shares(jobs: Jobs, reclaimable: frozenset[str]) -> dict[str, float]:
