@@ -40,6 +40,7 @@ from reclaimer.simulate.peaklog import PeakLog
 from reclaimer.simulate.results import SharingTally, Tally
 from reclaimer.simulate.scheduler import Cluster, Placement, Queues
 from reclaimer.simulate.settings import SimSettings, default_shares
+from reclaimer.simulate.sharing import device_gib
 from reclaimer.simulate.strategies import (
     SLOTS_PER_GPU,
     ReplayPlanner,
@@ -167,6 +168,13 @@ class Replay:
             timesliced_gpus=int(self.nodes.gpus[sliced].sum()),
         )
 
+    def node_gib(self, node: int) -> float:
+        """GiB of each GPU of `node` (its model's, `sim_sharing.device_gib`), cached."""
+        if node not in self.device_gib:
+            model = self.nodes.model(node)
+            self.device_gib[node] = device_gib(model, self.settings.anonymized_gib)
+        return self.device_gib[node]
+
     def _emit(self, kind: EventKind, now: float, job: int, progress: float) -> None:
         if self.on_event is not None:
             self.on_event(Event(kind, now, job, progress))
@@ -225,7 +233,10 @@ class Replay:
         self.reclaimable_running -= queue in self.settings.reclaimable
         self.dirty = True
         progress = run.progress(now)
-        self.peak_log.ended(self.keys[job], now, self.usage.memory_peak(job, run.base, progress))
+        gib = self.node_gib(run.placement.node)
+        self.peak_log.ended(
+            self.keys[job], now, self.usage.memory_peak(job, run.base, progress, gib)
+        )
         busy = self.usage.busy_seconds(job, run.base, progress)
         self.tally.segment(gpus, now - run.started, busy)
         return progress

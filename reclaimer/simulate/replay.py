@@ -33,6 +33,7 @@ from reclaimer.simulate.jobs import (
 from reclaimer.simulate.pool import keeps_a_node_whole, pool_replicas
 from reclaimer.simulate.results import SimResult, result_of
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.share_memory import memory_shares
 from reclaimer.simulate.strategies import ReplayPlanner, Strategy
 from reclaimer.simulate.ticks import tick, wants_tick
 from reclaimer.simulate.timeslice import reprice, shared_devices
@@ -121,7 +122,8 @@ def run_replay(
         job_names=jobs.names,
     )
     if memory is not None:
-        usage = replace(usage, memory=memory)
+        shares = memory_shares(jobs, profiles) if settings.share_memory_cap else None
+        usage = replace(usage, memory=memory, memory_share=shares)
     replicas = (
         pool_replicas(
             nodes,

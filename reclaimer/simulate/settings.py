@@ -33,6 +33,7 @@ class SimSettings:
     share_step_seconds: float = 300.0  # how often time-sliced GPUs' shares are recomputed
     anonymized_gib: float = DEFAULT_ANONYMIZED_GIB  # memory of a GPU model the trace hides
     pool_seed: int = 0  # which draw of the nodes forms the pool (`sim_pool.pool_nodes`)
+    share_memory_cap: bool = True  # a sharing pod holds at most its share (`sim_share_memory`)
 
 
 def default_shares(jobs: Jobs, reclaimable: frozenset[str]) -> dict[str, float]:
