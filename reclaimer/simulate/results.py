@@ -19,7 +19,9 @@ jobs killed for GPU memory on a time-sliced GPU, `guaranteed_oom_kills` those of
 queues. `busy_share_physical` is the busy GPU-hours over the physical GPU-hours of the replay
 (`gpu_hours_capacity`), `timesliced_gpus` how many GPUs the pool holds. `own_utilization_jobs`
 counts the jobs that replayed their own measured utilization (an `export-history` trace) rather
-than a drawn profile.
+than a drawn profile. `tuned_replicas` says what `timeslice-tuned` chose per GPU model of its
+pool and from what (`sim_tuned`: the p99 pod peak, the device's GiB, the replicas); {} for the
+other strategies.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ JSON_KEYS = (
     "busy_share_physical",
     "timesliced_gpus",
     "wall_seconds",
+    "tuned_replicas",
 )
 
 
@@ -114,6 +117,8 @@ class SimResult:
     busy_share_physical: float = 0.0
     timesliced_gpus: int = 0
     wall_seconds: float = 0.0
+    # `timeslice-tuned`: per GPU model of its pool, its p99 pod peak, GiB and replicas (`sim_tuned`)
+    tuned_replicas: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return {key: getattr(self, key) for key in JSON_KEYS}
@@ -156,6 +161,7 @@ def result_of(
     *,
     own_utilization_jobs: int = 0,
     sharing: SharingTally | None = None,
+    tuned: dict[str, dict[str, float]] | None = None,
 ) -> SimResult:
     shared = sharing or SharingTally()
     capacity = capacity_gpus * span_seconds / 3600.0
@@ -183,4 +189,5 @@ def result_of(
         guaranteed_oom_kills=shared.guaranteed_oom_kills,
         busy_share_physical=round(busy / capacity, 4) if capacity else 0.0,
         timesliced_gpus=shared.timesliced_gpus,
+        tuned_replicas=tuned or {},
     )

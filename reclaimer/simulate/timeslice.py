@@ -1,7 +1,7 @@
 """The time-sliced GPUs of a replay: what sharing a GPU does to its pods, and their readings.
 
-**The pool** is `sim_pool`'s: only `timeslice` and `forecast` slice it; the other strategies
-replay every GPU whole, as before.
+**The pool** is `sim_pool`'s: only `timeslice`, `timeslice-tuned` and `forecast` slice it (at
+the replicas `sim_tuned.start_replicas` gives); the other strategies replay every GPU whole.
 
 **Shares.** Whenever the pods of a time-sliced GPU change, and every `share_step_seconds` while
 two or more share one, `reprice` settles each pod's progress at its old rate and gives it a new
