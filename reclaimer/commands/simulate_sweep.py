@@ -9,6 +9,10 @@ within `--slo`, their slowdown p95 within `--max-slowdown` (default 1.10) and no
 is OOM-killed, and the GPUs it saves against `none`. The JSON's `rule` names the rule in force;
 under `--slo-pooled` each strategy's per-queue verdict is printed beside the pooled one (JSON
 `per_queue`), as a pooled p95 can keep the SLO while a small queue starves.
+With several `--memory-peak-gib` values or `--pool-seeds`, the sweep runs once per setting
+(`commands.sweep_grid`) and adds what changes across them (`report.sensitivity`): with
+`--memory`, `memory_sensitivity` and `break_even_gib`; with several pool draws, `pool_draws`.
+`--strategies` defaults to every strategy, `timeslice-tuned` only with `--memory`.
 `--report FILE.html` writes the page of `reclaimer.report.html_report`: the strategies replayed
 once more at `--capacity-scale` and `--seed` with their timelines, and the sweep when there is
 one. Both compare strategies, so `--strategy` (one run) goes with neither. Bad flags exit 2.
@@ -20,13 +24,14 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
-from reclaimer.commands import replay_pool
+from reclaimer.commands import replay_pool, sweep_grid, sweep_output
 from reclaimer.commands.flag_values import number_in, positive_count, seed_list
 from reclaimer.commands.replay_pool import Inputs, Task
 from reclaimer.policy.settings import Policy
-from reclaimer.report import figures, html_report, sweep_text
+from reclaimer.report import figures, sensitivity
 from reclaimer.report.replay_data import (
     CapacityResult,
     PolicyVerdict,
@@ -98,10 +103,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--strategies",
         type=_strategies,
-        default=tuple(Strategy),
-        help="strategies to compare (default all; the sweep always adds none)",
+        help="strategies to compare (default all, timeslice-tuned only with --memory; the sweep "
+        "always adds none)",
     )
     group.add_argument("--seeds", type=seed_list, help="sweep seeds, e.g. 0,1,2 (default --seed)")
+    group.add_argument(
+        "--pool-seeds",
+        type=seed_list,
+        help="pool draws to sweep, e.g. 0,1,2: the sweep runs once per draw (default --pool-seed)",
+    )
     group.add_argument(
         "--jobs",
         type=positive_count,
@@ -116,16 +126,19 @@ def wanted(args: argparse.Namespace) -> bool:
 
 def check_flags(args: argparse.Namespace) -> str | None:
     """What is wrong with the flags, before anything is read or replayed; None when nothing."""
+    swept = (args.capacities, args.slo, args.seeds, args.pool_seeds)
     if not wanted(args):
         if args.strategy is None:
             return "--strategy is required (or --capacity-sweep / --report to compare several)"
-        if args.capacities is not None or args.slo is not None or args.seeds is not None:
-            return "--capacities, --slo and --seeds go with --capacity-sweep"
+        if any(flag is not None for flag in swept):
+            return "--capacities, --slo, --seeds and --pool-seeds go with --capacity-sweep"
         return None
     if args.strategy is not None:
         return "--strategy picks one run; --capacity-sweep and --report compare --strategies"
-    if not args.capacity_sweep and (args.capacities or args.slo or args.seeds):
-        return "--capacities, --slo and --seeds go with --capacity-sweep"
+    if not args.capacity_sweep and any(flag is not None for flag in swept):
+        return "--capacities, --slo, --seeds and --pool-seeds go with --capacity-sweep"
+    if args.report is not None and len(sweep_grid.settings(args)) > 1:
+        return "--report replays one setting: give one --memory-peak-gib value and one pool seed"
     if args.report is not None:
         try:
             figures.require_matplotlib()
@@ -134,13 +147,6 @@ def check_flags(args: argparse.Namespace) -> str | None:
         if not args.report.parent.is_dir():
             return f"--report: no such directory {args.report.parent}"
     return None
-
-
-def _sweep_tasks(args: argparse.Namespace, points: tuple[sweep.CapacityPoint, ...]) -> list[Task]:
-    names = (Strategy.NONE, *(s for s in args.strategies if s is not Strategy.NONE))
-    seeds = args.seeds or (args.seed,)
-    # fewest GPUs first: those replays take longest, so the pool ends evenly
-    return [Task(s, p.gpus, p.scale, seed) for p in points for s in names for seed in seeds]
 
 
 def _points(
@@ -209,10 +215,12 @@ def _summary(
 
 
 def _empty_pools(tasks: list[Task], runs: list[dict[str, object]]) -> dict[str, list[int]]:
-    """Per time-slicing strategy, the capacities where its pool came out empty."""
+    """Per time-slicing strategy, the capacities where its pool came out empty (for
+    `timeslice-tuned`, no node at all: one it keeps whole is in its `tuned_replicas`)."""
     empty: dict[str, list[int]] = {}
     for task, run in zip(tasks, runs, strict=True):
-        if task.strategy in SLICING and _number(run, "timesliced_gpus") == 0:
+        sliced = _number(run, "timesliced_gpus") > 0 or bool(run.get("tuned_replicas"))
+        if task.strategy in SLICING and not sliced:
             empty.setdefault(task.strategy.value, []).append(task.gpus)
     return empty
 
@@ -224,12 +232,10 @@ def _tasks(args: argparse.Namespace, jobs: Jobs, every_node: Nodes) -> tuple[lis
     note = ""
     if args.capacity_sweep:
         points, note = _points(args, jobs, every_node)
-        tasks = _sweep_tasks(args, points)
+        tasks = sweep_grid.sweep_tasks(args, points)
     if args.report is not None:
         gpus = int(sweep.nodes_at(every_node, args.capacity_scale).gpus.sum())
-        tasks += [
-            Task(s, gpus, args.capacity_scale, args.seed, timeline=True) for s in args.strategies
-        ]
+        tasks += sweep_grid.report_tasks(args, gpus)
     return tasks, note
 
 
@@ -238,10 +244,11 @@ def run(
     policy: Policy,
     jobs: Jobs,
     profiles: Profiles,
-    sharing: tuple[SimSettings, FloatArray | None],
+    sharing: tuple[SimSettings, Mapping[float, FloatArray]],
 ) -> int:
     """The sweep and/or the report (the flags passed `check_flags`); `sharing` is the
-    time-slicing settings and the memory series (`commands.simulate`)."""
+    time-slicing settings and each `--memory-peak-gib` value's memory series
+    (`commands.simulate`)."""
     try:
         every_node = read_nodes(args.nodes)
         tasks, note = _tasks(args, jobs, every_node)
@@ -256,48 +263,30 @@ def run(
         args.interval,
         args.idle_window,
         sharing=sharing[0],
-        memory=sharing[1],
+        memories=sharing[1],
     )
-    progress = replay_pool.Progress(sys.stderr, len(tasks))
-    outcomes = replay_pool.run_tasks(
-        tasks, inputs, args.jobs or replay_pool.default_jobs(), progress
+    first = sweep_grid.settings(args)[0]
+    progress = replay_pool.Progress(sys.stderr, sweep_grid.distinct(tasks, first))
+    workers = args.jobs or replay_pool.default_jobs()
+    outcomes = sweep_grid.run_once(
+        tasks, first, lambda once: replay_pool.run_tasks(once, inputs, workers, progress)
     )
     swept = [(t, o) for t, o in zip(tasks, outcomes, strict=True) if isinstance(o, dict)]
-    runs = [o for _, o in swept]
     records = [o for o in outcomes if isinstance(o, RunRecord)]
-    summary = _summary(args, [t for t, _ in swept], runs, note) if swept else None
-    out: dict[str, object] = sweep_text.as_json(summary, runs) if summary else {}
-    if args.report is not None:
-        _write_report(args, records, summary)
-        out["report"] = str(args.report)
-    if summary is None:
-        out["runs"] = [dict(r.result) | {"gpus": r.gpus, "seed": r.seed} for r in records]
-    print(json.dumps(out) if args.json else text(summary, records, args.report))
-    return 0
-
-
-def _write_report(
-    args: argparse.Namespace, records: list[RunRecord], summary: SweepSummary | None
-) -> None:
-    inputs = [
-        ("pods", str(args.pods)),
-        ("nodes", str(args.nodes)),
-        ("utilization", str(args.utilization)),
-        ("policy file", str(args.policy_file or "default policy")),
+    sweeps = [
+        sensitivity.SettingSweep(
+            setting.memory_gib,
+            setting.pool_seed,
+            _summary(args, [t for t, _ in pairs], [o for _, o in pairs], note),
+            [o for _, o in pairs],
+        )
+        for setting, pairs in sweep_grid.by_setting(swept)
     ]
-    title = "gpu-reclaimer simulate: backtest report"
-    html_report.write_report(args.report, html_report.render(title, inputs, records, summary))
-
-
-def text(summary: SweepSummary | None, records: list[RunRecord], report: Path | None) -> str:
-    lines = []
-    if summary is not None:
-        lines += sweep_text.lines(summary)
-    else:
-        lines += [
-            f"{r.strategy:<11} guaranteed p95 {_p95(dict(r.result)):,.0f} s at {r.gpus} GPUs"
-            for r in records
-        ]
-    if report is not None:
-        lines.append(f"report: {report}")
-    return "\n".join(lines)
+    out: dict[str, object] = sensitivity.as_json(sweeps) if sweeps else {}
+    if args.report is not None:
+        sweep_output.write_report(args, records, sweeps[0].summary if sweeps else None)
+        out["report"] = str(args.report)
+    if not sweeps:
+        out["runs"] = [dict(r.result) | {"gpus": r.gpus, "seed": r.seed} for r in records]
+    print(json.dumps(out) if args.json else sweep_output.text(sweeps, records, args.report))
+    return 0
