@@ -3,12 +3,14 @@
     .venv/bin/python bench/export_history_bench.py [--gpus 96] [--days 7] [--seed 0]
 
 Writes `--days` of per-pod history for `--gpus` GPUs (8 per node; each GPU runs one pod after
-another, 2 to 30 hours each, a quarter of them idle) and kube-state-metrics' series for them
+another, 2 to 30 hours each, a quarter of them idle, each holding 1 to 30 GiB of the GPU's 80;
+the devices' framebuffer series every minute) and kube-state-metrics' series for them
 (each pod created 0 to 60 minutes before it started, Pending until then; one in 50 joined by a
 one-GPU pod that waits two hours and is deleted without running) as OpenMetrics, backfills it with
 `promtool tsdb create-blocks-from openmetrics`, starts /usr/bin/prometheus on loopback, then
 runs `gpu-reclaimer export-history` as a subprocess against it and a cluster dump holding the
-nodes and queues, and `gpu-reclaimer simulate` on the export. Prints one JSON object: the
+nodes and queues, and `gpu-reclaimer simulate` on the export, with its memory. Prints one JSON
+object: the
 Prometheus requests made, wall seconds and the peak RSS of each subprocess, and the export's
 size. Needs a few minutes and about 1 GiB of disk for the TSDB.
 """
@@ -39,6 +41,7 @@ import gpu_contract as gc
 
 STEP = 60
 GPUS_PER_NODE = 8
+DEVICE_MIB = 80 * 1024
 
 
 def _pods(gpus: int, start: int, end: int, rng: np.random.Generator) -> Iterator[tuple]:
@@ -58,10 +61,11 @@ def write_history(path: Path, gpus: int, start: int, end: int, seed: int) -> int
     """OpenMetrics for promtool, family by family; returns the number of pods."""
     rng = np.random.default_rng(seed)
     pods = list(_pods(gpus, start, end, rng))
+    mib = rng.integers(1, 31, len(pods)) * 1024  # each pod's memory
     with path.open("w", encoding="utf-8") as out:
-        for family in (gc.POD_UTILIZATION, gc.POD_ALLOCATED):
+        for family in (gc.POD_UTILIZATION, gc.POD_ALLOCATED, gc.POD_MEMORY):
             out.write(f"# TYPE {family} gauge\n")
-            for ns, pod, node, g, first, last, level in pods:
+            for (ns, pod, node, g, first, last, level), held in zip(pods, mib, strict=True):
                 lab = (
                     f'Hostname="{node}",UUID="GPU-{g}",container="main",gpu="{g % 8}",'
                     f'namespace="{ns}",pod="{pod}"'
@@ -69,9 +73,11 @@ def write_history(path: Path, gpus: int, start: int, end: int, seed: int) -> int
                 times = np.arange(first, last + 1, STEP)
                 noise = rng.normal(0.0, 0.05, len(times)) * (level > 0)
                 values = np.clip(level + noise, 0.0, 1.0) if family == gc.POD_UTILIZATION else None
+                constant = {gc.POD_ALLOCATED: 1, gc.POD_MEMORY: int(held) * 2**20}.get(family)
                 for i, t in enumerate(times):
-                    v = 1.0 if values is None else round(float(values[i]), 3)
+                    v = constant if values is None else round(float(values[i]), 3)
                     out.write(f"{family}{{{lab}}} {v} {t}\n")
+        _framebuffer(out, gpus, start, end, pods, mib)
         out.write(f"# TYPE {gc.RECORDED_POD_QUEUE} gauge\n")
         for ns, pod, _, _, first, last, _ in pods:
             queue = "batch" if ns in ("team-0", "team-1") else "prod"
@@ -81,6 +87,22 @@ def write_history(path: Path, gpus: int, start: int, end: int, seed: int) -> int
         _kube_state(out, pods, rng)
         out.write("# EOF\n")
     return len(pods)
+
+
+def _framebuffer(
+    out: TextIO, gpus: int, start: int, end: int, pods: list[tuple], mib: np.ndarray
+) -> None:
+    """Each device's DCGM_FI_DEV_FB_USED / _FB_FREE (MiB) every step: its pod's memory, or 0."""
+    used = np.zeros((gpus, (end - start) // STEP + 1), dtype=np.int64)
+    for (_, _, _, g, first, last, _), held in zip(pods, mib, strict=True):
+        used[g, (first - start) // STEP : (last - start) // STEP + 1] = held
+    for family in (gc.DCGM_FB_USED, gc.DCGM_FB_FREE):
+        out.write(f"# TYPE {family} gauge\n")
+        for g in range(gpus):
+            lab = f'Hostname="node-{g // GPUS_PER_NODE}",UUID="GPU-{g}",gpu="{g % 8}"'
+            for i, u in enumerate(used[g].tolist()):
+                v = u if family == gc.DCGM_FB_USED else DEVICE_MIB - u
+                out.write(f"{family}{{{lab}}} {v} {start + STEP * i}\n")
 
 
 def _kube_state(out: TextIO, pods: list[tuple], rng: np.random.Generator) -> None:
@@ -200,11 +222,14 @@ def main() -> None:
                 str(files / "nodes.csv"),
                 "--utilization",
                 str(files / "utilization.csv"),
+                "--memory",
+                str(files / "memory.csv"),
                 "--capacity-scale",
                 "1",
                 "--strategy",
                 "forecast",
                 "--json",
+                "--no-cold-start",
             ],
             work / "simulate",
         )
@@ -225,6 +250,9 @@ def main() -> None:
                     "utilization_csv_mib": round(
                         (files / "utilization.csv").stat().st_size / 2**20, 1
                     ),
+                    "memory_samples": summary["memory_samples"],
+                    "memory_csv_mib": round((files / "memory.csv").stat().st_size / 2**20, 1),
+                    "nodes_with_device_memory": summary["nodes_with_device_memory"],
                     "queue_from": summary["queue_from"],
                     "arrivals_from_kube_pod_created": summary["arrivals_from_kube_pod_created"],
                     "never_ran_pods": summary["never_ran_pods"],
@@ -232,6 +260,8 @@ def main() -> None:
                     "simulate_peak_rss_mib": sim_rss,
                     "own_utilization_jobs": result["own_utilization_jobs"],
                     "preemptions": result["preemptions"],
+                    "memory_replay": result["memory_replay"],
+                    "oom_kills": result["oom_kills"],
                 },
                 indent=2,
             )

@@ -4,10 +4,12 @@
                                              [--seed 0] [--data TRACES]
                                              [--strategies none,timeslice,forecast]
                                              [--memory-peak-gib 16] [--no-memory] [--digest]
+                                             [--no-cold-start]
 
-Replays the 149-day trace (utilization and GPU memory from alibaba-gentd26) once per policy
-through the same code path as `gpu-reclaimer simulate` (time-sliced pool at its CLI defaults:
-half the nodes of each size, 2 replicas, 5% switch overhead), and prints one JSON line per
+Replays the 149-day trace (utilization, GPU memory and model load times from alibaba-gentd26)
+once per policy through the same code path as `gpu-reclaimer simulate` (time-sliced pool at its
+CLI defaults: half the nodes of each size, 2 replicas, 5% switch overhead; restarts and resumes
+load their model, as `simulate` does unless told `--no-cold-start`), and prints one JSON line per
 policy: the simulator's result with its wall seconds, plus CPU seconds and peak RSS. Budget
 (issues 3 and 21): one 149-day replay in under 2 minutes. Scales: 0.005 keeps 30 GPUs, 0.007 40,
 0.009 58 (`reclaimer.simulate.sweep.capacity_points`).
@@ -35,6 +37,7 @@ from reclaimer.simulate.jobs import Event
 from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, read_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
+from reclaimer.simulate.restarts import ColdStarts, read_cold_starts
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
 from reclaimer.traces.catalog import default_cache_dir
@@ -69,6 +72,7 @@ def main() -> None:
     parser.add_argument("--memory-peak-gib", type=float, default=DEFAULT_PEAK_GIB)
     parser.add_argument("--no-memory", action="store_true", help="replay without GPU memory")
     parser.add_argument("--digest", action="store_true", help="hash every event (module doc)")
+    parser.add_argument("--no-cold-start", action="store_true", help="restarts load nothing")
     args = parser.parse_args()
     policy = load_policy(args.policy_file.read_text() if args.policy_file else "")
     jobs = read_pods(args.data / "alibaba-openb" / "openb_pod_list_default.csv")
@@ -82,6 +86,11 @@ def main() -> None:
         if args.no_memory
         else read_memory(gentd / "pod_gpu_memory_used_bytes.csv.gz", profiles, args.memory_peak_gib)
     )
+    cold = (
+        ColdStarts()
+        if args.no_cold_start
+        else read_cold_starts(gentd / "basemodel_update_latency_anon.csv.gz")
+    )
     planner = planner_for(policy)
     for name in (Strategy(s) for s in args.strategies.split(",")):
         settings = SimSettings(
@@ -91,6 +100,7 @@ def main() -> None:
             queue_shares=MappingProxyType(dict(policy.queue_shares)),
             replicas=DEFAULT_REPLICAS,
             pool_share=DEFAULT_POOL_SHARE,
+            cold_starts=cold,
         )
         digest = EventDigest()
         wall, cpu = time.perf_counter(), time.process_time()

@@ -69,6 +69,11 @@ class Reason(StrEnum):
     CONTENTION_WOULD_RETURN = (
         "ContentionWouldReturn"  # resume held: room only beside busy guaranteed
     )
+    # pods that do not fit a time-sliced GPU (`reclaimer.plan.harm`), and whole GPUs handed back
+    PODS_CRASHED = "SharedPodsCrashed"  # action: containers there crashed (OOMKilled, exit != 0)
+    PODS_DO_NOT_FIT = "PodsDoNotFit"  # action: a GPU's pods at their peaks pass its memory
+    RAISE_HELD = "RaiseHeldAfterHarm"  # skip: a raise within harmRaiseHold of crashes / lowering
+    WHOLE_GPUS_FOR_PENDING = "WholeGpusForPendingJob"  # action: to 1 replica for multi-GPU pods
 
 
 @dataclass(frozen=True)

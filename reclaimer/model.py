@@ -189,6 +189,25 @@ class Node:
     reshape_key_at: float | None = None  # a reshape's new config key written, node not relabelled
     load: LoadHistory | None = None  # mean GPU utilization history (days); None: not read
     mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # MIG instances advertised
+    reshape_reason: str = ""  # the `Reason` of its last reshape (the gpu-reclaim.io/ annotation)
+
+
+@dataclass(frozen=True)
+class ContainerCrash:
+    """A container of a GPU pod that ended in failure: `OOMKilled` (the kernel's OOM killer), or
+    any other end with a non-zero exit code, as a CUDA out-of-memory error ends a process
+    (k8s-device-plugin #323: on a time-sliced GPU the pod whose allocation fails crashes and
+    restarts). From the pod's `status.containerStatuses[]`: its `state.terminated` or
+    `lastState.terminated` (the one before its last restart), and its `restartCount`
+    (k8s.io/api core/v1 `ContainerStatus`, `ContainerStateTerminated`)."""
+
+    pod: str  # Pod.key
+    node: str
+    container: str
+    at: float  # when it ended (`finishedAt`)
+    reason: str  # the runtime's word for it: "OOMKilled", "Error", ...
+    exit_code: int
+    restarts: int = 0  # the container's restartCount
 
 
 @dataclass(frozen=True)
@@ -232,6 +251,8 @@ class ClusterView:
     problems: tuple[str, ...] = ()  # e.g. "Volcano CRDs not installed: preemption disabled"
     unmanaged: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Bound GPU pod key -> why it belongs to no workload the reclaimer can stop."""
+    crashes: tuple[ContainerCrash, ...] = ()
+    """Failed ends of GPU pods' containers, on their nodes (time-sliced pods that do not fit)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,9 +2,10 @@
 
 Reads the cluster (the API server through `--kubeconfig`, or a `--cluster-file` dump, as `run`
 does), then `--since` of per-pod GPU history from Prometheus in chunks
-(`reclaimer.prometheus.window_read`), and writes `pods.csv`, `nodes.csv` and `utilization.csv` into
-`--out` (`reclaimer.simulate.export` says what each holds), with each pod's arrival and the pods
-that waited for GPUs and never ran from kube-state-metrics (`reclaimer.prometheus.arrivals`).
+(`reclaimer.prometheus.window_read`), and writes `pods.csv`, `nodes.csv`, `utilization.csv` and,
+from the exporter's per-pod memory, `memory.csv` into `--out` (`reclaimer.simulate.export` says
+what each holds), with each pod's arrival and the pods that waited for GPUs and never ran from
+kube-state-metrics (`reclaimer.prometheus.arrivals`).
 Prints a JSON summary on stdout and a progress bar on stderr when stderr is a terminal.
 
 Exit 2 for a bad flag (duration, credentials, kubeconfig, a dump that cannot be read, an `--out`
@@ -62,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=MetricsSource.GPU_RECLAIM.value,
         help="gpu-reclaim exporter's per-pod metrics, or dcgm-exporter's pod-labelled GPU_UTIL",
     )
-    p.add_argument("--out", required=True, type=Path, help="directory for the three CSV files")
+    p.add_argument("--out", required=True, type=Path, help="directory for the CSV files")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
         "pods": len(export.pods),
         "nodes": len(export.nodes),
         "utilization_samples": len(export.utilization),
+        "memory_samples": None if export.memory is None else len(export.memory),
+        "nodes_with_device_memory": int(export.nodes["gpu_memory_mib"].notna().sum()),
+        "timesliced_nodes": export.timesliced,
         "queue_from": export.queue_sources,
         "kube_state_metrics": read.arrivals.found,
         "arrivals_from_kube_pod_created": export.arrivals_from_created,
@@ -93,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         "prometheus_requests": read.requests,
         "seconds": round(time.monotonic() - started, 2),
         "files": {k: str(v) for k, v in paths.items()},
-        "problems": [*view.problems, *read.problems],
+        "problems": [*view.problems, *read.problems, *export.problems],
     }
     print(json.dumps(summary, indent=2))
     return 0

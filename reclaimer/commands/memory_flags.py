@@ -1,13 +1,16 @@
 """`simulate`'s memory and pool-draw flags: what GPU memory is replayed, which nodes share GPUs.
 
 `--memory FILE` replays each job's GPU memory (GenTD26's `pod_gpu_memory_used_bytes` format);
-`--memory-peak-gib` says what the file's largest value stands for (`sim_memory`): one value
-(default 16) for a run, or a list (`6,8,12,16`) for a `--capacity-sweep`, which runs the whole
-sweep once per value. `--no-share-memory-cap` replays the trace's GPU-sharing pods without the
-bound their request gives their memory (`sim_share_memory`), to measure what the bound changes.
-`--pool-seed` picks the draw of the time-sliced pool's nodes (`sim_pool`; a sweep takes several
-with `--pool-seeds`). `timeslice-tuned` sets its replicas from the replayed memory, so it needs
-`--memory`. `read_memories` alone touches a file.
+`--memory-peak-gib` says what the file's largest value stands for (`sim_memory`): one value (default
+16) for a run, or a list (`6,8,12,16`) for a `--capacity-sweep`, which runs the whole sweep once per
+value. On a node list that gives each node's device memory (an `export-history` export) the bytes
+are replayed as they are and no value applies (`sim_memory.peak_for`): the series is read once,
+under the key None, and a list of values is refused (`moot`), as every value would replay the same
+bytes. `--no-share-memory-cap` replays the trace's GPU-sharing pods without the bound their request
+gives their memory (`sim_share_memory`), to measure what the bound changes. `--pool-seed` picks the
+draw of the time-sliced pool's nodes (`sim_pool`; a sweep takes several with `--pool-seeds`).
+`timeslice-tuned` sets its replicas from the replayed memory, so it needs `--memory`.
+`read_memories` alone touches a file.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from reclaimer.commands.flag_values import gib_list
-from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, read_memory
+from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, peak_for, read_memory
 from reclaimer.simulate.strategies import Strategy
-from reclaimer.simulate.trace import FloatArray, Profiles
+from reclaimer.simulate.trace import FloatArray, Nodes, Profiles
 
 
 def add_arguments(group: argparse._ArgumentGroup) -> None:
@@ -69,8 +72,25 @@ def default_strategies(args: argparse.Namespace) -> tuple[Strategy, ...]:
     return tuple(s for s in Strategy if tuned or s is not Strategy.TIMESLICE_TUNED)
 
 
-def read_memories(args: argparse.Namespace, profiles: Profiles) -> dict[float, FloatArray]:
-    """Each `--memory-peak-gib` value's memory series ({} without `--memory`)."""
+def moot(args: argparse.Namespace, nodes: Nodes) -> str | None:
+    """What is wrong with a list of `--memory-peak-gib` values next to `nodes`: on measured
+    devices no value applies (module doc); None when nothing is."""
+    if args.memory is None or len(args.memory_peak_gib) < 2 or not nodes.measured_memory:
+        return None
+    values = ",".join(f"{gib:g}" for gib in args.memory_peak_gib)
+    return (
+        "the node list gives each node's device memory (gpu_memory_mib): the memory file's "
+        f"bytes are replayed as measured, so --memory-peak-gib does not apply and {values} "
+        "would replay the same bytes each time; give no list"
+    )
+
+
+def read_memories(
+    args: argparse.Namespace, profiles: Profiles, nodes: Nodes
+) -> dict[float | None, FloatArray]:
+    """Each `--memory-peak-gib` value's memory series ({} without `--memory`); on `nodes` that
+    give device memory, the bytes as they are under None (`sim_memory.peak_for`)."""
     if args.memory is None:
         return {}
-    return {gib: read_memory(args.memory, profiles, gib) for gib in args.memory_peak_gib}
+    peaks = dict.fromkeys(peak_for(nodes, gib) for gib in args.memory_peak_gib)
+    return {peak: read_memory(args.memory, profiles, peak) for peak in peaks}

@@ -41,7 +41,8 @@ class Inputs:
     idle_window_seconds: float
     sharing: SimSettings = field(default_factory=lambda: SimSettings(Strategy.NONE))  # its
     # time-slicing fields (replicas, pool share, switch overhead, anonymized GiB) apply
-    memory: FloatArray | None = None  # GiB per profile sample (`sim_memory`), if given
+    memory: FloatArray | None = None  # GiB per profile sample (`sim_memory`), if given: the
+    # bytes as measured, on a node list that gives device memory, where no value applies
     # per `--memory-peak-gib` value, its memory series (a task's `memory_gib` picks one)
     memories: Mapping[float, FloatArray] = field(default_factory=dict)
 

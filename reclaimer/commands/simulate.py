@@ -25,12 +25,28 @@ its own per GPU model, `sim_tuned`); `--contention` picks how a time-sliced GPU'
 divided (`fair`, the default, or `pessimistic`: `sim_sharing`), and `--switch-overhead`
 (default 0.05, `fair` only: given with `pessimistic` it exits 2) is the share of a GPU's time
 lost while two or more pods have work on it. `--memory` replays each job's GPU memory
-(`commands.memory_flags`: `--memory-peak-gib`, the bound a sharing pod's request gives its
-memory, the pool's draw `--pool-seed`), `--anonymized-gib` is the memory of a GPU model the trace
-anonymizes (default 16). Without `--memory`, no job is ever OOM-killed. A pool that comes out
+(GenTD26's `pod_gpu_memory_used_bytes` format; `commands.memory_flags`: `--memory-peak-gib`, the
+bound a sharing pod's request gives its memory, the pool's draw `--pool-seed`),
+`--anonymized-gib` is the memory of a GPU model the trace anonymizes (default 16). When the node
+list gives each node's device memory (a `gpu_memory_mib` column, as `export-history` writes it),
+the bytes are replayed as they are and `--memory-peak-gib` does not apply (`sim_memory`; a list
+of values is refused there); the result's `memory_replay` says which rule held (`scaled`, `as
+measured`, or `none` without `--memory`, when no job is ever OOM-killed). A pool that comes out
 empty (`sim_pool.empty_pool` says why) refuses `--strategy timeslice` and `timeslice-tuned` (exit
 2: they would replay `none`) and is said on stderr for `--strategy forecast`, which then replays
 reclaim only.
+
+Load (every strategy, `simulate.load`): `--profile-offsets arrival` (the default) starts each
+drawn profile at its job's arrival time of day on the profile's own clock, so jobs that share a
+GPU keep the correlation the trace's pods have; `random` at a seeded offset. `--utilization-mean
+X` transforms every profile to a fleet mean busy share of X before any replay (without it, the
+trace's own mean).
+
+Restarts (`sim_restarts`): an OOM-killed container restarts in its pod, on the same node and
+device, after the kubelet's back-off, until its Job's `backoffLimit` (6) fails the job. Every
+such restart, and every start of a job that ran before, first loads its model: a cold start drawn
+from `--cold-start` (GenTD26's `basemodel_update_latency` format, milliseconds; default: the
+fetched trace's), or none with `--no-cold-start`.
 """
 
 from __future__ import annotations
@@ -47,9 +63,11 @@ from typing import TextIO
 from reclaimer.commands import memory_flags, simulate_sweep, trace_paths
 from reclaimer.commands.flag_values import number_in
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
+from reclaimer.simulate.load import ProfileOffsets, scale_to_mean
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.pool import empty_pool
 from reclaimer.simulate.replay import SLICING, simulate
+from reclaimer.simulate.restarts import ColdStarts, read_cold_starts
 from reclaimer.simulate.results import SimResult
 from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD, Contention
@@ -82,6 +100,7 @@ _scale = number_in(lambda v: 0.0 < v <= 1.0, "must be in (0, 1]")
 _ratio = number_in(lambda v: 0.0 <= v < 1.0, "must be in [0, 1)")
 _share = number_in(lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]")
 _gib = number_in(lambda v: v > 0, "must be more than 0 GiB")
+_busy_share = number_in(lambda v: 0.0 < v <= 1.0, "a mean busy share must be in (0, 1]")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -113,7 +132,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print only JSON on stdout")
     _sharing_arguments(parser)
+    _load_arguments(parser)
+    _restart_arguments(parser)
     simulate_sweep.add_arguments(parser)
+
+
+def _load_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("load (every strategy)")
+    group.add_argument(
+        "--profile-offsets",
+        choices=[o.value for o in ProfileOffsets],
+        default=ProfileOffsets.ARRIVAL.value,
+        help="where a drawn profile starts: at the job's arrival time of day on the profile's "
+        "own clock, or at a seeded random offset (default arrival)",
+    )
+    group.add_argument(
+        "--utilization-mean",
+        type=_busy_share,
+        help="transform the profiles to this fleet mean busy share (default: the trace's own)",
+    )
 
 
 def _replicas(text: str) -> int:
@@ -158,8 +195,21 @@ def _sharing_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _restart_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("restarts and resumes").add_mutually_exclusive_group()
+    group.add_argument(
+        "--cold-start",
+        type=Path,
+        help="gentd26-format base-model load times (ms) a restart or resume waits, drawn per "
+        "job (default: fetched trace)",
+    )
+    group.add_argument(
+        "--no-cold-start", action="store_true", help="restarts and resumes load nothing"
+    )
+
+
 def sharing_settings(args: argparse.Namespace) -> SimSettings:
-    """The time-slicing fields of the flags (the strategy is filled in per run)."""
+    """The time-slicing and load fields of the flags (the strategy is filled in per run)."""
     overhead = args.switch_overhead
     return SimSettings(
         strategy=Strategy.NONE,
@@ -168,6 +218,7 @@ def sharing_settings(args: argparse.Namespace) -> SimSettings:
         switch_overhead=DEFAULT_SWITCH_OVERHEAD if overhead is None else overhead,
         contention=Contention(args.contention),
         anonymized_gib=args.anonymized_gib,
+        profile_offsets=ProfileOffsets(args.profile_offsets),
         pool_seed=args.pool_seed,
         share_memory_cap=args.share_memory_cap,
     )
@@ -229,7 +280,8 @@ def _table(result: dict[str, object]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = trace_paths.fill_defaults(args, ("pods", "nodes", "utilization"))
+    files = ("pods", "nodes", "utilization", *(() if args.no_cold_start else ("cold_start",)))
+    problem = trace_paths.fill_defaults(args, files)
     problem = problem or _sharing_problem(args) or simulate_sweep.check_flags(args)
     if problem:
         print(f"gpu-reclaimer simulate: {problem}", file=sys.stderr)
@@ -239,19 +291,26 @@ def run(args: argparse.Namespace) -> int:
         jobs = read_pods(args.pods)
         nodes = read_nodes(args.nodes, args.capacity_scale)
         profiles = read_profiles(args.utilization)
-        memories = memory_flags.read_memories(args, profiles)
+        memories = memory_flags.read_memories(args, profiles, nodes)
+        if args.utilization_mean is not None:
+            profiles = scale_to_mean(profiles, args.utilization_mean)
+        cold = ColdStarts() if args.no_cold_start else read_cold_starts(args.cold_start)
     except (TraceError, PolicyError) as exc:
         print(f"gpu-reclaimer simulate: {exc}", file=sys.stderr)
         return 2
+    if (moot := memory_flags.moot(args, nodes)) is not None:
+        print(f"gpu-reclaimer simulate: {moot}", file=sys.stderr)
+        return 2
+    sharing = replace(sharing_settings(args), cold_starts=cold)
     if simulate_sweep.wanted(args):
-        return simulate_sweep.run(args, policy, jobs, profiles, (sharing_settings(args), memories))
+        return simulate_sweep.run(args, policy, jobs, profiles, (sharing, memories))
     memory: FloatArray | None = next(iter(memories.values()), None)
     if (empty := _empty_pool(args, jobs, nodes)) is not None:
         print(f"gpu-reclaimer simulate: {empty}", file=sys.stderr)
         if args.strategy != Strategy.FORECAST.value:
             return 2
     settings = replace(
-        sharing_settings(args),
+        sharing,
         strategy=Strategy(args.strategy),
         seed=args.seed,
         interval_seconds=args.interval,

@@ -5,13 +5,18 @@ the baseline) at each capacity of the range (`reclaimer.simulate.sweep` says how
 range is chosen; `--capacities` overrides it) and each of `--seeds`, over `--jobs` processes with
 a progress line on stderr, and reports per strategy the fewest GPUs at which, on every seed,
 every guaranteed queue's own wait p95 (with `--slo-pooled`, their pooled p95 instead) stays
-within `--slo`, their slowdown p95 within `--max-slowdown` (default 1.10) and no guaranteed job
-is OOM-killed, and the GPUs it saves against `none`. The JSON's `rule` names the rule in force;
-under `--slo-pooled` each strategy's per-queue verdict is printed beside the pooled one (JSON
-`per_queue`), as a pooled p95 can keep the SLO while a small queue starves.
+within `--slo`, their slowdown p95 within `--max-slowdown` (default 1.10), no guaranteed job
+is OOM-killed or fails (its Job's `backoffLimit`) and the guaranteed LS pods' co-busy share
+stays within `--max-ls-cobusy` (default 0.05), and the GPUs it saves against `none`. The JSON's
+`rule` names the rule in force; under `--slo-pooled` each strategy's per-queue verdict is
+printed beside the pooled one (JSON `per_queue`), as a pooled p95 can keep the SLO while a small
+queue starves. The JSON's `load` says what load the replays ran at (`--profile-offsets`,
+`--utilization-mean`).
 With several `--memory-peak-gib` values or `--pool-seeds`, the sweep runs once per setting
 (`commands.sweep_grid`) and adds what changes across them (`report.sensitivity`): with
-`--memory`, `memory_sensitivity` and `break_even_gib`; with several pool draws, `pool_draws`.
+`--memory` scaled, `memory_sensitivity` and `break_even_gib`; with several pool draws,
+`pool_draws`. On a node list that gives device memory the bytes replay as measured, in one
+setting per pool draw, and neither memory key is written (no value was swept).
 `--strategies` defaults to every strategy, `timeslice-tuned` only with `--memory`.
 `--report FILE.html` writes the page of `reclaimer.report.html_report`: the strategies replayed
 once more at `--capacity-scale` and `--seed` with their timelines, and the sweep when there is
@@ -40,6 +45,7 @@ from reclaimer.report.replay_data import (
     SweepSummary,
 )
 from reclaimer.simulate import sweep
+from reclaimer.simulate.load import fleet_mean
 from reclaimer.simulate.replay import SLICING
 from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
@@ -60,6 +66,7 @@ def _slo(text: str) -> float:
 
 
 _slowdown = number_in(lambda v: v >= 1.0, "a slowdown is at least 1 (dedicated)")
+_share = number_in(lambda v: 0.0 <= v <= 1.0, "a share must be in [0, 1]")
 
 
 def _strategies(text: str) -> tuple[Strategy, ...]:
@@ -93,6 +100,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=sweep.DEFAULT_MAX_SLOWDOWN,
         help="guaranteed jobs' slowdown p95 goal, run time over dedicated run time "
         f"(default {sweep.DEFAULT_MAX_SLOWDOWN})",
+    )
+    group.add_argument(
+        "--max-ls-cobusy",
+        type=_share,
+        default=sweep.DEFAULT_MAX_LS_COBUSY,
+        help="guaranteed LS pods' co-busy share goal: of their busy time, the share with a busy "
+        f"neighbour on their GPU (default {sweep.DEFAULT_MAX_LS_COBUSY}; 1 turns it off)",
     )
     group.add_argument(
         "--slo-pooled",
@@ -183,6 +197,8 @@ def _point(task: Task, run: dict[str, object]) -> sweep.RunPoint:
         worst_queue=_worst_queue(run),
         slowdown=_number(run, "guaranteed_slowdown_p95"),
         oom_kills=int(_number(run, "guaranteed_oom_kills")),
+        ls_cobusy=_number(run, "ls_cobusy_share"),
+        failed_jobs=int(_number(run, "guaranteed_failed_jobs")),
     )
 
 
@@ -203,7 +219,9 @@ def _summary(
 
     def judged(rule: Rule) -> tuple[PolicyVerdict, ...]:
         per_strategy: dict[str, tuple[CapacityResult, ...]] = {
-            name: sweep.capacity_results(mine, slo, args.max_slowdown, rule=rule)
+            name: sweep.capacity_results(
+                mine, slo, args.max_slowdown, rule=rule, max_ls_cobusy=args.max_ls_cobusy
+            )
             for name, mine in points.items()
         }
         return sweep.note_empty_pools(sweep.verdicts(per_strategy), _empty_pools(tasks, runs))
@@ -230,12 +248,13 @@ def _tasks(args: argparse.Namespace, jobs: Jobs, every_node: Nodes) -> tuple[lis
     `--capacities`."""
     tasks: list[Task] = []
     note = ""
+    measured = every_node.measured_memory  # no `--memory-peak-gib` value applies
     if args.capacity_sweep:
         points, note = _points(args, jobs, every_node)
-        tasks = sweep_grid.sweep_tasks(args, points)
+        tasks = sweep_grid.sweep_tasks(args, points, measured)
     if args.report is not None:
         gpus = int(sweep.nodes_at(every_node, args.capacity_scale).gpus.sum())
-        tasks += sweep_grid.report_tasks(args, gpus)
+        tasks += sweep_grid.report_tasks(args, gpus, measured)
     return tasks, note
 
 
@@ -244,11 +263,11 @@ def run(
     policy: Policy,
     jobs: Jobs,
     profiles: Profiles,
-    sharing: tuple[SimSettings, Mapping[float, FloatArray]],
+    sharing: tuple[SimSettings, Mapping[float | None, FloatArray]],
 ) -> int:
     """The sweep and/or the report (the flags passed `check_flags`); `sharing` is the
-    time-slicing settings and each `--memory-peak-gib` value's memory series
-    (`commands.simulate`)."""
+    time-slicing settings and each `--memory-peak-gib` value's memory series, or the series as
+    measured under None (`commands.memory_flags.read_memories`)."""
     try:
         every_node = read_nodes(args.nodes)
         tasks, note = _tasks(args, jobs, every_node)
@@ -263,9 +282,10 @@ def run(
         args.interval,
         args.idle_window,
         sharing=sharing[0],
-        memories=sharing[1],
+        memory=sharing[1].get(None),
+        memories={gib: m for gib, m in sharing[1].items() if gib is not None},
     )
-    first = sweep_grid.settings(args)[0]
+    first = sweep_grid.settings(args, every_node.measured_memory)[0]
     progress = replay_pool.Progress(sys.stderr, sweep_grid.distinct(tasks, first))
     workers = args.jobs or replay_pool.default_jobs()
     outcomes = sweep_grid.run_once(
@@ -283,6 +303,11 @@ def run(
         for setting, pairs in sweep_grid.by_setting(swept)
     ]
     out: dict[str, object] = sensitivity.as_json(sweeps) if sweeps else {}
+    if sweeps:
+        out["load"] = {
+            "profile_offsets": sharing[0].profile_offsets.value,
+            "utilization_mean": round(fleet_mean(profiles), 4),
+        }
     if args.report is not None:
         sweep_output.write_report(args, records, sweeps[0].summary if sweeps else None)
         out["report"] = str(args.report)

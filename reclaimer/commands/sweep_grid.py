@@ -1,13 +1,14 @@
 """A capacity sweep's settings: each memory reading and each pool draw, and the replays they need.
 
-A *setting* is one `--memory-peak-gib` value and one pool draw (`--pool-seeds`, else
-`--pool-seed`); the sweep replays every strategy at every capacity and seed once per setting and
-judges each setting on its own (`report.sensitivity`). Replays that cannot differ between
-settings run once: `none`, `allocation` and `threshold` replay every GPU whole, and neither the
-memory series (read only on time-sliced GPUs: OOM kills, the pool's readings, the reshape
-planner's peaks) nor the pool's draw reaches a replay without a pool, so their replay at a
-capacity and seed in the first setting stands for every setting (`replay_of`; a test holds
-`none` to it).
+A *setting* is one `--memory-peak-gib` value and one pool draw (`--pool-seeds`, else `--pool-seed`);
+on a node list that gives device memory no value applies (the bytes replay as measured,
+`sim_memory.peak_for`), so the settings are the pool draws alone, with no value; the sweep replays
+every strategy at every capacity and seed once per setting and judges each setting on its own
+(`report.sensitivity`). Replays that cannot differ between settings run once: `none`, `allocation`
+and `threshold` replay every GPU whole, and neither the memory series (read only on time-sliced
+GPUs: OOM kills, the pool's readings, the reshape planner's peaks) nor the pool's draw reaches a
+replay without a pool, so their replay at a capacity and seed in the first setting stands for every
+setting (`replay_of`; a test holds `none` to it).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from reclaimer.simulate.sweep import CapacityPoint
 
 @dataclass(frozen=True)
 class Setting:
-    memory_gib: float | None  # the `--memory-peak-gib` value (None: no `--memory`)
+    memory_gib: float | None  # the `--memory-peak-gib` value (None: no `--memory`, or memory
+    # replayed as measured)
     pool_seed: int
 
 
@@ -36,13 +38,16 @@ def settings_of(memory_gibs: Sequence[float] | None, pool_seeds: Sequence[int]) 
     return [Setting(m, p) for m in memories for p in pool_seeds]
 
 
-def settings(args: argparse.Namespace) -> list[Setting]:
-    """The flags' settings: `--memory-peak-gib` values (with `--memory`) x pool seeds."""
-    memory = args.memory_peak_gib if args.memory is not None else None
+def settings(args: argparse.Namespace, measured: bool = False) -> list[Setting]:
+    """The flags' settings: `--memory-peak-gib` values (with `--memory`, on nodes whose memory
+    is not `measured`) x pool seeds."""
+    memory = args.memory_peak_gib if args.memory is not None and not measured else None
     return settings_of(memory, args.pool_seeds or (args.pool_seed,))
 
 
-def sweep_tasks(args: argparse.Namespace, points: Sequence[CapacityPoint]) -> list[Task]:
+def sweep_tasks(
+    args: argparse.Namespace, points: Sequence[CapacityPoint], measured: bool = False
+) -> list[Task]:
     """Every strategy (`none` first) at every capacity and seed, in every setting."""
     chosen = memory_flags.default_strategies(args)
     names = (Strategy.NONE, *(s for s in chosen if s is not Strategy.NONE))
@@ -50,16 +55,16 @@ def sweep_tasks(args: argparse.Namespace, points: Sequence[CapacityPoint]) -> li
     # fewest GPUs first: those replays take longest, so the pool ends evenly
     return [
         in_setting(Task(s, p.gpus, p.scale, seed), setting)
-        for setting in settings(args)
+        for setting in settings(args, measured)
         for p in points
         for s in names
         for seed in seeds
     ]
 
 
-def report_tasks(args: argparse.Namespace, gpus: int) -> list[Task]:
+def report_tasks(args: argparse.Namespace, gpus: int, measured: bool = False) -> list[Task]:
     """The report's replays, with their timelines: every strategy, in the (only) setting."""
-    first = settings(args)[0]
+    first = settings(args, measured)[0]
     return [
         in_setting(Task(s, gpus, args.capacity_scale, args.seed, timeline=True), first)
         for s in memory_flags.default_strategies(args)

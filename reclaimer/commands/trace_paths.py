@@ -1,8 +1,8 @@
 """Default trace files for `simulate` and `forecast-eval`: the ones `traces fetch` stored.
 
-A flag left out (`--pods`, `--nodes`, `--utilization`) takes the file of that role under
-`--traces-dir` (default: where `traces fetch` writes). A file that is not there is a usage error
-that says how to get it.
+A flag left out (`--pods`, `--nodes`, `--utilization`, `--cold-start`) takes the file of that
+role under `--traces-dir` (default: where `traces fetch` writes). A file that is not there is a
+usage error that says how to get it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ FLAGS: dict[str, Role] = {
     "pods": Role.PODS,
     "nodes": Role.NODES,
     "utilization": Role.UTILIZATION,
+    "cold_start": Role.COLD_START,
 }
 
 
@@ -37,10 +38,11 @@ def fill_defaults(args: argparse.Namespace, flags: tuple[str, ...]) -> str | Non
         if getattr(args, flag) is not None:
             continue
         path = root / FLAGS[flag].value
+        option = "--" + flag.replace("_", "-")
         if not path.is_file():
             return (
-                f"no --{flag} given and no {FLAGS[flag].value} in {root}: run "
-                "`gpu-reclaimer traces fetch` (or pass --" + flag + " FILE)"
+                f"no {option} given and no {FLAGS[flag].value} in {root}: run "
+                f"`gpu-reclaimer traces fetch` (or pass {option} FILE)"
             )
         setattr(args, flag, path)
     return None

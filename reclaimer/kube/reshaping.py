@@ -9,7 +9,8 @@ node (annotations), never in memory:
    (`gpu-reclaim.io/reshape-key`, `reshape-key-written-at`); the node keeps its label;
 2. a later cycle, at least the policy's `timeSlicing.configProjectionDelay` after the key was
    written,
-   relabels the node to it (`last-reshape`, `reshape-from`/`-to`, `reshape-from-key`);
+   relabels the node to it (`last-reshape`, `reshape-from`/`-to`, `reshape-from-key`,
+   `reshape-reason`);
 3. a key is deleted only when it is the reclaimer's own, no node's label or pending reshape names
    it, and no node is still moving away from it: a node whose `nvidia.com/gpu.replicas` (set by
    GPU feature discovery from the config the plugin loaded) does not show its new replicas yet
@@ -59,8 +60,10 @@ def reshape_node(
     to_replicas: int,
     now: float,
     projection: float,
+    reason: str = "",
 ) -> tuple[Obj, str, str]:
-    """Move `node` one stage towards `to_replicas`: (node object, new key, what was done)."""
+    """Move `node` one stage towards `to_replicas`: (node object, new key, what was done);
+    the relabel records `reason` (the plan's) on the node, for the planner's raise hold."""
     node_obj = w.get_node(node)
     cm = w.get_configmap(ref)
     data: dict[str, str] = dict(cm.get("data") or {})
@@ -88,6 +91,7 @@ def reshape_node(
         r.RESHAPE_FROM: str(current),
         r.RESHAPE_TO: str(to_replicas),
         r.RESHAPE_FROM_KEY: base_key or "",
+        r.RESHAPE_REASON: reason or None,
         r.RESHAPE_KEY: None,
         r.RESHAPE_KEY_AT: None,
     }

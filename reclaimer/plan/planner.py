@@ -9,7 +9,9 @@ an incomplete snapshot, means no action of any kind this cycle); then the inputs
 canonical order and the cycle's GPU ledger is built (`capacity`), counting slots still being
 released as future free; pending jobs whose room is already in flight are served first from it
 (`inflight`); then preemption for starved queues (`victims`, `preempt`), resumes of jobs the
-reclaimer suspended (`resume`) on the slots left over, and time-slice reshapes (`reshape`).
+reclaimer suspended (`resume`) on the slots left over, and time-slice reshapes (`reshape`: the
+load rules, and below them the pods that do not fit, `harm`, and whole GPUs for pending
+multi-GPU jobs, `handback`).
 Contention relief (`contention`) comes first among the stops: a busy reclaimable job time-sliced
 with a busy guaranteed one is stopped, its stop counted in the budget of the preemptions after
 it. Each stage returns actions and the skips that explain every candidate it left alone; what an
@@ -38,7 +40,7 @@ from reclaimer.plan.inflight import hold_rooms, rooms_in_flight
 from reclaimer.plan.ledger import Ledger, standings
 from reclaimer.plan.limits import Budget
 from reclaimer.plan.preempt import plan_preemptions
-from reclaimer.plan.reshape import plan_reshapes
+from reclaimer.plan.reshape import Pressure, plan_reshapes
 from reclaimer.plan.resume import plan_resumes
 from reclaimer.plan.shares import deserved_shares
 from reclaimer.plan.victims import Victim, candidates
@@ -116,6 +118,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.resume is false"))
     if policy.actions.reshape:
         ts, cap = policy.time_slicing, policy.limits.max_reshapes_per_cycle
+        pressure = Pressure(snap.crashes, demands, policy.reclaim_after_seconds)
         acts, more = plan_reshapes(
             snap.nodes,
             snap.pods,
@@ -125,6 +128,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
             last_actions=snap.last_actions,
             usage=snap.pod_gpus,
             peaks=snap.memory_peaks,
+            pressure=pressure,
         )
         actions += acts
         skips += more
@@ -205,6 +209,7 @@ def canonical(snapshot: Snapshot) -> Snapshot:
         nodes=_sorted(snapshot.nodes, lambda n: n.name),
         pending=_sorted(snapshot.pending, lambda d: d.job),
         pod_gpus=tuple(sorted(snapshot.pod_gpus, key=repr)),
+        crashes=tuple(sorted(snapshot.crashes, key=repr)),
     )
 
 

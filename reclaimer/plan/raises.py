@@ -34,9 +34,17 @@ from reclaimer.units import format_duration
 GIB = 1024.0**3
 MIN_PEAK_PODS = 10
 """A new pod's memory is budgeted from the peaks of at least this many measured pods."""
-REFUSALS = frozenset({Reason.NO_MEMORY_HEADROOM, Reason.LOAD_FORECAST_HIGH, Reason.NO_LOAD_HISTORY})
-"""The reasons a gate refuses a raise with: the controller records each as a Normal Event on the
-node (once per node, reason and reshape per process), as it does for actions."""
+REFUSALS = frozenset(
+    {
+        Reason.NO_MEMORY_HEADROOM,
+        Reason.LOAD_FORECAST_HIGH,
+        Reason.NO_LOAD_HISTORY,
+        Reason.RAISE_HELD,
+    }
+)
+"""The reasons a raise is refused with (the gates', and the hold after pods did not fit,
+`plan.harm`): the controller records each as a Normal Event on the node (once per node, reason
+and reshape per process), as it does for actions."""
 
 
 def memory_gate(

@@ -17,6 +17,11 @@ budgeted from the pods' memory peaks over days, and the node's load outlook over
 `raiseHorizon`), which lower it or refuse it with their reason.
 A node changes at most once per node cool-down, and only when the count actually changes.
 
+Before any of that, evidence that the node's pods do not fit it (`harm`: crashes, or a GPU's
+pods at their peaks past its memory) lowers it, down to 1 replica (whole GPUs), and holds its
+raises for `harmRaiseHold`; and a multi-GPU job that waits for whole GPUs the pool holds gets a
+pool node lowered to 1 (`handback`). Only these go below 2.
+
 A reshape takes two cycles: the actuator first writes the new config key, and relabels the node
 only once the kubelet has had time to project the key into the device plugin's volume
 (`timeSlicing.configProjectionDelay`); until then the node is skipped `WaitingForConfigProjection`,
@@ -26,15 +31,35 @@ and the next plan for it (the same target, unless its load changed) relabels it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from reclaimer.decisions import Action, ActionKind, Evidence, Reason, Skip
 from reclaimer.devices import count
-from reclaimer.model import MemoryPeaks, Node, Pod, PodGpuUsage
+from reclaimer.model import (
+    ContainerCrash,
+    MemoryPeaks,
+    Node,
+    PendingDemand,
+    Pod,
+    PodGpuUsage,
+)
+from reclaimer.plan import harm
+from reclaimer.plan.handback import Handback, handbacks
 from reclaimer.plan.raises import load_gate, memory_gate
 from reclaimer.policy.settings import TimeSlicing
 from reclaimer.units import format_duration
 
 MIN_REPLICAS = 2
+
+
+@dataclass(frozen=True)
+class Pressure:
+    """What lowers nodes ahead of the load rules: the cycle's container crashes (`harm`) and its
+    pending demand (`handback`; `wait` is `reclaimAfter`)."""
+
+    crashes: Sequence[ContainerCrash] = ()
+    pending: Sequence[PendingDemand] = ()
+    wait: float = 0.0
 
 
 def plan_reshapes(
@@ -47,11 +72,20 @@ def plan_reshapes(
     last_actions: Mapping[str, float],
     usage: Sequence[PodGpuUsage] = (),
     peaks: MemoryPeaks | None = None,
+    pressure: Pressure | None = None,
 ) -> tuple[list[Action], list[Skip]]:
     """Reshape actions for nodes whose replicas should change, and skips for the rest; a raise
     passes the gates of `raises` first (`usage`: the per-pod device readings; `peaks`: the
-    pods' memory peaks over days)."""
+    pods' memory peaks over days; `pressure`: the crashes and the pending demand that may lower
+    a node to 1)."""
+    found = pressure or Pressure()
     classes = _classes_by_node(pods, ts.class_label)
+    crashed = harm.by_node(found.crashes)
+    idle = [n for n in nodes if _cooling(n, ts, now, last_actions.get(n.name)) is None]
+    handed = handbacks(idle, pods, found.pending, now=now, wait=found.wait)
+    rows: dict[str, list[PodGpuUsage]] = {}  # each node reads its own pods' rows only
+    for u in usage:
+        rows.setdefault(u.node, []).append(u)
     actions: list[Action] = []
     skips: list[Skip] = []
     for node in nodes:
@@ -67,8 +101,10 @@ def plan_reshapes(
             ts,
             now=now,
             last_action=last_actions.get(node.name),
-            usage=usage,
+            usage=rows.get(node.name, ()),
             peaks=peaks,
+            crashed=crashed.get(node.name, ()),
+            handback=handed.get(node.name),
         )
         if isinstance(verdict, Action) and len(actions) >= max_per_cycle:
             verdict = Skip(node.name, Reason.LIMIT_REACHED, f"maxReshapesPerCycle={max_per_cycle}")
@@ -124,6 +160,14 @@ def bounds(classes: Sequence[str], ts: TimeSlicing) -> tuple[int, float, str]:
     return ceiling, memory, why
 
 
+def _cooling(node: Node, ts: TimeSlicing, now: float, last_action: float | None) -> Skip | None:
+    times = [t for t in (node.last_reshape, last_action) if t is not None]
+    if times and now - max(times) < ts.node_cooldown_seconds:
+        ago = format_duration(max(now - max(times), 0.0))
+        return Skip(node.name, Reason.COOLING_DOWN, f"reshaped {ago} ago")
+    return None
+
+
 def _decide(
     node: Node,
     classes: Sequence[str],
@@ -133,37 +177,56 @@ def _decide(
     last_action: float | None,
     usage: Sequence[PodGpuUsage],
     peaks: MemoryPeaks | None,
+    crashed: Sequence[ContainerCrash] = (),
+    handback: Handback | None = None,
 ) -> Action | Skip:
-    times = [t for t in (node.last_reshape, last_action) if t is not None]
-    if times and now - max(times) < ts.node_cooldown_seconds:
-        ago = format_duration(max(now - max(times), 0.0))
-        return Skip(node.name, Reason.COOLING_DOWN, f"reshaped {ago} ago")
+    cooling = _cooling(node, ts, now, last_action)
+    if cooling is not None:
+        return cooling
     written = node.reshape_key_at
     if written is not None and now - written < ts.projection_delay_seconds:
         left = format_duration(round(max(0.0, ts.projection_delay_seconds - (now - written))))
         why = f"new config key written; the node is relabelled once it is projected ({left} left)"
         return Skip(node.name, Reason.CONFIG_PROJECTING, why)
+    lower = harm.lowering(node, crashed, usage, peaks, ts, now=now)
+    if lower is not None:
+        return _action(node, lower[0], lower[1], Evidence(detail=lower[2]))
+    if handback is not None:
+        ev = Evidence(for_pending=handback.job, for_queue=handback.queue, detail=handback.detail)
+        return _action(node, 1, Reason.WHOLE_GPUS_FOR_PENDING, ev)
     if not node.gpu_stats:
         return Skip(node.name, Reason.NO_METRICS, "no per-GPU stats for this node")
+    return _by_load(node, classes, ts, now=now, usage=usage, peaks=peaks, crashed=crashed)
+
+
+def _action(node: Node, target: int, reason: Reason, evidence: Evidence) -> Action:
+    return Action(
+        kind=ActionKind.RESHAPE,
+        target=node.name,
+        reason=reason,
+        evidence=evidence,
+        from_replicas=node.replicas,
+        to_replicas=target,
+    )
+
+
+def _by_load(
+    node: Node,
+    classes: Sequence[str],
+    ts: TimeSlicing,
+    *,
+    now: float,
+    usage: Sequence[PodGpuUsage],
+    peaks: MemoryPeaks | None,
+    crashed: Sequence[ContainerCrash],
+) -> Action | Skip:
+    """The load rules (module doc), each raise through the hold and the gates."""
     ceiling, mem_limit, why = bounds(classes, ts)
     util = sum(s.utilization for s in node.gpu_stats) / len(node.gpu_stats)
     mem = max(s.memory_used_ratio for s in node.gpu_stats)
     r = node.replicas
     load = f"util {util:.0%}, memory {mem:.0%} (limit {mem_limit:.0%}), ceiling {ceiling} ({why})"
-    target, reason = r, Reason.NO_CHANGE
-    if r > ceiling:
-        target, reason = ceiling, Reason.CLASS_LIMIT
-    elif mem >= mem_limit:
-        fits = [t for t in range(MIN_REPLICAS, r) if mem * t / r < mem_limit]
-        target, reason = max(fits, default=MIN_REPLICAS), Reason.NODE_MEMORY_PRESSURE
-    elif util >= ts.saturated_above:
-        target, reason = max(MIN_REPLICAS, r - 1), Reason.NODE_SATURATED
-    elif util <= ts.underused_below:
-        aim = (ts.underused_below + ts.saturated_above) / 2
-        ok = [
-            t for t in range(r + 1, ceiling + 1) if util * t / r <= aim and mem * t / r < mem_limit
-        ]
-        target, reason = max(ok, default=r), Reason.NODE_UNDERUSED
+    target, reason = _load_target(node, util, mem, (ceiling, mem_limit), ts)
     if target > r and len(node.gpu_stats) < node.gpus:  # an unreadable GPU is not underused
         seen = len(node.gpu_stats)
         why = (
@@ -171,6 +234,9 @@ def _decide(
         )
         return Skip(node.name, Reason.NO_METRICS, why)
     if target > r:
+        held = harm.raise_hold(node, crashed, ts, now=now)
+        if held is not None:
+            return Skip(node.name, Reason.RAISE_HELD, f"would raise {r} -> {target}: {held}")
         gated = _gate(node, target, util, usage, peaks, ts=ts, now=now)
         if isinstance(gated, Skip):
             return gated
@@ -179,13 +245,27 @@ def _decide(
     if target == r:
         held = "" if reason is Reason.NO_CHANGE else f" ({reason.value}, but already at the bound)"
         return Skip(node.name, Reason.NO_CHANGE, f"{r} replicas{held}; {load}")
-    return Action(
-        kind=ActionKind.RESHAPE,
-        target=node.name,
-        reason=reason,
-        evidence=Evidence(
-            detail=f"{r} -> {target} replicas; {load}; {count(len(node.gpu_stats), 'GPUs')}"
-        ),
-        from_replicas=r,
-        to_replicas=target,
-    )
+    detail = f"{r} -> {target} replicas; {load}; {count(len(node.gpu_stats), 'GPUs')}"
+    return _action(node, target, reason, Evidence(detail=detail))
+
+
+def _load_target(
+    node: Node, util: float, mem: float, limits: tuple[int, float], ts: TimeSlicing
+) -> tuple[int, Reason]:
+    """The count the load rules want, and why (`NoChangeNeeded` when they want none)."""
+    ceiling, mem_limit = limits
+    r = node.replicas
+    if r > ceiling:
+        return ceiling, Reason.CLASS_LIMIT
+    if mem >= mem_limit:
+        fits = [t for t in range(MIN_REPLICAS, r) if mem * t / r < mem_limit]
+        return max(fits, default=MIN_REPLICAS), Reason.NODE_MEMORY_PRESSURE
+    if util >= ts.saturated_above:
+        return max(MIN_REPLICAS, r - 1), Reason.NODE_SATURATED
+    if util <= ts.underused_below:
+        aim = (ts.underused_below + ts.saturated_above) / 2
+        ok = [
+            t for t in range(r + 1, ceiling + 1) if util * t / r <= aim and mem * t / r < mem_limit
+        ]
+        return max(ok, default=r), Reason.NODE_UNDERUSED
+    return r, Reason.NO_CHANGE

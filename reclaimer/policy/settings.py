@@ -100,6 +100,15 @@ class TimeSlicing:
     # A raise needs the node's load forecast to stay low this long: the new pods' run time.
     raise_horizon_seconds: float = setting(8 * 3600.0, as_positive_duration, "raiseHorizon")
     workloads: tuple[WorkloadClass, ...] = setting((), None, "workloads", items=WorkloadClass)
+    # After containers crashed on a node, or it was lowered because its pods did not fit, no
+    # raise for this long: a crashed pod's peak stops where its allocation failed, so the week's
+    # peaks the raise gate budgets by understate it until they no longer hold it (7 days).
+    harm_raise_hold_seconds: float = setting(7 * 86400.0, as_duration, "harmRaiseHold")
+    # A node is lowered when the pods on one of its GPUs, each at its week's peak, add up to more
+    # than this share of the GPU's memory: at 1 (all of it) they cannot all fit at once. A raise
+    # keeps `memoryHeadroom` free for pods not yet seen; lowering needs evidence that they do not
+    # fit, so a node the raise gate merely refuses is not lowered.
+    pods_do_not_fit_above: float = setting(1.0, as_positive_ratio, "podsDoNotFitAbove")
 
     def workload(self, name: str) -> WorkloadClass | None:
         return next((w for w in self.workloads if w.name == name), None)

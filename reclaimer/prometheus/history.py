@@ -182,6 +182,17 @@ def node_stats_queries(window: float) -> dict[str, str]:
 def pod_frame(results: Iterable[QueryResult]) -> pd.DataFrame:
     """Matrix results (one series per namespace/pod) -> long frame; unreadable points are NaN.
 
+    Values are ratios, clipped to 0..1; a negative value (`fold.UNREADABLE`) reads NaN.
+    """
+    frame = series_frame(results)
+    values = frame["value"].to_numpy(dtype=np.float64)
+    frame["value"] = np.where(values < 0, np.nan, np.clip(values, 0.0, 1.0))
+    return frame
+
+
+def series_frame(results: Iterable[QueryResult]) -> pd.DataFrame:
+    """Matrix results (one series per namespace/pod) -> long frame of the values as answered.
+
     Built column-wise with numpy: a fleet read is millions of points. Series without a `pod`
     label are ignored; chunks never overlap, and `by (namespace, pod)` makes series unique.
     """
@@ -201,13 +212,12 @@ def pod_frame(results: Iterable[QueryResult]) -> pd.DataFrame:
             {c: pd.Series(dtype=str if c in ("namespace", "pod") else float) for c in POD_COLUMNS}
         )
     points = np.concatenate(arrays)
-    values = points[:, 1]
     return pd.DataFrame(
         {
             "namespace": np.repeat(np.array(namespaces, dtype=object), counts),
             "pod": np.repeat(np.array(names, dtype=object), counts),
             "timestamp": points[:, 0],
-            "value": np.where(values < 0, np.nan, np.clip(values, 0.0, 1.0)),
+            "value": points[:, 1],
         }
     )
 

@@ -5,12 +5,28 @@ queries here, over the whole window, add what the utilization alone does not say
 each pod held and on which node (distinct GPU UUIDs per pod), how many GPUs each node showed,
 and each pod's Volcano queue where kube-state-metrics fed the `RECORDED_POD_QUEUE` rule; the
 arrivals and the pending GPU demand come from kube-state-metrics (`prometheus.arrivals`).
+
+Memory. `pod_memory_query` gives each pod's GPU memory on the utilization's grid: the exporter
+writes one `gpu_pod_memory_used_bytes` series per (pod, container, device), so the containers
+on a device are summed, each step keeps its most (`max_over_time`: an allocation fails at the
+peak, not at the mean), and a pod on several devices reads its fullest one (the replay checks a
+job's memory against one device). dcgm-exporter has no per-pod memory (its pod-labelled
+`DCGM_FI_DEV_FB_USED` is the device's value copied to each pod), so that source has none.
+`device_memory_query` gives each node's device memory from the device series: `FB_USED +
+FB_FREE` (MiB) of one scrape (both `last_over_time` of the same label set, matched one to one,
+so dcgm-exporter's per-pod copies pair with their own), de-duplicated per device (per MIG
+instance, then summed per GPU, as the framebuffer lies on the instances: `gpu_contract.dcgm`),
+and the node's smallest device. Under NVML's v2 memory struct (the exporter serves
+`DCGM_FI_DEV_FB_RESERVED` then) `used + free` leaves the driver's reservation out: the memory
+processes can hold. Under v1 `used` includes it, so the sum is the whole board, a few hundred
+MiB more than processes can hold.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -38,6 +54,9 @@ class WindowRead:
     recorded: bool  # the recording rules were read
     requests: int
     problems: tuple[str, ...]
+    # namespace, pod, timestamp, value (bytes); None when the source has no per-pod memory
+    memory: pd.DataFrame | None = None
+    device_memory_mib: Mapping[str, float] = field(default_factory=dict)  # Hostname -> MiB
 
 
 def placement_query(source: MetricsSource, window: float) -> str:
@@ -51,6 +70,33 @@ def node_gpus_query(window: float) -> str:
     """Per Hostname: distinct GPUs that reported a utilization at any time in the window."""
     per_gpu = f"count by (Hostname, UUID) (max_over_time({gc.DCGM_GPU_UTIL}[{int(window)}s]))"
     return f"count by (Hostname) ({per_gpu})"
+
+
+def pod_memory_query(step: float) -> str:
+    """Per (namespace, pod): bytes on its fullest device, the most of each step (module doc)."""
+    per_device = (
+        "sum by (namespace, pod, Hostname, UUID, GPU_I_ID) "
+        f"(max_over_time({gc.POD_MEMORY}[{int(step)}s]))"
+    )
+    return f"max by (namespace, pod) ({per_device})"
+
+
+def device_memory_query(window: float) -> str:
+    """Per Hostname: MiB of its smallest device, `FB_USED + FB_FREE` (module doc)."""
+    rng = f"[{int(window)}s]"
+    both = f"last_over_time({gc.DCGM_FB_USED}{rng}) + last_over_time({gc.DCGM_FB_FREE}{rng})"
+    per_device = f"sum by (Hostname, UUID) (max by (Hostname, UUID, GPU_I_ID) ({both}))"
+    return f"min by (Hostname) ({per_device})"
+
+
+def device_memory(result: QueryResult) -> dict[str, float]:
+    """Hostname -> MiB, from `device_memory_query`'s answer (NaN and non-positive left out)."""
+    out: dict[str, float] = {}
+    for s in result.series:
+        host = s.labels.get("Hostname", "")
+        if host and s.points and not math.isnan(s.points[-1][1]) and s.points[-1][1] > 0:
+            out[host] = s.points[-1][1]
+    return out
 
 
 def queue_query(window: float) -> str:

@@ -5,10 +5,12 @@ with the same per-pod query (`history.pod_utilization_query`: the exporter's ser
 recording rules when they cover the window, or dcgm-exporter's), cut on the same step grid
 (`history.time_chunks`, `CHUNK_POINTS` points a request). Chunks are fetched one after another
 and each is turned into a per-pod frame (`history.pod_frame`) as it arrives, so only one chunk's
-answer is held at a time. Requests: the recording-rule probe (gpu-reclaim source only), three
-instant queries over the whole window (`prometheus.window`: placements, node GPUs, queues), the
-arrivals' four (`prometheus.arrivals`: one when kube-state-metrics is not there), one
-`query_range` per chunk. Any failure raises `WindowUnavailable`; warnings go to `problems`.
+answer is held at a time. Requests: the recording-rule probe (gpu-reclaim source only), four
+instant queries over the whole window (`prometheus.window`: placements, node GPUs, queues, device
+memory), the arrivals' four (`prometheus.arrivals`: one when kube-state-metrics is not there),
+one `query_range` per chunk, and for the gpu-reclaim source one more per chunk for the pods'
+memory, on the same grid (`window.pod_memory_query`). Any failure raises `WindowUnavailable`;
+warnings go to `problems`.
 """
 
 from __future__ import annotations
@@ -25,18 +27,29 @@ from reclaimer.prometheus.history import (
     align,
     pod_frame,
     pod_utilization_query,
+    series_frame,
     time_chunks,
 )
 from reclaimer.prometheus.reads import MetricsUnavailable, probe_recorded
+from reclaimer.prometheus.series import QueryResult
 from reclaimer.prometheus.window import (
     WindowRead,
+    device_memory,
+    device_memory_query,
     node_gpus_query,
     placement_query,
     placements,
+    pod_memory_query,
     queue_query,
 )
 
 CHUNK_POINTS = 1440  # points per series per request: a day at one a minute
+NO_POD_MEMORY = (
+    "dcgm-exporter has no per-pod GPU memory (its pod-labelled DCGM_FI_DEV_FB_USED is the "
+    "device's value, copied to each pod): no memory.csv, so a replay of this export OOM-kills "
+    "nothing"
+)
+FrameOf = Callable[[list[QueryResult]], pd.DataFrame]
 
 
 class WindowUnavailable(Exception):
@@ -59,22 +72,23 @@ async def read_window(
     params = HistoryParams(window=window, step=step, max_points=CHUNK_POINTS)
     try:
         recorded = source is MetricsSource.GPU_RECLAIM and await probe_recorded(client, end, params)
-        placed, nodes, queues = [
-            await client.query(q, at=end)
-            for q in (placement_query(source, window), node_gpus_query(window), queue_query(window))
+        placed, nodes, queues, devices = [
+            await client.query(q, at=end) for q in _instant_queries(source, window)
         ]
         came, ksm_warnings = await _arrivals(client, start, end, step)
-        query = pod_utilization_query(source, recorded, step)
         chunks = time_chunks(align(start, step), align(end, step), step, params.max_points)
-        frames, problems = await _chunks(client, query, chunks, step, on_chunk)
+        reads = _range_reads(source, recorded, step)
+        frames, problems = await _chunks(client, reads, chunks, step, on_chunk)
     except (PromError, MetricsUnavailable) as err:
         raise WindowUnavailable(str(err)) from err
-    warned = [*placed.warnings, *nodes.warnings, *queues.warnings, *ksm_warnings]
+    warned = [*placed.warnings, *nodes.warnings, *queues.warnings, *devices.warnings, *ksm_warnings]
     problems += [f"prometheus warning: {w}" for w in warned]
     if not came.found:
         problems.append(arrived.NO_KUBE_STATE)
+    if source is MetricsSource.DCGM:
+        problems.append(NO_POD_MEMORY)
     return WindowRead(
-        pods=pd.concat(frames, ignore_index=True),
+        pods=pd.concat(frames[0], ignore_index=True),
         placements=placements(placed),
         node_gpus={s.labels.get("Hostname", ""): int(s.points[-1][1]) for s in nodes.series},
         queues={
@@ -86,7 +100,27 @@ async def read_window(
         recorded=recorded,
         requests=client.requests - before,
         problems=tuple(problems),
+        memory=pd.concat(frames[1], ignore_index=True) if len(frames) > 1 else None,
+        device_memory_mib=device_memory(devices),
     )
+
+
+def _instant_queries(source: MetricsSource, window: float) -> tuple[str, ...]:
+    """Placements, node GPUs, queues and device memory, over the whole window."""
+    return (
+        placement_query(source, window),
+        node_gpus_query(window),
+        queue_query(window),
+        device_memory_query(window),
+    )
+
+
+def _range_reads(source: MetricsSource, recorded: bool, step: float) -> list[tuple[str, FrameOf]]:
+    """The chunked reads and how each answer becomes a frame: utilization, then memory."""
+    reads: list[tuple[str, FrameOf]] = [(pod_utilization_query(source, recorded, step), pod_frame)]
+    if source is MetricsSource.GPU_RECLAIM:
+        reads.append((pod_memory_query(step), series_frame))
+    return reads
 
 
 async def _arrivals(
@@ -107,16 +141,22 @@ async def _arrivals(
 
 async def _chunks(
     client: PromClient,
-    query: str,
+    reads: list[tuple[str, FrameOf]],
     chunks: list[tuple[float, float]],
     step: float,
     on_chunk: Callable[[int, int], None] | None,
-) -> tuple[list[pd.DataFrame], list[str]]:
-    frames, problems = [], []
-    for done, (s, e) in enumerate(chunks, start=1):
-        answer = await client.query_range(query, s, e, step)
-        frames.append(pod_frame([answer]))
-        problems += [f"prometheus warning on {s:.0f}-{e:.0f}: {w}" for w in answer.warnings]
-        if on_chunk is not None:
-            on_chunk(done, len(chunks))
+) -> tuple[list[list[pd.DataFrame]], list[str]]:
+    """Each query of `reads` over every chunk, each answer turned into a frame by its own
+    function as it arrives; the frames per query, and the answers' warnings."""
+    frames: list[list[pd.DataFrame]] = [[] for _ in reads]
+    problems: list[str] = []
+    total, done = len(reads) * len(chunks), 0
+    for s, e in chunks:
+        for i, (query, frame_of) in enumerate(reads):
+            answer = await client.query_range(query, s, e, step)
+            frames[i].append(frame_of([answer]))
+            problems += [f"prometheus warning on {s:.0f}-{e:.0f}: {w}" for w in answer.warnings]
+            done += 1
+            if on_chunk is not None:
+                on_chunk(done, total)
     return frames, problems

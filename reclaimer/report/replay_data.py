@@ -45,17 +45,20 @@ class RunRecord:
 @dataclass(frozen=True)
 class CapacityResult:
     """One strategy at one capacity: the pooled guaranteed wait p95 on each seed, and what
-    time-slicing cost the guaranteed jobs there (slowdown p95, OOM kills) on each seed."""
+    time-slicing cost the guaranteed jobs there (slowdown p95, OOM kills, the LS pods' co-busy
+    share, failed jobs) on each seed."""
 
     gpus: int
     capacity_scale: float
     p95_by_seed: Mapping[int, float]
-    meets_slo: bool  # on every seed: wait, slowdown and OOM kills
+    meets_slo: bool  # on every seed: wait, slowdown, OOM kills, LS co-busy share, failed jobs
     slowdown_by_seed: Mapping[int, float] = field(default_factory=dict)
     oom_by_seed: Mapping[int, int] = field(default_factory=dict)
     # the guaranteed queue of highest own wait p95, and whether every one keeps the SLO
     worst_queue_by_seed: Mapping[int, tuple[str, float]] = field(default_factory=dict)
     queues_meet_slo: bool = True
+    ls_cobusy_by_seed: Mapping[int, float] = field(default_factory=dict)  # ls_cobusy_share
+    failed_by_seed: Mapping[int, int] = field(default_factory=dict)  # guaranteed failed jobs
 
     @property
     def worst_p95(self) -> float:
@@ -80,11 +83,13 @@ class CapacityResult:
                 str(s): v for s, v in sorted(self.slowdown_by_seed.items())
             },
             "guaranteed_oom_kills": {str(s): v for s, v in sorted(self.oom_by_seed.items())},
+            "guaranteed_failed_jobs": {str(s): v for s, v in sorted(self.failed_by_seed.items())},
             "worst_guaranteed_queue": {
                 str(s): {"queue": q, "wait_p95_s": v}
                 for s, (q, v) in sorted(self.worst_queue_by_seed.items())
             },
             "meets_slo": self.meets_slo,
+            "ls_cobusy_share": {str(s): v for s, v in sorted(self.ls_cobusy_by_seed.items())},
         }
 
 

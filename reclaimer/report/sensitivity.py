@@ -12,9 +12,10 @@ on its own (`SettingSweep`: its `SweepSummary` and its runs). Across them:
   sorts last, a median that falls on it is null, and so is the top of the range. With an even
   number of draws the median is the higher middle one (the more GPUs, `statistics.median_high`).
 
-`as_json` keeps one setting's JSON as `sweep_text.as_json` gives it, plus `memory_sensitivity`
-and `break_even_gib` when memory was replayed; several settings' `policies` and `runs` move into
-`settings`, one entry per setting. Pure.
+`as_json` keeps one setting's JSON as `sweep_text.as_json` gives it, plus `memory_sensitivity` and
+`break_even_gib` when memory was replayed at `--memory-peak-gib` values (not when it was replayed as
+measured, with no value: the runs' `memory_replay` says which); several settings' `policies` and
+`runs` move into `settings`, one entry per setting. Pure.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from reclaimer.report.replay_data import SweepSummary
 
 @dataclass(frozen=True)
 class SettingSweep:
-    memory_gib: float | None  # the `--memory-peak-gib` value (None: no memory replayed)
+    memory_gib: float | None  # the `--memory-peak-gib` value (None: no memory replayed, or
+    # replayed as measured: no value applies)
     pool_seed: int
     summary: SweepSummary
     runs: list[dict[str, object]]
@@ -155,8 +157,8 @@ def lines(sweeps: Sequence[SettingSweep]) -> list[str]:
 
 
 def _setting(gib: float | None, pool_seed: int) -> str:
-    memory = "no memory replayed" if gib is None else f"memory peak {gib:g} GiB"
-    return f"{memory}, pool seed {pool_seed}"
+    memory = "" if gib is None else f"memory peak {gib:g} GiB, "
+    return f"{memory}pool seed {pool_seed}"
 
 
 def _memory_lines(sweeps: Sequence[SettingSweep]) -> list[str]:

@@ -314,6 +314,7 @@ class Actuator:
             to_replicas=action.to_replicas,
             now=now,
             projection=self.policy.time_slicing.projection_delay_seconds,
+            reason=str(action.reason),
         )
         pointed = {action.target: key} if self.dry_run else {}
         try:

@@ -7,8 +7,11 @@ request when the cluster still has the pod, else the distinct GPUs Prometheus sa
 at its creation (`kube_pod_created`, `prometheus.arrivals`) when that lies in the window before
 its first sample, else when it started running (a pod already running when the window opens
 arrives at its start). On a time-sliced node a one-GPU pod holds one replica's share
-(`gpu_milli` = 1000 / replicas). Its utilization rows (percent, under its name, readable
-samples only) make the replay give it its own profile (`simulate.usage`).
+(`gpu_milli` = 1000 / replicas, the replicas `simulate.export_nodes` finds). Its utilization
+rows (percent, under its name, readable samples only) make the replay give it its own profile
+(`simulate.usage`); its memory rows (bytes, `memory.csv` in GenTD26's
+`pod_gpu_memory_used_bytes` format, at the utilization's timestamps: the two are read on one
+grid) make it replay its own memory, as measured (`simulate.memory`).
 
 A pod that asked for GPUs and was Pending in the window but has no GPU history (it never ran,
 or still waits) is a trace pod too, `ran` false: it arrives at its creation (or its first step
@@ -29,19 +32,22 @@ has. Gangs are not modelled: each pod is replayed as its own job, as `simulate` 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+import gpu_contract as gc
 from reclaimer.model import ClusterView, Pod
 from reclaimer.prometheus.arrivals import Arrivals, PodKey
 from reclaimer.prometheus.window import Placement, WindowRead
+from reclaimer.simulate.export_nodes import export_nodes
 from reclaimer.simulate.trace import MILLI
 
 UNKNOWN_QUEUE = "unknown"
 PODS_FILE, NODES_FILE, UTILIZATION_FILE = "pods.csv", "nodes.csv", "utilization.csv"
+MEMORY_FILE = "memory.csv"
 EXPORT_POD_COLUMNS = (
     "name",
     "num_gpu",
@@ -63,6 +69,9 @@ class Export:
     queue_sources: dict[str, int]  # pods whose queue came from: cluster, prometheus, unknown
     arrivals_from_created: int  # pods that ran, arriving at their creation before their start
     never_ran: int  # pods added from their pending GPU demand alone
+    memory: pd.DataFrame | None = None  # timestamp_anon, value (bytes), container_ip; or none
+    timesliced: dict[str, int] = field(default_factory=dict)  # node -> replicas found
+    problems: tuple[str, ...] = ()  # what the export could not square (nodes, memory)
 
 
 @dataclass(frozen=True)
@@ -80,16 +89,22 @@ class _Span:
 
 def build_export(read: WindowRead, view: ClusterView, step: float) -> Export:
     """The trace of the window `read` covers, joined with what the cluster `view` says."""
-    ran = _ran(read, view, step)
+    nodes = export_nodes(view.nodes, read.node_gpus, read.device_memory_mib)
+    ran = _ran(read, view, step, nodes.replicas())
     waited = _never_ran(read.arrivals, {s.ident for s in ran}, step)
     pods, sources = _rows([*ran, *waited], read, view)
+    utilization = _utilization(read.pods)
+    memory, missing = _memory(read.memory, utilization)
     return Export(
         pods=_with_runtimes(pods),
-        nodes=_nodes(view, read),
-        utilization=_utilization(read.pods),
+        nodes=nodes.frame(),
+        utilization=utilization,
         queue_sources=dict(sorted(sources.items())),
         arrivals_from_created=sum(s.arrived < s.started for s in ran),
         never_ran=len(waited),
+        memory=memory,
+        timesliced=nodes.timesliced(),
+        problems=(*nodes.problems, *missing),
     )
 
 
@@ -98,11 +113,10 @@ def arrival(created: float | None, start: float, started: float) -> float:
     return created if created is not None and start <= created <= started else started
 
 
-def _ran(read: WindowRead, view: ClusterView, step: float) -> list[_Span]:
+def _ran(read: WindowRead, view: ClusterView, step: float, replicas: dict[str, int]) -> list[_Span]:
     """Pods with GPU history: from their first sample to one step after their last."""
     spans = read.pods.groupby(["namespace", "pod"], sort=True)["timestamp"].agg(["min", "max"])
     cluster_pods = {p.key: p for p in view.pods}
-    replicas = {n.name: n.replicas for n in view.nodes}
     came, out = read.arrivals, []
     for (namespace, name), first, last in zip(spans.index, spans["min"], spans["max"], strict=True):
         ident = (str(namespace), str(name))
@@ -181,14 +195,6 @@ def _gpus(pod: Pod | None, placed: Placement | None) -> tuple[int, str]:
     return max(1, gpus), node
 
 
-def _nodes(view: ClusterView, read: WindowRead) -> pd.DataFrame:
-    gpus = {n.name: n.gpus for n in view.nodes if n.gpus > 0}
-    for host, count in sorted(read.node_gpus.items()):
-        if host and host not in gpus and count > 0:
-            gpus[host] = count
-    return pd.DataFrame({"sn": list(gpus), "gpu": list(gpus.values())}, columns=["sn", "gpu"])
-
-
 def _utilization(pods: pd.DataFrame) -> pd.DataFrame:
     readable = pods[pods["value"].notna()]
     # one name string per pod, referenced by each of its rows (not one string per sample)
@@ -204,8 +210,38 @@ def _utilization(pods: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _memory(
+    memory: pd.DataFrame | None, utilization: pd.DataFrame
+) -> tuple[pd.DataFrame | None, tuple[str, ...]]:
+    """The pods' memory rows at their utilization's timestamps (a step with no readable
+    utilization has no profile sample to go with); and a problem naming the pods with none."""
+    if memory is None:
+        return None, ()
+    readable = memory[memory["value"].notna()]
+    if readable.empty:
+        return None, (f"no {gc.POD_MEMORY} samples in the window: no {MEMORY_FILE}",)
+    rows = pd.DataFrame(
+        {
+            "timestamp_anon": readable["timestamp"].to_numpy(dtype=np.float64),
+            "value": readable["value"].to_numpy(dtype=np.float64).round().astype(np.int64),
+            "container_ip": (readable["namespace"] + "/" + readable["pod"]).to_numpy(dtype=object),
+        }
+    )
+    keys = ["container_ip", "timestamp_anon"]
+    rows = rows.merge(utilization[keys], on=keys, how="inner")
+    absent = sorted(set(utilization["container_ip"]) - set(rows["container_ip"]))
+    if not absent:
+        return rows, ()
+    return rows, (
+        f"{len(absent)} pod(s) with utilization but no GPU memory sample, e.g. {absent[0]}: "
+        f"`simulate --memory` refuses {MEMORY_FILE}, which must name every pod of "
+        f"{UTILIZATION_FILE} (nothing is made up for them)",
+    )
+
+
 def write_export(export: Export, out: Path) -> dict[str, Path]:
-    """Write the three files into `out` (created if missing); raises OSError."""
+    """Write the files into `out` (created if missing): pods, nodes, utilization, and memory
+    when the source has it; raises OSError."""
     out.mkdir(parents=True, exist_ok=True)
     paths = {
         "pods": out / PODS_FILE,
@@ -215,4 +251,7 @@ def write_export(export: Export, out: Path) -> dict[str, Path]:
     export.pods.to_csv(paths["pods"], index=False)
     export.nodes.to_csv(paths["nodes"], index=False)
     export.utilization.to_csv(paths["utilization"], index=False)
+    if export.memory is not None:
+        paths["memory"] = out / MEMORY_FILE
+        export.memory.to_csv(paths["memory"], index=False)
     return paths

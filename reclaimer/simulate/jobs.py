@@ -18,8 +18,13 @@ What happens to a victim then depends on who preempted it:
 A job on a time-sliced GPU progresses at the rate its share of the GPU's time allows
 (`sim_sharing`; the rates are set by `sim_timeslice`): its progress falls behind its run time by
 its `lag`, and its completion is rescheduled whenever its rate changes. A job OOM-killed there
-loses its work since its last checkpoint, as a preempted one does, and is re-queued at once (its
-owner recreates the pod). A finished job's slowdown is its time running, over all its runs, over
+loses its work since its last checkpoint, as a preempted one does, but keeps its pod, node and
+replica: the kubelet restarts its container there, or the Job controller fails the job
+(`sim_crashes`, `sim_restarts`). A run makes no progress until it is warm (`warm`): a restarted
+container, or a job starting again after a preemption, first loads its model (its cold start),
+holding its GPU, reading idle and putting no load or memory on a shared GPU (a model load copies
+weights to the device; NVML's utilization counts only time with a kernel running). A finished
+job's slowdown is its time running (cold starts and back-offs included), over all its runs, over
 its trace run time; a job cut at the end of the replay, its time running over its progress.
 
 Every time a job waits, queued or suspended, counts as its wait. Optional `Event`s report each
@@ -29,18 +34,21 @@ change of state (for tracing a replay job by job, and for tests).
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from reclaimer.model import Job, PendingDemand, Pod, Queue
 from reclaimer.policy.settings import Policy
+from reclaimer.simulate.cobusy import LATENCY_SENSITIVE, CobusyLog
 from reclaimer.simulate.loadlog import LoadLog
 from reclaimer.simulate.peaklog import PeakLog
+from reclaimer.simulate.restarts import CrashLoop
 from reclaimer.simulate.results import SharingTally, Tally
 from reclaimer.simulate.scheduler import Cluster, Placement, Queues
 from reclaimer.simulate.settings import SimSettings, default_shares
-from reclaimer.simulate.sharing import device_gib
+from reclaimer.simulate.sharing import node_gib
 from reclaimer.simulate.strategies import (
     SLOTS_PER_GPU,
     ReplayPlanner,
@@ -51,13 +59,8 @@ from reclaimer.simulate.strategies import (
 from reclaimer.simulate.trace import IntArray, Jobs, Nodes
 from reclaimer.simulate.usage import Usage
 
-COMPLETE, ARRIVE, TICK, SHARE = 0, 1, 2, 3
+COMPLETE, ARRIVE, TICK, SHARE, RESTART, WARM = 0, 1, 2, 3, 4, 5
 MIN_SLOWDOWN_PROGRESS = 60.0  # a job cut with less progress than this has no slowdown measured
-RESTART = 1  # the epoch field of an ARRIVE event that brings an OOM-killed job back
-# The kubelet's container restart back-off, first and most: "an exponential back-off delay (10s,
-# 20s, 40s, ...), that is capped at five minutes" (Kubernetes docs, Pod Lifecycle, Container
-# restart policy; kubelet's MaxContainerBackOff = 300 s in pkg/kubelet/kubelet.go).
-RESTART_BACKOFF = (10.0, 300.0)
 DEFAULT_POLICY = Policy()  # the replay's idle definition without a planner
 
 
@@ -67,7 +70,9 @@ class EventKind(StrEnum):
     PREEMPTED = "preempted"
     RESUMED = "resumed"  # a suspended victim goes back to its queue
     FINISHED = "finished"
-    OOM_KILLED = "oom_killed"  # out of GPU memory on a time-sliced GPU; re-queued at once
+    OOM_KILLED = "oom_killed"  # out of GPU memory on a time-sliced GPU; its pod stays bound
+    RESTARTED = "restarted"  # the kubelet restarted an OOM-killed container in its pod
+    FAILED = "failed"  # its pod's restarts reached the Job's backoffLimit: it left, work lost
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,8 @@ class Event:
     lost_seconds: float = 0.0  # PREEMPTED: the work it must do again
     suspended: bool = False  # PREEMPTED: held by the reclaimer (else re-queued at once)
     wrongful: bool = False  # PREEMPTED: busy again within the horizon (`sim_results`)
+    placement: Placement | None = None  # STARTED, RESTARTED: where its pod runs
+    cold_start: float = 0.0  # STARTED, RESTARTED: seconds it loads before making progress
 
 
 @dataclass
@@ -93,6 +100,7 @@ class Run:
     lag: float = 0.0  # seconds of run time that made no progress (time-slicing), settled
     rate: float = 1.0  # progress per second since `since`
     since: float = 0.0
+    warm_at: float = math.inf  # when it began making progress (inf: restarting or loading)
 
     def progress(self, now: float) -> float:
         return self.base + (now - self.started) - self.lag - (1.0 - self.rate) * (now - self.since)
@@ -128,6 +136,8 @@ class Replay:
             for q in queue_names
         )
         self.guaranteed = frozenset(q for q in queue_names if q not in settings.reclaimable)
+        ls = LATENCY_SENSITIVE in self.guaranteed  # its pods' co-busy share is reported
+        self.cobusy = CobusyLog(usage, [ls and q == LATENCY_SENSITIVE for q in jobs.queues])
         self.slots = [slots_of(int(m)) for m in jobs.milli]
         n = len(jobs.names)
         self.keys = [f"{q}/{name}" for q, name in zip(jobs.queues, jobs.names, strict=True)]
@@ -144,11 +154,16 @@ class Replay:
         self.changed: set[tuple[int, int]] = set()  # time-sliced GPUs whose pods changed
         self.on_device: dict[tuple[int, int], list[int]] = {}  # time-sliced GPU: its jobs
         self.oom_kills = 0
-        self.restarts: dict[int, int] = {}  # OOM kills per job
         self.guaranteed_oom_kills = 0
+        self.crash_loops: dict[int, CrashLoop] = {}  # pods with container restarts: their count
+        self.launches = [0] * n  # starts and container restarts per job (cold after the first)
+        self.failed_jobs = 0  # failed by their Job's backoffLimit
+        self.guaranteed_failed_jobs = 0
         self.last_reshape: dict[int, float] = {}  # node: when its replicas last changed
         self.key_written: dict[int, tuple[float, int]] = {}  # node: (at, replicas) not relabelled
         self.reshapes = 0  # replica changes applied (relabels)
+        self.reshape_reasons: dict[int, str] = {}  # node: the plan's reason for its last reshape
+        self.crashes: list[tuple[float, int, int]] = []  # OOM kills on the pool: (at, node, job)
         self.load_log = LoadLog()  # pool nodes' load, as Prometheus would hold it
         self.peak_log = PeakLog()  # pods' memory peaks, as Prometheus would hold them
         self.device_gib: dict[int, float] = {}  # node: GiB per GPU (`sim_timeslice`, cached)
@@ -166,13 +181,17 @@ class Replay:
             oom_kills=self.oom_kills,
             guaranteed_oom_kills=self.guaranteed_oom_kills,
             timesliced_gpus=int(self.nodes.gpus[sliced].sum()),
+            ls_busy_seconds=self.cobusy.busy_seconds,
+            ls_cobusy_seconds=self.cobusy.cobusy_seconds,
+            failed_jobs=self.failed_jobs,
+            guaranteed_failed_jobs=self.guaranteed_failed_jobs,
         )
 
     def node_gib(self, node: int) -> float:
-        """GiB of each GPU of `node` (its model's, `sim_sharing.device_gib`), cached."""
+        """GiB of each GPU of `node`: as the node list measured it, else its model's
+        (`sim_sharing.device_gib`; every GPU of a node is the same model), cached."""
         if node not in self.device_gib:
-            model = self.nodes.model(node)
-            self.device_gib[node] = device_gib(model, self.settings.anonymized_gib)
+            self.device_gib[node] = node_gib(self.nodes, node, self.settings.anonymized_gib)
         return self.device_gib[node]
 
     def _emit(self, kind: EventKind, now: float, job: int, progress: float) -> None:
@@ -204,41 +223,71 @@ class Replay:
         queue = self.jobs.queues[job]
         node = self.nodes.names[placement.node]
         devices = tuple(device_name(node, d) for d in placement.devices)
-        if placement.replica:  # holds one replica: a whole GPU in the planner's view of it
-            slots = SLOTS_PER_GPU
-            where = (placement.node, placement.devices[0])
-            self.changed.add(where)
-            self.on_device.setdefault(where, []).append(job)
-        else:
-            slots = self.slots[job]
+        # a one-GPU pod on the pool holds one replica: a whole GPU in the planner's view of it
+        slots = SLOTS_PER_GPU if placement.replica else self.slots[job]
         spec, pods = make_job(self.keys[job], queue, devices, slots, now)
-        self.runs[job] = Run(placement, now, self.base[job], spec, pods, since=now)
+        self.runs[job] = Run(placement, now, self.base[job], spec, pods, rate=0.0, since=now)
         self.reclaimable_running += queue in self.settings.reclaimable
-        done_at = now + float(self.jobs.runtime[job]) - self.base[job]
-        heapq.heappush(self.heap, (done_at, COMPLETE, job, self.epoch[job]))
-        self._emit(EventKind.STARTED, now, job, self.base[job])
+        cold = self.cold_start(job)
+        if self.on_event is not None:
+            event = Event(EventKind.STARTED, now, job, self.base[job])
+            self.on_event(replace(event, placement=placement, cold_start=cold))
+        self.warm_after(job, now, cold)
 
-    def stop(self, job: int, now: float) -> float:
-        """End the job's run at `now`; returns its progress then."""
-        run = self.runs.pop(job)
-        self.cluster.release(run.placement)
+    def cold_start(self, job: int) -> float:
+        """Seconds this (re)start of the job loads before it makes progress: none the first
+        time (the trace's run time holds it), else a draw (`sim_restarts.ColdStarts`)."""
+        nth = self.launches[job]
+        self.launches[job] += 1
+        return self.settings.cold_starts.draw(self.settings.seed, job, nth - 1) if nth else 0.0
+
+    def warm_after(self, job: int, now: float, cold: float) -> None:
+        if cold > 0.0:
+            heapq.heappush(self.heap, (now + cold, WARM, job, self.epoch[job]))
+        else:
+            self.warm(job, now)
+
+    def warm(self, job: int, now: float) -> None:
+        """The job's container is up and its model loaded: it makes progress from `now`, and a
+        time-sliced GPU's sharing counts it from now."""
+        run = self.runs[job]
+        run.lag += (1.0 - run.rate) * (now - run.since)  # rate 0: all of the wait and load
+        run.rate, run.since, run.warm_at = 1.0, now, now
+        self.epoch[job] += 1
+        done_at = now + float(self.jobs.runtime[job]) - run.progress(now)
+        heapq.heappush(self.heap, (done_at, COMPLETE, job, self.epoch[job]))
         if run.placement.replica:
             where = (run.placement.node, run.placement.devices[0])
             self.changed.add(where)
-            self.on_device[where].remove(job)
-        self.ran[job] += now - run.started
+            self.on_device.setdefault(where, []).append(job)
+
+    def stop(self, job: int, now: float) -> float:
+        """End the job's run and free its pod's GPUs at `now`; returns its progress then."""
+        run = self.runs.pop(job)
+        self.cluster.release(run.placement)
+        self.crash_loops.pop(job, None)  # a new pod starts with no restarts
+        if run.placement.replica:
+            where = (run.placement.node, run.placement.devices[0])
+            self.changed.add(where)
+            if job in self.on_device.get(where, ()):
+                self.on_device[where].remove(job)
         queue = self.jobs.queues[job]
-        gpus = float(self.jobs.gpus[job])
-        self.queues.allocated[queue] -= gpus
+        self.queues.allocated[queue] -= float(self.jobs.gpus[job])
         self.reclaimable_running -= queue in self.settings.reclaimable
         self.dirty = True
+        return self.settle(job, run, now)
+
+    def settle(self, job: int, run: Run, now: float) -> float:
+        """Count a run's time, busy time and memory peak up to `now`; returns its progress."""
+        self.ran[job] += now - run.started
         progress = run.progress(now)
         gib = self.node_gib(run.placement.node)
         self.peak_log.ended(
             self.keys[job], now, self.usage.memory_peak(job, run.base, progress, gib)
         )
         busy = self.usage.busy_seconds(job, run.base, progress)
-        self.tally.segment(gpus, now - run.started, busy)
+        self.tally.segment(float(self.jobs.gpus[job]), now - run.started, busy)
+        self.cobusy.ended(job, run.base, progress)
         return progress
 
     def finish(self, job: int, now: float) -> None:
@@ -251,39 +300,18 @@ class Replay:
             self.slowdowns.setdefault(queue, []).append(max(self.ran[job] / done, 1.0))
         self._emit(EventKind.FINISHED, now, job, progress)
 
-    def _lose_work(self, job: int, now: float) -> tuple[float, float]:
-        """Stop the job; it must redo its work (not its idle time) since its last checkpoint."""
-        progress = self.stop(job, now)
+    def lost_work(self, job: int, progress: float) -> float:
+        """The work (not the idle time) a job stopped at `progress` must redo: all it did since
+        its last checkpoint."""
         every = self.settings.checkpoint_seconds
         kept = (progress // every) * every if every else 0.0
-        return progress, self.usage.work_seconds(job, kept, progress)
-
-    def oom_kill(self, job: int, now: float) -> None:
-        """Out of GPU memory: it dies, loses its work since its checkpoint and is re-queued
-        after the kubelet's crash back-off (`RESTART_BACKOFF`, doubling per restart)."""
-        progress, lost = self._lose_work(job, now)
-        doubling = min(self.restarts.get(job, 0), 16)
-        backoff = min(RESTART_BACKOFF[0] * 2**doubling, RESTART_BACKOFF[1])
-        self.restarts[job] = self.restarts.get(job, 0) + 1
-        self.oom_kills += 1
-        self.guaranteed_oom_kills += self.jobs.queues[job] in self.guaranteed
-        self.tally.lost_gpu_s += float(self.jobs.gpus[job]) * lost
-        self.base[job] = progress - lost
-        self.epoch[job] += 1
-        if self.on_event is not None:
-            self.on_event(Event(EventKind.OOM_KILLED, now, job, progress, lost))
-        self.pending_since[job] = now
-        heapq.heappush(self.heap, (now + backoff, ARRIVE, job, RESTART))
-
-    def restart(self, job: int, now: float) -> None:
-        """An OOM-killed job back in its queue after its back-off; waiting since it died."""
-        self._queue(job, now)
-        self._emit(EventKind.QUEUED, now, job, self.base[job])
+        return self.usage.work_seconds(job, kept, progress)
 
     def preempt(self, job: int, now: float, *, suspend: bool, reason: str = "") -> None:
         """Stop the job; it must redo its work (not its idle time) since its last checkpoint.
         A suspended job keeps the plan's `reason` (its `Job.stop_reason`) until resumed."""
-        progress, lost = self._lose_work(job, now)
+        progress = self.stop(job, now)
+        lost = self.lost_work(job, progress)
         queue = self.jobs.queues[job]
         wrongful = self.usage.busy_within_horizon(job, progress, self.threshold)
         self.tally.preempted(float(self.jobs.gpus[job]), lost, wrongful, queue in self.guaranteed)

@@ -10,8 +10,9 @@ events carry the run's epoch, so a preempted run's completion is ignored. The re
 the trace does (the last arrival + runtime): runs still going are cut there, and the waits of
 queued and suspended jobs are censored.
 
-Pure and deterministic for given inputs and seed (the seed only picks utilization profiles, for
-the jobs that have none of their own: `simulate.usage`). A pod list that flags its queues
+Pure and deterministic for given inputs and seed (the seed only picks utilization profiles, and
+with `--profile-offsets random` where they start, for the jobs that have none of their own:
+`simulate.usage`, `simulate.load`). A pod list that flags its queues
 reclaimable (`trace.Jobs.reclaimable`) replaces the settings' reclaimable queues.
 """
 
@@ -21,15 +22,20 @@ import heapq
 from collections.abc import Callable
 from dataclasses import replace
 
+from reclaimer.simulate import crashes
 from reclaimer.simulate.jobs import (
     ARRIVE,
     COMPLETE,
     DEFAULT_POLICY,
+    RESTART,
     SHARE,
     TICK,
+    WARM,
     Event,
     Replay,
 )
+from reclaimer.simulate.load import ProfileOffsets
+from reclaimer.simulate.memory import memory_replay
 from reclaimer.simulate.results import SimResult, result_of
 from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.share_memory import memory_shares
@@ -88,6 +94,7 @@ def replay_result(replay: Replay) -> SimResult:
         replay.guaranteed,
         own_utilization_jobs=replay.usage.own,
         sharing=replay.sharing_tally(),
+        memory_replay=memory_replay(replay.usage.memory, replay.nodes).value,
         tuned=_tuned(replay),
     )
 
@@ -130,6 +137,7 @@ def run_replay(
         horizon,
         threshold=threshold,
         job_names=jobs.names,
+        arrival=jobs.arrival if settings.profile_offsets is ProfileOffsets.ARRIVAL else None,
     )
     if memory is not None:
         shares = memory_shares(jobs, profiles) if settings.share_memory_cap else None
@@ -159,12 +167,16 @@ def _run_events(
     count = 0
     while replay.heap and replay.heap[0][0] <= end:
         now, kind, job, epoch = heapq.heappop(replay.heap)
+        if kind in (COMPLETE, RESTART, WARM) and epoch != replay.epoch[job]:
+            continue  # stopped, killed or re-rated since
         if kind == COMPLETE:
-            if epoch != replay.epoch[job]:
-                continue
             replay.finish(job, now)
         elif kind == ARRIVE:
-            replay.restart(job, now) if epoch else replay.enqueue(job, now)
+            replay.enqueue(job, now)
+        elif kind == RESTART:
+            crashes.restart(replay, job, now)
+        elif kind == WARM:
+            replay.warm(job, now)
         elif kind == SHARE:
             share_at = None
             replay.changed |= shared_devices(replay)
@@ -186,7 +198,7 @@ def _run_events(
 
 def _settle(replay: Replay, now: float) -> None:
     """Place what fits, and re-price the time-sliced GPUs whose pods changed, until calm (an
-    OOM kill frees a replica, but its job comes back only after its back-off)."""
+    OOM-killed pod keeps its replica: its container comes back after its back-off)."""
     while replay.dirty or replay.changed:
         if replay.dirty:
             replay.dirty = False

@@ -2,8 +2,9 @@
 
 **Preempt and resume view.** The device view (`sim_policies`) shows the planner one node per
 GPU, in tenths. A time-sliced GPU at `R` replicas is shown as `R` nodes `node/gpuN#rK` of one GPU
-each, and each pod holding a replica holds one of them whole (in the order the pods started; pods
-beyond `R`, after a lowering, all sit on the last one, which then shows less than nothing free):
+each, and each pod holding a replica holds one of them whole (in the order the pods started, those
+restarting or loading their model last; pods beyond `R`, after a lowering, all sit on the last
+one, which then shows less than nothing free):
 a pending one-GPU pod, which needs one replica there, fits exactly where a replica is free, and
 preempting a holder frees exactly one. The node view for multi-GPU pods leaves the pool out: no
 multi-GPU pod can run there.
@@ -17,15 +18,35 @@ the actuator does with a reshape: the first cycle writes the new config key (`re
 a later cycle that plans the same count relabels the node, and only then does the node offer the
 new count. Lowering never evicts: the node takes no new pod until its pods drain below the new
 count (`sim_scheduler.Cluster.free_replicas`).
+
+**Pods that do not fit.** The pool's OOM kills (`sim_timeslice`) are the replay's container
+crashes: each is shown to the planner as `Snapshot.crashes` of its pod on its node, as the
+kubelet reports the end of a process whose CUDA allocation failed (exit code 1, `Error`: a
+Python process ends so on an uncaught error; k8s-device-plugin #323), so `plan.harm` lowers the
+node as it would in the controller, down to 1 replica, and holds its raises (the relabel keeps
+the plan's reason, `Node.reshape_reason`). Kills before the node's last reshape, or older than
+the longest hold a policy can set, are dropped: no rule reads them. No pending demand is shown,
+so no pool node is handed back whole (`plan.handback`): the replay's pool stays the pool, and
+its multi-GPU pods run off it (`sim_scheduler`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 
 from reclaimer.decisions import ActionKind
-from reclaimer.model import DataQuality, MemoryPeaks, Node, Pod, PodGpuUsage, Snapshot
+from reclaimer.model import (
+    ContainerCrash,
+    DataQuality,
+    MemoryPeaks,
+    Node,
+    Pod,
+    PodGpuUsage,
+    Snapshot,
+)
+from reclaimer.policy.fields import MAX_DURATION_SECONDS
 from reclaimer.simulate.jobs import Replay
 from reclaimer.simulate.peaklog import RunningPeak
 from reclaimer.simulate.strategies import SLOTS_PER_GPU, ReplayPlanner, device_name
@@ -40,6 +61,7 @@ def pool_view(replay: Replay) -> tuple[tuple[Node, ...], Mapping[int, str]]:
     """The device view's nodes (whole GPUs off the pool, replicas on it), and the replica node
     each replica-holding job is shown on."""
     cluster = replay.cluster
+    holders = replica_holders(replay)
     nodes: list[Node] = []
     shown: dict[int, str] = {}
     for i, name in enumerate(replay.nodes.names):
@@ -52,9 +74,19 @@ def pool_view(replay: Replay) -> tuple[tuple[Node, ...], Mapping[int, str]]:
                 Node(name=replica_name(name, d, r), gpus=1, replicas=SLOTS_PER_GPU)
                 for r in range(count)
             ]
-            for r, job in enumerate(replay.on_device.get((i, d), [])):
+            for r, job in enumerate(holders.get((i, d), [])):
                 shown[job] = replica_name(name, d, min(r, count - 1))
     return tuple(nodes), shown
+
+
+def replica_holders(replay: Replay) -> dict[tuple[int, int], list[int]]:
+    """Each time-sliced GPU's replica holders: the jobs with work on it (`on_device`), then
+    those whose container is restarting or loading its model (holding a replica, no load)."""
+    out = {where: list(jobs) for where, jobs in replay.on_device.items()}
+    for job, run in replay.runs.items():
+        if run.placement.replica and math.isinf(run.warm_at):
+            out.setdefault((run.placement.node, run.placement.devices[0]), []).append(job)
+    return out
 
 
 def device_rows(replay: Replay, readings: PoolReadings) -> tuple[PodGpuUsage, ...]:
@@ -146,6 +178,7 @@ def reshape_snapshot(replay: Replay, now: float, readings: PoolReadings | None =
                 last_reshape=replay.last_reshape.get(i),
                 reshape_key_at=None if written is None else written[0],
                 load=replay.load_log.history(i, now),
+                reshape_reason=replay.reshape_reasons.get(i, ""),
             )
         )
     return Snapshot(
@@ -159,6 +192,34 @@ def reshape_snapshot(replay: Replay, now: float, readings: PoolReadings | None =
         last_actions={},
         pod_gpus=node_rows(replay, readings),
         memory_peaks=memory_peaks(replay, now),
+        crashes=pool_crashes(replay, now),
+    )
+
+
+CRASH_EXIT = 1  # a process ended by an uncaught CUDA out-of-memory error
+
+
+def pool_crashes(replay: Replay, now: float) -> tuple[ContainerCrash, ...]:
+    """The pool's OOM kills as the kubelet reports them (module doc); drops those no rule
+    reads any more (before the node's last reshape, or older than any hold)."""
+    since = replay.last_reshape
+    replay.crashes[:] = [
+        (at, node, job)
+        for at, node, job in replay.crashes
+        if now - at <= MAX_DURATION_SECONDS and at > since.get(node, -math.inf)
+    ]
+    names = replay.nodes.names
+    return tuple(
+        ContainerCrash(
+            pod=replay.keys[job],
+            node=names[node],
+            container="main",
+            at=at,
+            reason="Error",
+            exit_code=CRASH_EXIT,
+            restarts=loop.restarts if (loop := replay.crash_loops.get(job)) else 0,
+        )
+        for at, node, job in replay.crashes
     )
 
 
@@ -184,17 +245,19 @@ def planned_reshapes(
     index = {name: i for i, name in enumerate(replay.nodes.names)}
     for action in plan.actions:
         if action.kind is ActionKind.RESHAPE and action.to_replicas is not None:
-            apply(replay, index[action.target], action.to_replicas, now)
+            apply(replay, index[action.target], action.to_replicas, now, str(action.reason))
 
 
-def apply(replay: Replay, node: int, replicas: int, now: float) -> None:
+def apply(replay: Replay, node: int, replicas: int, now: float, reason: str = "") -> None:
     """The actuator's two steps (`kube.reshaping.reshape_node`): write the key, then, in a later
-    cycle planning the same count, relabel the node; a different count writes its own key."""
+    cycle planning the same count, relabel the node (recording the plan's `reason`); a
+    different count writes its own key."""
     written = replay.key_written.pop(node, None)
     if written is None or written[1] != replicas:
         replay.key_written[node] = (now, replicas)
         return
     replay.cluster.replicas[node] = replicas
+    replay.reshape_reasons[node] = reason
     replay.last_reshape[node] = now
     replay.reshapes += 1
     replay.dirty = True  # a raise may let a pending pod in

@@ -10,7 +10,8 @@ A preemption is wrongful when the victim would have reached the idle threshold a
 forecast horizon after the preemption point (read from its own profile); it is guaranteed when
 the victim's queue is not reclaimable (every policy must keep that at zero). Lost GPU-hours are
 the GPUs x seconds of work (time at or above the idle threshold) since the victim's last
-checkpoint (or start): what it must do again (an OOM kill's lost work is counted there too).
+checkpoint (or start): what it must do again (an OOM kill's lost work is counted there too, and
+all the work a failed job kept).
 
 Time-slicing (`sim_timeslice`): a finished job's slowdown is its time running over its trace run
 time (1 when it never shared a GPU, lost no work and was never stopped); `slowdown_p95` pools
@@ -19,9 +20,16 @@ jobs killed for GPU memory on a time-sliced GPU, `guaranteed_oom_kills` those of
 queues. `busy_share_physical` is the busy GPU-hours over the physical GPU-hours of the replay
 (`gpu_hours_capacity`), `timesliced_gpus` how many GPUs the pool holds. `own_utilization_jobs`
 counts the jobs that replayed their own measured utilization (an `export-history` trace) rather
-than a drawn profile. `tuned_replicas` says what `timeslice-tuned` chose per GPU model of its
-pool and from what (`sim_tuned`: the p99 pod peak, the device's GiB, the replicas); {} for the
-other strategies.
+than a drawn profile. `memory_replay` says which memory rule held (`sim_memory.MemoryReplay`):
+`none` (no memory file), `scaled` or `as measured`. `ls_cobusy_share` is the share of the busy
+time (demand above 0) of the `ls` queue's pods, when that queue is guaranteed, in which a
+neighbour on their time-sliced GPU was busy too (`sim_cobusy`); 0 when they were never busy (or
+there is no such queue).
+`failed_jobs` counts the jobs whose OOM-killed container restarted in its
+pod until the Job's `backoffLimit` failed them (`sim_crashes`): they never finish, and their
+wait is counted as it stood; `guaranteed_failed_jobs` those of guaranteed queues.
+`tuned_replicas` says what `timeslice-tuned` chose per GPU model of its pool and from what
+(`sim_tuned`: the p99 pod peak, the device's GiB, the replicas); {} for the other strategies.
 """
 
 from __future__ import annotations
@@ -53,6 +61,10 @@ JSON_KEYS = (
     "busy_share_physical",
     "timesliced_gpus",
     "wall_seconds",
+    "memory_replay",
+    "ls_cobusy_share",
+    "failed_jobs",
+    "guaranteed_failed_jobs",
     "tuned_replicas",
 )
 
@@ -65,6 +77,10 @@ class SharingTally:
     oom_kills: int = 0
     guaranteed_oom_kills: int = 0
     timesliced_gpus: int = 0
+    ls_busy_seconds: float = 0.0  # busy (demand above 0) seconds of the guaranteed `ls` pods
+    ls_cobusy_seconds: float = 0.0  # of which a neighbour on their time-sliced GPU was busy too
+    failed_jobs: int = 0
+    guaranteed_failed_jobs: int = 0
 
 
 @dataclass
@@ -117,6 +133,10 @@ class SimResult:
     busy_share_physical: float = 0.0
     timesliced_gpus: int = 0
     wall_seconds: float = 0.0
+    memory_replay: str = "none"  # the memory rule followed: none, scaled, as measured
+    ls_cobusy_share: float = 0.0  # of the guaranteed `ls` pods' busy time (`sim_cobusy`)
+    failed_jobs: int = 0  # failed by their Job's backoffLimit, every queue
+    guaranteed_failed_jobs: int = 0
     # `timeslice-tuned`: per GPU model of its pool, its p99 pod peak, GiB and replicas (`sim_tuned`)
     tuned_replicas: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -161,6 +181,7 @@ def result_of(
     *,
     own_utilization_jobs: int = 0,
     sharing: SharingTally | None = None,
+    memory_replay: str = "none",
     tuned: dict[str, dict[str, float]] | None = None,
 ) -> SimResult:
     shared = sharing or SharingTally()
@@ -189,5 +210,13 @@ def result_of(
         guaranteed_oom_kills=shared.guaranteed_oom_kills,
         busy_share_physical=round(busy / capacity, 4) if capacity else 0.0,
         timesliced_gpus=shared.timesliced_gpus,
+        memory_replay=memory_replay,
+        ls_cobusy_share=(
+            round(shared.ls_cobusy_seconds / shared.ls_busy_seconds, 4)
+            if shared.ls_busy_seconds
+            else 0.0
+        ),
+        failed_jobs=shared.failed_jobs,
+        guaranteed_failed_jobs=shared.guaranteed_failed_jobs,
         tuned_replicas=tuned or {},
     )

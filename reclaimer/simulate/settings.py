@@ -1,7 +1,9 @@
 """What a replay is asked to replay: its strategy, seed, cycle, time-sliced pool and queue shares.
 
 `SimSettings` holds the replay's knobs (the CLI's flags); `default_shares` gives each guaranteed
-queue its deserved share when the policy names none. Pure.
+queue its deserved share when the policy names none. Its defaults replay no cold starts (the CLI
+draws them from GenTD26 unless told `--no-cold-start`) and the Job default `backoffLimit` of 6
+(`sim_restarts`). Pure.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from reclaimer.simulate.load import ProfileOffsets
+from reclaimer.simulate.restarts import DEFAULT_BACKOFF_LIMIT, ColdStarts
 from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD, Contention
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import Jobs
@@ -32,6 +36,9 @@ class SimSettings:
     contention: Contention = Contention.FAIR  # how a time-sliced GPU's time is divided
     share_step_seconds: float = 300.0  # how often time-sliced GPUs' shares are recomputed
     anonymized_gib: float = DEFAULT_ANONYMIZED_GIB  # memory of a GPU model the trace hides
+    profile_offsets: ProfileOffsets = ProfileOffsets.ARRIVAL  # where drawn profiles start
+    cold_starts: ColdStarts = field(default_factory=ColdStarts, repr=False)  # loads to draw
+    backoff_limit: int = DEFAULT_BACKOFF_LIMIT  # a job fails at this many container restarts
     pool_seed: int = 0  # which draw of the nodes forms the pool (`sim_pool.pool_nodes`)
     share_memory_cap: bool = True  # a sharing pod holds at most its share (`sim_share_memory`)
 

@@ -11,13 +11,15 @@ point at or above that peak, where nothing should wait.
 `Rule` reads is at most the SLO (`Rule.PER_QUEUE`, the default: every guaranteed queue's own p95,
 so that a small queue cannot starve behind a large one that keeps the pooled p95 low;
 `Rule.POOLED`: one p95 over all their jobs), the guaranteed jobs' slowdown p95 at most
-`max_slowdown` (default `DEFAULT_MAX_SLOWDOWN`) and no guaranteed job was OOM-killed; `min_gpus`
-is the fewest GPUs from which every larger capacity tried meets it too (a queue can wait longer
-with more GPUs, so a capacity that meets the SLO below one that does not is reported as a caveat,
-not taken). No capacity meeting it is `null` with the reason, never a guess; a pooled minimum
-where a guaranteed queue's own p95 misses the SLO says so in its caveats; a minimum at the
-smallest capacity tried is only an upper bound (said in the caveats), and a saving against
-`none` is `null` unless both minima are known exactly.
+`max_slowdown` (default `DEFAULT_MAX_SLOWDOWN`), no guaranteed job was OOM-killed and the
+guaranteed `ls` pods' co-busy share (`ls_cobusy_share`, `sim_cobusy`) at most `max_ls_cobusy`
+(default `DEFAULT_MAX_LS_COBUSY`), and no guaranteed job failed (its Job's `backoffLimit`,
+`sim_crashes`); `min_gpus` is the fewest GPUs from which every larger capacity
+tried meets it too (a queue can wait longer with more GPUs, so a capacity that meets the SLO below
+one that does not is reported as a caveat, not taken). No capacity meeting it is `null` with the
+reason, never a guess; a pooled minimum where a guaranteed queue's own p95 misses the SLO says so
+in its caveats; a minimum at the smallest capacity tried is only an upper bound (said in the
+caveats), and a saving against `none` is `null` unless both minima are known exactly.
 Pure: no files, no processes.
 """
 
@@ -33,9 +35,15 @@ import pandas as pd
 
 from reclaimer.report.replay_data import CapacityResult, PolicyVerdict, Rule
 from reclaimer.simulate.strategies import Strategy
-from reclaimer.simulate.trace import Jobs, Nodes, parse_nodes
+from reclaimer.simulate.trace import NODE_MEMORY_COLUMN, Jobs, Nodes, parse_nodes
 
 DEFAULT_MAX_SLOWDOWN = 1.10
+# While a neighbour is busy, time-slicing gives each pod with work an equal share of the GPU
+# (GPU Operator docs), so a latency-sensitive request served then can take up to twice as long.
+# If at most 5% of the LS pods' busy time has a busy neighbour, at least 95% of their work runs
+# with the GPU to itself: their p95 latency is the dedicated one, the same 95th percentile the
+# wait goal holds. `--max-ls-cobusy 1` turns the rule off.
+DEFAULT_MAX_LS_COBUSY = 0.05
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,8 @@ class RunPoint:
     worst_queue: tuple[str, float]  # the guaranteed queue of highest own wait p95, and that p95
     slowdown: float = 1.0  # guaranteed_slowdown_p95
     oom_kills: int = 0  # guaranteed_oom_kills
+    ls_cobusy: float = 0.0  # ls_cobusy_share
+    failed_jobs: int = 0  # guaranteed_failed_jobs
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,8 @@ def nodes_at(every_node: Nodes, scale: float) -> Nodes:
     frame = pd.DataFrame({"sn": list(every_node.names), "gpu": every_node.gpus})
     if every_node.models:
         frame["model"] = list(every_node.models)
+    if every_node.measured_memory:  # measured devices stay measured at every capacity
+        frame[NODE_MEMORY_COLUMN] = [gib * 1024.0 for gib in every_node.memory_gib]
     return parse_nodes(frame, scale)
 
 
@@ -144,6 +156,7 @@ def capacity_results(
     max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
     *,
     rule: Rule = Rule.PER_QUEUE,
+    max_ls_cobusy: float = DEFAULT_MAX_LS_COBUSY,
 ) -> tuple[CapacityResult, ...]:
     """One strategy's runs, per capacity, fewest GPUs first, judged by `rule`'s wait p95."""
     grouped: dict[tuple[int, float], dict[int, RunPoint]] = {}
@@ -159,13 +172,19 @@ def capacity_results(
             s,
             {seed: r.p95 for seed, r in seeds.items()},
             all(
-                waits_ok(r) and r.slowdown <= max_slowdown and r.oom_kills == 0
+                waits_ok(r)
+                and r.slowdown <= max_slowdown
+                and r.oom_kills == 0
+                and r.ls_cobusy <= max_ls_cobusy
+                and r.failed_jobs == 0
                 for r in seeds.values()
             ),
             {seed: r.slowdown for seed, r in seeds.items()},
             {seed: r.oom_kills for seed, r in seeds.items()},
             {seed: r.worst_queue for seed, r in seeds.items()},
             all(r.worst_queue[1] <= slo_seconds for r in seeds.values()),
+            {seed: r.ls_cobusy for seed, r in seeds.items()},
+            {seed: r.failed_jobs for seed, r in seeds.items()},
         )
         for (g, s), seeds in sorted(grouped.items())
     )
@@ -236,6 +255,10 @@ def _sharing_note(result: CapacityResult) -> str:
     kills = max(result.oom_by_seed.values(), default=0)
     parts = [f"slowdown p95 {slow:.2f}"] if slow > 1.0 else []
     parts += [f"{kills} guaranteed OOM kills"] if kills else []
+    cobusy = max(result.ls_cobusy_by_seed.values(), default=0.0)
+    parts += [f"LS co-busy share {cobusy:.3f}"] if cobusy > 0 else []
+    failed = max(result.failed_by_seed.values(), default=0)
+    parts += [f"{failed} guaranteed jobs failed"] if failed else []
     return "".join(f", {p}" for p in parts)
 
 

@@ -9,9 +9,12 @@ one: the mean of `sim_sharing.progress_rates` (under `SimSettings.contention`) o
 step, read sample by sample from every member's profile (at the positions its progress would
 reach running alone: an approximation within one step). Its completion is rescheduled at that
 rate. The same samples of the members' memory series (`sim_memory`, each within its bound on
-that device, `sim_share_memory`) are checked against the device (`sim_sharing.device_gib` of
-the node's model): when they pass it, the pod that grows is OOM-killed now (`Replay.oom_kill`)
-and the GPU is priced again without it.
+that device, `sim_share_memory`) are checked against the device (`Replay.node_gib`: the node
+list's measured `gpu_memory_mib` where it gives one, else `sim_sharing.device_gib` of the node's
+model): when they pass it, the pod that grows is OOM-killed now (`sim_crashes`: its container
+restarts in place after the kubelet's back-off) and the GPU is priced again without it. A pod
+that has just begun making progress (started, or back from a restart and its model load)
+counts as grown from nothing.
 
 **Load for the reshape planner.** `pool_stats` gives each pool GPU what the controller reads from
 Prometheus (`prometheus.history.node_stats_queries`): utilization averaged over the stats window
@@ -20,6 +23,9 @@ over the device's memory), and the GPU's id `node/gpuN`; `pool_readings` adds wh
 per-pod series give (`prometheus.sharing.pod_gpu_queries`): each member's busy share, the share of
 the GPU's time it got (its progress rate x its mean demand over the window), and the most memory
 it held over the window.
+
+**Co-busy time.** Each pricing also gives each pod the fraction of those samples at which it and
+a neighbour are both busy (`sim_cobusy.cobusy_fractions`), kept for `ls_cobusy_share`.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from reclaimer.model import GpuStats
+from reclaimer.simulate.cobusy import cobusy_fractions
+from reclaimer.simulate.crashes import oom_kill
 from reclaimer.simulate.jobs import COMPLETE, Replay
 from reclaimer.simulate.memory import GIB
 from reclaimer.simulate.sharing import oom_victim, progress_rates
@@ -46,7 +54,8 @@ def shared_devices(replay: Replay) -> set[tuple[int, int]]:
 
 
 def _limit(replay: Replay, device: tuple[int, int]) -> float:
-    """GiB of the device (its node's model; every GPU of a node is the same model)."""
+    """GiB of the device: as the node list measured it, else by its node's model (every GPU of
+    a node is the same model)."""
     return replay.node_gib(device[0])
 
 
@@ -86,7 +95,7 @@ def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
         for d in sorted(todo):
             held = replay.on_device.get(d)
             if held and len(held) == 1:
-                _set_rate(replay, held[0], 1.0, now)
+                _price(replay, held[0], 1.0, 0.0, now)
             elif held:
                 batch.append(d)
         if not batch:
@@ -104,7 +113,7 @@ def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
         bound = usage.memory_bound(jobs, _gib_of(replay, batch, groups))  # `sim_share_memory`
         within = np.minimum(held_gib.reshape(len(jobs), -1), bound[:, None])
         memory = _padded(slots, within, len(batch), width)
-        fresh = np.array([run.started == now for run in members])
+        fresh = np.array([run.warm_at == now for run in members])
         earlier = np.minimum(usage.memory_gib(jobs, np.maximum(progress - usage.step, 0.0)), bound)
         before = _padded(slots, np.where(fresh, 0.0, earlier)[:, None], len(batch), width)
         todo = _oom_kills(
@@ -116,11 +125,12 @@ def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
             pods_first, replay.settings.switch_overhead, replay.settings.contention
         )
         mean = rates.reshape(width, len(batch), len(k)).mean(axis=2).T
+        together = cobusy_fractions(demand)
         for i, device in enumerate(batch):
             if device in todo:  # a pod was OOM-killed: priced again without it
                 continue
             for r, j in enumerate(groups[i]):
-                _set_rate(replay, j, float(mean[i, r]), now)
+                _price(replay, j, float(mean[i, r]), float(together[i, r]), now)
 
 
 def _gib_of(replay: Replay, devices: list[tuple[int, int]], groups: list[list[int]]) -> FloatArray:
@@ -144,9 +154,16 @@ def _oom_kills(
         n = len(groups[i])
         victim = oom_victim(memory[i, :n], before[i, :n], float(limits[i]))
         if victim is not None:
-            replay.oom_kill(groups[i][victim], now)
+            replay.crashes.append((now, batch[i][0], groups[i][victim]))  # the planner's evidence
+            oom_kill(replay, groups[i][victim], now)
             killed.add(batch[i])
     return killed
+
+
+def _price(replay: Replay, job: int, rate: float, cobusy: float, now: float) -> None:
+    """The job's new rate, and the share of its coming samples a neighbour is busy with it."""
+    _set_rate(replay, job, rate, now)
+    replay.cobusy.priced(job, replay.runs[job].progress(now), cobusy)
 
 
 def _set_rate(replay: Replay, job: int, rate: float, now: float) -> None:

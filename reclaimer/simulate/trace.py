@@ -8,7 +8,9 @@ An optional `reclaimable` column (`true`/`false`, what `export-history` writes f
 queues) says which queues are reclaimable; without it the replay's default (`be`) holds.
 
 `parse_nodes` keeps `capacity_scale` of the nodes of each GPU count (at least one node of the
-largest count, so every pod that fits the real cluster still fits), in file order.
+largest count, so every pod that fits the real cluster still fits), in file order. An optional
+`gpu_memory_mib` column (what `export-history` writes from the exporter's device series) gives
+each node's memory per GPU; an empty cell leaves that node to its model's memory.
 
 `parse_profiles` turns an alibaba-gentd26 utilization CSV (percent, one sample every ~57 s per
 pod) into regular profiles of ratios 0..1 on the median sample step; gaps are filled with the
@@ -37,6 +39,7 @@ MILLI = 1000
 MIN_PROFILE_SAMPLES = 64
 POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_time")
 NODE_COLUMNS = ("sn", "gpu")
+NODE_MEMORY_COLUMN = "gpu_memory_mib"
 UNKNOWN_MODEL = "unknown"
 UTIL_COLUMNS = ("value", "timestamp_anon", "container_ip")
 
@@ -70,9 +73,22 @@ class Nodes:
     names: tuple[str, ...]
     gpus: IntArray
     models: tuple[str, ...] = ()  # per node, its GPU model (the list's `model` column)
+    # per node, GiB per GPU as measured (NaN: not given); empty without a `gpu_memory_mib` column
+    memory_gib: tuple[float, ...] = ()
 
     def model(self, node: int) -> str:
         return self.models[node] if self.models else UNKNOWN_MODEL
+
+    @property
+    def measured_memory(self) -> bool:
+        """The list gives device memory (a `gpu_memory_mib` column): the nodes were measured."""
+        return bool(self.memory_gib)
+
+    def memory(self, node: int) -> float | None:
+        """GiB per GPU of `node` as the list gives it, or None (its model's memory applies)."""
+        if not self.memory_gib or np.isnan(self.memory_gib[node]):
+            return None
+        return self.memory_gib[node]
 
 
 @dataclass(frozen=True)
@@ -177,7 +193,26 @@ def parse_nodes(frame: pd.DataFrame, capacity_scale: float = 1.0) -> Nodes:
         if "model" in frame.columns
         else np.full(len(gpus), UNKNOWN_MODEL)
     )
-    return Nodes(names=tuple(names[chosen]), gpus=gpus[chosen], models=tuple(models[chosen]))
+    memory = _memory_gib(frame, what)
+    return Nodes(
+        names=tuple(names[chosen]),
+        gpus=gpus[chosen],
+        models=tuple(models[chosen]),
+        memory_gib=tuple(memory[chosen].tolist()) if len(memory) else (),
+    )
+
+
+def _memory_gib(frame: pd.DataFrame, what: str) -> FloatArray:
+    """Each node's `gpu_memory_mib` in GiB (NaN where the cell is empty); none without the
+    column."""
+    if NODE_MEMORY_COLUMN not in frame.columns:
+        return np.empty(0)
+    cells = frame[NODE_MEMORY_COLUMN]
+    mib = pd.to_numeric(cells, errors="coerce")
+    if (mib.isna() & cells.notna()).any() or (mib <= 0).any():
+        raise TraceError(f"{what}: {NODE_MEMORY_COLUMN} must be a number of MiB above 0, or empty")
+    result: FloatArray = mib.to_numpy(dtype=np.float64) / 1024.0
+    return result
 
 
 def utilization_history(frame: pd.DataFrame) -> pd.DataFrame:

@@ -1,9 +1,11 @@
 """Utilization of simulated jobs: each job replays one measured profile, indexed by its progress.
 
 A job whose name is a profile's (an `export-history` trace: the pod measured) replays that profile
-from its first sample: its own measured utilization. Every other job is given a profile and a
-starting offset by a seeded choice (the same choice with or without own profiles, so a trace
-without any replays as before). Its utilization after `p`
+from its first sample: its own measured utilization. Every other job is given a profile by a
+seeded choice (the same choice with or without own profiles, so a trace without any replays as
+before) and a starting offset: the sample at its arrival's time of day on the profile's own
+clock when its arrival is given (`simulate.load.arrival_offsets`), else a seeded one. Its
+utilization after `p`
 seconds of progress (work done, which a preemption rolls back) is the profile sample at
 `offset + floor(p / step)`, cycling through the profile. Because utilization follows progress, a
 job that re-runs lost work replays the same usage, and "would the victim have been busy again?"
@@ -12,7 +14,8 @@ is answered by reading its own profile just after the preemption point.
 A job's *work* is the time it spends at or above the idle threshold: a sample below it is a job
 waiting (for a user, for data, for requests), not computing. `work_seconds` is what a preemption
 costs the victim (the work since its last checkpoint, which it must do again); idle time is not
-redone, since a resumed job does not wait again for what already came.
+redone, since a resumed job does not wait again for what already came. `nonzero_seconds` is its
+time with any demand at all (`simulate.cobusy`'s busy time).
 
 Everything is precomputed as numpy arrays so lookups are vectorized: prefix sums (busy and work
 seconds of a run segment in O(1)), a trailing maximum over the idle-culler window, and a leading
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from reclaimer.simulate.load import arrival_offsets
 from reclaimer.simulate.trace import FloatArray, IntArray, Profiles
 
 
@@ -59,6 +63,8 @@ class Usage:
     offset: IntArray  # per job: sample its progress 0 maps to
     own: int = 0  # jobs replaying their own measured profile
     memory: FloatArray | None = None  # GiB per sample, laid out like `values` (`sim_memory`)
+    nonzero: FloatArray | None = None  # 1.0 where a sample is above 0 (any demand), else 0.0
+    nonzero_prefix: FloatArray | None = None  # prefix sums of `nonzero`, laid out like `prefix`
     memory_share: FloatArray | None = None  # per job, the most of its GPU's memory it may hold
     # (`sim_share_memory`; inf: no bound); None: no job is bounded
 
@@ -138,8 +144,14 @@ class Usage:
         partial = prefix[base + index] + (rest - index) * values[self.start[job] + index]
         return float(whole * total + partial)
 
-    def _integral(self, job: int, progress_from: float, progress_to: float, work: bool) -> float:
-        prefix, values = (self.work_prefix, self.working) if work else (self.prefix, self.values)
+    def _integral(
+        self,
+        job: int,
+        progress_from: float,
+        progress_to: float,
+        series: tuple[FloatArray, FloatArray],
+    ) -> float:
+        prefix, values = series
         offset = float(self.offset[job])
         a = offset + progress_from / self.step
         b = offset + progress_to / self.step
@@ -148,11 +160,17 @@ class Usage:
 
     def busy_seconds(self, job: int, progress_from: float, progress_to: float) -> float:
         """Utilization-weighted seconds of the run segment between two progress points."""
-        return self._integral(job, progress_from, progress_to, work=False)
+        return self._integral(job, progress_from, progress_to, (self.prefix, self.values))
 
     def work_seconds(self, job: int, progress_from: float, progress_to: float) -> float:
         """Seconds at or above the threshold between two progress points: the work done."""
-        return self._integral(job, progress_from, progress_to, work=True)
+        return self._integral(job, progress_from, progress_to, (self.work_prefix, self.working))
+
+    def nonzero_seconds(self, job: int, progress_from: float, progress_to: float) -> float:
+        """Seconds with any demand (above 0) between two progress points."""
+        if self.nonzero is None or self.nonzero_prefix is None:
+            raise ValueError("usage built without its nonzero series (`assign_usage` builds it)")
+        return self._integral(job, progress_from, progress_to, (self.nonzero_prefix, self.nonzero))
 
 
 def assign_usage(
@@ -164,24 +182,27 @@ def assign_usage(
     *,
     threshold: float,
     job_names: Sequence[str] = (),
+    arrival: FloatArray | None = None,
 ) -> Usage:
-    """Give each job its own profile (by name) or one and an offset by a seeded choice (same
-    seed, same assignment).
+    """Give each job its own profile (by name) or one by a seeded choice (same seed, same
+    assignment), starting at its `arrival`'s time of day when given, else at a seeded offset.
 
     `threshold` is the idle threshold: samples at or above it are work.
     """
-    which, offsets, own = _assign(profiles, n_jobs, seed, job_names)
+    which, offsets, own = _assign(profiles, n_jobs, seed, job_names, arrival)
     lengths = profiles.lengths[which]
     idle_k = max(1, math.ceil(idle_window_seconds / profiles.step))
     horizon_k = max(1, math.ceil(horizon_seconds / profiles.step) + 1)
     working = (profiles.values >= threshold).astype(np.float64)
-    prefixes, work_prefixes, trailing, leading = [], [], [], []
+    nonzero = (profiles.values > 0).astype(np.float64)
+    prefixes, work_prefixes, nonzero_prefixes, trailing, leading = [], [], [], [], []
     prefix_starts = np.zeros(len(profiles.lengths), dtype=np.int64)
     cursor = 0
     for i, (s, n) in enumerate(zip(profiles.starts, profiles.lengths, strict=True)):
         v = profiles.values[s : s + n]
         prefixes.append(np.concatenate([[0.0], np.cumsum(v)]))
         work_prefixes.append(np.concatenate([[0.0], np.cumsum(working[s : s + n])]))
+        nonzero_prefixes.append(np.concatenate([[0.0], np.cumsum(nonzero[s : s + n])]))
         trailing.append(_circular_max(v, idle_k, leading=False))
         leading.append(_circular_max(v, horizon_k, leading=True))
         prefix_starts[i] = cursor
@@ -199,18 +220,27 @@ def assign_usage(
         prefix_start=prefix_starts[which],
         offset=offsets,
         own=own,
+        nonzero=nonzero,
+        nonzero_prefix=np.concatenate(nonzero_prefixes),
     )
 
 
 def _assign(
-    profiles: Profiles, n_jobs: int, seed: int, job_names: Sequence[str]
+    profiles: Profiles,
+    n_jobs: int,
+    seed: int,
+    job_names: Sequence[str],
+    arrival: FloatArray | None,
 ) -> tuple[IntArray, IntArray, int]:
-    """Per job, its profile and its offset (its own from the start, else drawn), and how many
-    jobs have their own."""
+    """Per job, its profile and its offset (its own from the start, else drawn, at its arrival's
+    time of day when given), and how many jobs have their own."""
     rng = np.random.default_rng(seed)
     pool = profiles.drawable()
     which: IntArray = pool[rng.integers(0, len(pool), size=n_jobs)]
+    # drawn either way, so the profiles a seed picks do not depend on how offsets are chosen
     offsets: IntArray = (rng.random(n_jobs) * profiles.lengths[which]).astype(np.int64)
+    if arrival is not None:
+        offsets = arrival_offsets(profiles, which, arrival)
     index = {name: i for i, name in enumerate(profiles.names)}
     own = 0
     for job, name in enumerate(job_names):

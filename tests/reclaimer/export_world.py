@@ -5,8 +5,10 @@ gpu-node-1 (4 GPUs, still in the cluster) holds `research/sim-sweep-w-{0,1}` (id
 to a minute ago. `prod/llm-0` (2 GPUs, queue `prod`) ran on gpu-node-2 (2 GPUs) for `LLM_H`
 hours in the middle of the day; the cluster no longer has that pod or that node, so its queue
 comes from the recorded `namespace_pod:volcano_queue:info` and the node from dcgm's series.
-Both metric sources are written: the exporter's per-pod families and dcgm-exporter's
-`DCGM_FI_DEV_GPU_UTIL` (percent, `pod`/`namespace` labels while a pod holds the device).
+Both metric sources are written: the exporter's per-pod families (with each pod's memory,
+`POD_GIB`) and dcgm-exporter's `DCGM_FI_DEV_GPU_UTIL` (percent) and `DCGM_FI_DEV_FB_USED` /
+`_FB_FREE` (MiB, `DEVICE_MIB` per node in all), with `pod`/`namespace` labels while a pod holds
+the device.
 
 kube-state-metrics' series say when pods were created and which waited: the research pods were
 created before the window; `prod/llm-0` was created `WAIT_S` before it started and was Pending
@@ -33,6 +35,9 @@ GONE_POD = "prod/llm-0"
 ALL_PODS = (*IDLE_PODS, *BUSY_PODS, GONE_POD)  # the pods that ran
 NEVER_RAN_POD = "prod/llm-1"
 WAIT_S = 1800.0  # llm-0's wait between its creation and its start
+GIB = 2**30
+POD_GIB = {**dict.fromkeys(IDLE_PODS, 2), **dict.fromkeys(BUSY_PODS, 30), GONE_POD: 50}
+DEVICE_MIB = {"gpu-node-1": 40 * 1024, "gpu-node-2": 80 * 1024}
 
 
 def llm_times(now: float) -> tuple[float, float]:
@@ -56,10 +61,14 @@ def _pod_series(
     uuid = f"GPU-{node}-{gpu}"
     own = {"namespace": namespace, "pod": pod, "container": "w", "gpu": str(gpu), "UUID": uuid}
     dcgm = {"gpu": str(gpu), "UUID": uuid, "Hostname": node, "namespace": namespace, "pod": pod}
+    used, total = POD_GIB[key] * 1024, DEVICE_MIB[node]
     return [
         (gc.POD_UTILIZATION, own | {"Hostname": node}, [(t, level(t)) for t in times]),
         (gc.POD_ALLOCATED, own | {"Hostname": node}, [(t, 1.0) for t in times]),
+        (gc.POD_MEMORY, own | {"Hostname": node}, [(t, float(POD_GIB[key] * GIB)) for t in times]),
         (gc.DCGM_GPU_UTIL, dcgm | {"container": "w"}, [(t, 100 * level(t)) for t in times]),
+        (gc.DCGM_FB_USED, dcgm | {"container": "w"}, [(t, float(used)) for t in times]),
+        (gc.DCGM_FB_FREE, dcgm | {"container": "w"}, [(t, float(total - used)) for t in times]),
     ]
 
 

@@ -110,15 +110,24 @@ def run(
     )
 
 
+COLD_STARTS = pd.DataFrame(
+    {"timestamp_anon": [1.6e9, 1.6e9 + STEP], "value": [20_000.0, 40_000.0], "container_ip": "m"}
+)
+"""Two model loads, 20 s and 40 s (GenTD26's `basemodel_update_latency` format, milliseconds)."""
+
+
 def write_trace(
     directory: Path, pods: Sequence[P], gpus: Sequence[int], profile: pd.DataFrame = IDLE
 ) -> dict[str, Path]:
+    """The files `simulate` reads, each under the key of its flag (`trace_paths.FLAGS`)."""
     paths = {
         "pods": directory / "pods.csv",
         "nodes": directory / "nodes.csv",
         "utilization": directory / "util.csv",
+        "cold_start": directory / "loads.csv",
     }
     pods_frame(pods).to_csv(paths["pods"], index=False)
     nodes_frame(gpus).to_csv(paths["nodes"], index=False)
     profile.to_csv(paths["utilization"], index=False)
+    COLD_STARTS.to_csv(paths["cold_start"], index=False)
     return paths

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from reclaimer.devices import slots_by_resource
-from reclaimer.kube.objects import disruption, gangs, kinds, trainjob, workloads
+from reclaimer.kube.objects import crashes, disruption, gangs, kinds, trainjob, workloads
 from reclaimer.kube.objects import fields as f
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.objects.nodes import device_plugin_data, node
@@ -258,6 +258,7 @@ def to_cluster_view(
             ctx.group_queues[owner_key] = str(pg_queue)
     for obj in objs.pods:
         _safe(problems, f"Pod {f.key(obj)}", partial(_place_pod, obj, ctx))
+    crashed = crashes.of_pods(objs.pods, problems)
     _pending_podgroups(ctx)
     if ctx.unmanaged:
         problems.append(f"{len(ctx.unmanaged)} GPU pods in no workload the reclaimer can stop")
@@ -273,6 +274,7 @@ def to_cluster_view(
         last_actions=MappingProxyType(_last_actions(jobs, objs.nodes)),
         problems=tuple(problems),
         unmanaged=MappingProxyType(dict(sorted(ctx.unmanaged.items()))),
+        crashes=crashed,
     )
 
 

@@ -59,6 +59,7 @@ def node(
         last_reshape=f.timestamp(f.annotations_of(obj).get(r.LAST_RESHAPE)),
         reshape_key_at=f.timestamp(f.annotations_of(obj).get(r.RESHAPE_KEY_AT)),
         mig=_mig_offer(labels, devices),
+        reshape_reason=f.annotations_of(obj).get(r.RESHAPE_REASON, ""),
     )
 
 

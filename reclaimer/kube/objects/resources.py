@@ -45,6 +45,7 @@ RESHAPE_TO: Final = PREFIX + "reshape-to"
 RESHAPE_KEY: Final = PREFIX + "reshape-key"  # stage 1 done: the new key, not yet the label
 RESHAPE_KEY_AT: Final = PREFIX + "reshape-key-written-at"
 RESHAPE_FROM_KEY: Final = PREFIX + "reshape-from-key"  # kept until GFD shows the new replicas
+RESHAPE_REASON: Final = PREFIX + "reshape-reason"  # the plan's `Reason` for the last reshape
 WORKLOAD_CLASS: Final = PREFIX + "workload-class"
 # annotations whose value is a time of a reclaimer action (cool-downs)
 ACTION_TIME_KEYS: Final = (SUSPENDED_AT, RESUMED_AT, EVICTED_AT, LAST_RESHAPE)

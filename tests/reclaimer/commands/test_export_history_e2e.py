@@ -19,9 +19,12 @@ from e2e_world import cluster_objects, wall_now
 from export_world import (
     ALL_PODS,
     BUSY_PODS,
+    DEVICE_MIB,
+    GIB,
     GONE_POD,
     IDLE_PODS,
     NEVER_RAN_POD,
+    POD_GIB,
     STEP,
     WAIT_S,
     history,
@@ -30,6 +33,7 @@ from fakeapi import FakeCluster, served_kubeconfig
 from promserver import PromServer, start_prometheus
 
 from reclaimer.policy.settings import Policy
+from reclaimer.prometheus.window_read import NO_POD_MEMORY
 from reclaimer.simulate.jobs import Event, EventKind
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import simulate
@@ -99,6 +103,28 @@ def test_export_lists_each_pod_with_its_queue_gpus_and_the_nodes(export):
     assert summary["pods"] == 6 and summary["prometheus_requests"] >= 8
 
 
+def test_each_node_has_its_device_memory_and_each_pod_its_bytes_where_the_source_has_them(
+    export,
+):
+    out, summary = export
+    nodes = pd.read_csv(out / "nodes.csv")
+
+    # the device series, with dcgm-exporter's pod labels on them, under either source
+    assert dict(zip(nodes["sn"], nodes["gpu_memory_mib"], strict=True)) == DEVICE_MIB
+    if summary["source"] == "dcgm":
+        assert not (out / "memory.csv").exists() and summary["memory_samples"] is None
+        assert NO_POD_MEMORY in summary["problems"]
+        return
+    memory = pd.read_csv(out / "memory.csv")
+    assert summary["memory_samples"] == len(memory) == len(pd.read_csv(out / "utilization.csv"))
+    held = memory.groupby("container_ip")["value"].agg(["min", "max"])
+    assert (
+        held["min"].to_dict()
+        == held["max"].to_dict()
+        == {pod: gib * GIB for pod, gib in POD_GIB.items()}
+    )
+
+
 def test_arrivals_come_from_kube_state_metrics_with_the_pod_that_never_ran(export):
     out, summary = export
     pods = pd.read_csv(out / "pods.csv").set_index("name")
@@ -126,7 +152,7 @@ def _full_capacity(out: Path, strategy: str) -> dict:
         "simulate",
         *("--pods", str(out / "pods.csv"), "--nodes", str(out / "nodes.csv")),
         *("--utilization", str(out / "utilization.csv"), "--capacity-scale", "1"),
-        *("--strategy", strategy, "--json"),
+        *("--strategy", strategy, "--json", "--no-cold-start"),
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -169,7 +195,7 @@ def test_simulate_on_the_export_reclaims_only_the_idle_jobs(export):
         "simulate",
         *files,
         *("--utilization", str(out / "utilization.csv"), "--capacity-scale", "0.5"),
-        *("--strategy", "forecast", "--json"),
+        *("--strategy", "forecast", "--json", "--no-cold-start"),
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

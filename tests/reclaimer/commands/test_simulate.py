@@ -30,6 +30,8 @@ def _args(paths, *extra):
         str(paths["nodes"]),
         "--utilization",
         str(paths["utilization"]),
+        "--cold-start",
+        str(paths["cold_start"]),
         "--capacity-scale",
         "1",
         *extra,
@@ -144,6 +146,8 @@ def test_a_slice_of_the_shared_trace_replays_under_every_policy(shared_data, tmp
         str(shared_data / "alibaba-openb" / "openb_node_list_gpu_node.csv"),
         "--utilization",
         str(shared_data / "alibaba-gentd26" / "pod_gpu_duty_cycle.csv.gz"),
+        "--cold-start",
+        str(shared_data / trace_paths.FLAGS["cold_start"].value),
         "--capacity-scale",
         "0.002",
         "--json",
@@ -215,8 +219,37 @@ def test_a_memory_file_replays_oom_kills_on_the_time_sliced_pool(tmp_path, capsy
 
     assert code == lighter == 0
     assert result["timesliced_gpus"] == 1
-    assert result["oom_kills"] == result["guaranteed_oom_kills"] > 0
-    assert light["oom_kills"] == 0  # 6 + 6 GiB fit a T4
+    assert result["oom_kills"] == result["guaranteed_oom_kills"] == 6
+    # ls-2 restarts in place next to ls-1 until its Job's backoffLimit (6) fails it
+    assert result["failed_jobs"] == result["guaranteed_failed_jobs"] == 1
+    assert light["oom_kills"] == light["failed_jobs"] == 0  # 6 + 6 GiB fit a T4
+
+
+def test_restarts_and_resumes_pay_the_cold_start_files_loads(tmp_path, capsys):
+    paths = write_trace(tmp_path, TRACE, [1, 1])
+    args = _args(paths, "--strategy", "threshold", "--json")  # culls and restarts idle BE jobs
+    assert main(args) == 0
+    loaded = json.loads(capsys.readouterr().out)
+    plain = [a for a in args if a not in ("--cold-start", str(paths["cold_start"]))]
+    assert main([*plain, "--no-cold-start"]) == 0
+    free = json.loads(capsys.readouterr().out)
+
+    assert loaded["preemptions"] == free["preemptions"] > 0
+    assert free["slowdown_p95"] == 1.0  # a culled idle job loses nothing without a load
+    assert loaded["slowdown_p95"] > 1.0  # each restart holds its GPU through a 20 or 40 s load
+
+
+def test_a_missing_default_cold_start_file_says_how_to_get_it_or_opt_out(tmp_path, capsys):
+    paths = write_trace(tmp_path, TRACE, [1, 1])
+    given = _args(paths, "--strategy", "none", "--traces-dir", str(tmp_path / "empty"))
+    argv = [a for a in given if a not in ("--cold-start", str(paths["cold_start"]))]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "no --cold-start given" in err and "gpu-reclaimer traces fetch" in err
+    assert main([*argv, "--no-cold-start"]) == 0
+    with pytest.raises(SystemExit) as both:
+        main([*given, "--no-cold-start"])
+    assert both.value.code == 2
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,7 @@ def _args(paths, *extra):
         "--pods", str(paths["pods"]),
         "--nodes", str(paths["nodes"]),
         "--utilization", str(paths["utilization"]),
+        "--cold-start", str(paths["cold_start"]),
         *extra,
     ]  # fmt: skip
 

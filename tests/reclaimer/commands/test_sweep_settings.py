@@ -37,8 +37,9 @@ def _args(tmp_path, *extra, memory=True):
     given = ["--memory", str(_memory_csv(tmp_path))] if memory else []
     return [
         "simulate", "--pods", str(paths["pods"]), "--nodes", str(paths["nodes"]),
-        "--utilization", str(paths["utilization"]), *given,
-        "--capacity-sweep", "--capacities", "1-4", "--pool-share", "1", "--jobs", "1", *extra,
+        "--utilization", str(paths["utilization"]), "--cold-start", str(paths["cold_start"]),
+        *given, "--capacity-sweep", "--capacities", "1-4", "--pool-share", "1", "--jobs", "1",
+        *extra,
     ]  # fmt: skip
 
 
@@ -170,6 +171,7 @@ def test_bad_setting_flags_exit_2(tmp_path, capsys, extra, message):
 def test_one_run_refuses_what_only_a_sweep_takes(tmp_path, capsys, extra, message):
     paths = write_trace(tmp_path, TRACE, [1, 1])
     argv = ["simulate", "--pods", str(paths["pods"]), "--nodes", str(paths["nodes"]),
-            "--utilization", str(paths["utilization"]), *extra]  # fmt: skip
+            "--utilization", str(paths["utilization"]), "--cold-start", str(paths["cold_start"]),
+            *extra]  # fmt: skip
     assert main(argv) == 2
     assert message in capsys.readouterr().err

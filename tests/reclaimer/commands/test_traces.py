@@ -26,7 +26,7 @@ from promserver import free_port
 from shared_traces import mirror_verdicts
 
 from reclaimer.cli import main
-from reclaimer.traces.catalog import GENTD26, HELIOS_PHILLY, OPENB, Packing, TraceFile
+from reclaimer.traces.catalog import GENTD26, HELIOS_PHILLY, OPENB, Packing, Role, TraceFile
 from reclaimer.traces.fetch import FetchError, Source, fetch, stored_content
 
 
@@ -109,7 +109,7 @@ def test_fetch_writes_the_publishers_files_and_refuses_a_checksum_mismatch(
     assert not (cache / "alibaba-gentd26").exists() or not any(
         (cache / "alibaba-gentd26").iterdir()
     )
-    assert "2 file(s) not fetched" in err
+    assert f"{len(GENTD26.files)} file(s) not fetched" in err
     assert "Weng et al." in out and "research or study" in out.replace("reseach", "research")
 
 
@@ -157,6 +157,22 @@ def test_the_mirror_is_used_without_the_network(
     assert out.count("copied from the mirror") == sum(v is not None for v in verdicts.values())
     assert "cannot reach" not in err
     assert code == (1 if None in verdicts.values() else 0)
+
+
+def test_fetch_stores_the_model_load_times_simulate_reads_by_default(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GenTD26's base-model load times (the replay's cold starts) are fetched with the rest."""
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens: the mirror's copy is taken
+    main(["traces", "fetch", "--dir", str(tmp_path), "--mirror", str(shared_data),
+          "--source-url", url])  # fmt: skip
+    (entry,) = [f for f in GENTD26.files if f.stored == Role.COLD_START.value]
+    stored = tmp_path / Role.COLD_START.value
+
+    assert entry.path == "cluster-trace-v2026-GenAI/basemodel_update_latency_anon.tar.gz"
+    assert entry.member == "basemodel_update_latency_anon.csv"
+    assert stored_content(stored) == (entry.content_sha256, "")  # the publisher's whole file
+    assert f"copied from the mirror  {stored}\n" in capsys.readouterr().out
 
 
 def _archive_entry(tmp_path: Path, csv: bytes, published: bytes) -> TraceFile:

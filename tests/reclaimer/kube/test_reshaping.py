@@ -6,8 +6,9 @@ import yaml
 from fakeapi import FakeCluster
 
 from kube.plan_fixture import CM, NODE, NOW, events_for, reshape, run
-from reclaimer.decisions import Outcome, Reason
+from reclaimer.decisions import Action, ActionKind, Evidence, Outcome, Reason
 from reclaimer.kube.objects import resources as r
+from reclaimer.kube.read import read_cluster_sync
 from reclaimer.policy.settings import Policy, TimeSlicing
 
 
@@ -124,3 +125,26 @@ def test_reshape_refuses_stale_plan_and_replica_limit(api, cluster: FakeCluster)
     assert stale.outcome is Outcome.SKIPPED and "plan assumed 3" in stale.detail
     assert too_many.skip_reason is Reason.LIMIT_REACHED
     assert not cluster.writes()
+
+
+def test_a_lowering_to_one_replica_ends_time_slicing_and_records_its_reason(
+    api, cluster: FakeCluster
+) -> None:
+    """gpu-node-2 (4 replicas) lowered to 1 because its pods crashed: the new key has no
+    time-slicing for nvidia.com/gpu (the plugin needs replicas >= 2 in one), and the node keeps
+    the plan's reason, which the next snapshot reads (the planner holds raises by it)."""
+    down = Action(ActionKind.RESHAPE, "gpu-node-2", Reason.PODS_CRASHED, Evidence(), None, 4, 1)
+    run(api, [down])
+    [res] = run(api, [down], now=NOW + 90)
+    assert res.outcome is Outcome.APPLIED, res
+    key = _label(cluster, "gpu-node-2")
+    assert key is not None and key.startswith("gpu-reclaim-r1-")
+    assert "timeSlicing" not in (yaml.safe_load(_data(cluster)[key]).get("sharing") or {})
+    assert _replicas(cluster, "gpu-node-2") == 1
+    assert _notes(cluster, "gpu-node-2")[r.RESHAPE_REASON] == "SharedPodsCrashed"
+    node = next(n for n in read_cluster_sync(api, now=NOW + 100).nodes if n.name == "gpu-node-2")
+    assert (node.replicas, node.reshape_reason, node.last_reshape) == (
+        1,
+        "SharedPodsCrashed",
+        NOW + 90,
+    )

@@ -30,6 +30,7 @@ from reclaimer.plan.victims import min_runtime_seconds
 from reclaimer.policy.settings import Limits, Policy
 
 QUEUES = ("q0", "q1", "q2", "q3")
+BELOW_TWO = {Reason.PODS_CRASHED, Reason.PODS_DO_NOT_FIT, Reason.WHOLE_GPUS_FOR_PENDING}
 ANNOTATIONS = (
     {},
     {},
@@ -297,7 +298,9 @@ def test_every_candidate_is_acted_on_or_explained(
         if a.kind is ActionKind.RESHAPE:
             assert a.from_replicas != a.to_replicas
             assert a.to_replicas is not None
-            assert 2 <= a.to_replicas <= policy.time_slicing.max_replicas
+            assert 1 <= a.to_replicas <= policy.time_slicing.max_replicas
+            if a.to_replicas == 1:  # below 2 only for pods that do not fit, or whole GPUs
+                assert a.reason in BELOW_TWO, a
     assert len([a for a in p.actions if a.kind is ActionKind.RESUME]) <= (
         policy.limits.max_resumes_per_cycle
     )

@@ -44,7 +44,7 @@ def report(tmp_path_factory) -> Path:
     argv = [
         sys.executable, "-m", "reclaimer", "simulate",
         "--pods", str(paths["pods"]), "--nodes", str(paths["nodes"]),
-        "--utilization", str(paths["utilization"]),
+        "--utilization", str(paths["utilization"]), "--cold-start", str(paths["cold_start"]),
         "--capacity-scale", "0.5", "--capacity-sweep", "--capacities", "1-4", "--slo", "30m",
         "--jobs", "2", "--report", str(page), "--json",
     ]  # fmt: skip

@@ -48,7 +48,8 @@ def replayed(shared_data: Path) -> tuple[list[Event], Usage, Policy, np.ndarray]
     settings = SimSettings(strategy=Strategy.FORECAST, seed=SEED)
     events: list[Event] = []
     simulate(jobs, nodes, profiles, settings, planner=planner_for(policy), on_event=events.append)
-    # the replay's own assignment of profiles (same seed, same assignment)
+    # the replay's own assignment of profiles (same seed, same assignment; by default each
+    # starts at its job's arrival time of day)
     usage = assign_usage(
         profiles,
         len(jobs.names),
@@ -56,6 +57,7 @@ def replayed(shared_data: Path) -> tuple[list[Event], Usage, Policy, np.ndarray]
         settings.idle_window_seconds,
         policy.horizon_seconds,
         threshold=policy.threshold,
+        arrival=jobs.arrival,
     )
     return events, usage, policy, jobs.runtime
 

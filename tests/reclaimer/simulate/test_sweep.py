@@ -211,3 +211,15 @@ def test_a_replay_names_its_worst_guaranteed_queue_by_its_own_p95():
     assert result.worst_guaranteed_queue == {"queue": "burstable", "wait_p95_s": 86400.0}
     empty = result_of("none", Tally(), 10, 86400.0, frozenset({"ls"}))
     assert empty.worst_guaranteed_queue == {"queue": "", "wait_p95_s": 0.0}
+
+
+@pytest.mark.parametrize(("failed", "met"), [(0, True), (1, False)], ids=["none", "one"])
+def test_a_capacity_where_a_guaranteed_job_failed_misses_the_slo(failed, met):
+    """A guaranteed job failed by its Job's backoffLimit (its OOM kills aside) fails the rule."""
+    run = sweep.RunPoint(40, 0.007, 0, 100.0, ("ls", 100.0), failed_jobs=failed)
+    (result,) = sweep.capacity_results([run], SLO)
+    assert result.meets_slo is met
+    assert result.as_dict()["guaranteed_failed_jobs"] == {"0": failed}
+    if not met:
+        reason = sweep.minimum((result,))[1]
+        assert reason is not None and "1 guaranteed jobs failed" in reason

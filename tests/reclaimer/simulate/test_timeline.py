@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
-from simworld import BURSTY, HOUR, P, nodes_frame, pods_frame
+from simworld import BURSTY, HOUR, STEP, WORKING_4_OF_5, P, nodes_frame, pods_frame
 
 from reclaimer.policy.settings import Policy
+from reclaimer.simulate.memory import parse_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import simulate
+from reclaimer.simulate.restarts import ColdStarts
 from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.timeline import record_run
@@ -56,3 +59,46 @@ def test_the_culler_preempts_on_this_trace():
     record = record_run(jobs, nodes, parse_profiles(BURSTY), settings, planner_for(Policy()))
 
     assert sum(record.preemptions) > 0
+
+
+def _memory_of_pod_a(gib: float, samples: int) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "timestamp_anon": [1.6e9 + STEP * i for i in range(samples)],
+            "value": gib * 2**30,
+            "container_ip": "pod-a",
+        }
+    )
+
+
+PAIR = [P("ls-1", "LS", 0, 4 * HOUR), P("ls-2", "LS", 0, 4 * HOUR)]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "pool_share", "pods"),
+    [
+        (Strategy.ALLOCATION, 0.0, TRACE),  # busy victims resumed: each start loads first
+        (Strategy.TIMESLICE, 1.0, PAIR),  # 10 + 10 GiB on a T4: ls-2 restarts until it fails
+    ],
+    ids=["resumes", "oom-restarts-to-failure"],
+)
+def test_bins_add_up_through_cold_starts_restarts_and_failures(strategy, pool_share, pods):
+    """A pod holds its GPU through its back-off and its model load, making no progress there: the
+    bins count that time allocated and none of it busy, as the replay's totals do."""
+    jobs, nodes = parse_pods(pods_frame(pods)), parse_nodes(nodes_frame([1, 1]))
+    profiles, planner = parse_profiles(WORKING_4_OF_5), planner_for(Policy())
+    memory = parse_memory(_memory_of_pod_a(10.0, len(WORKING_4_OF_5)), profiles, 10.0)
+    # loads long enough that counting them busy would show at the totals' 0.01 GPU-h
+    settings = SimSettings(strategy, pool_share=pool_share, cold_starts=ColdStarts((900.0, 1800.0)))
+
+    record = record_run(jobs, nodes, profiles, settings, planner, bins=37, memory=memory)
+    plain = simulate(jobs, nodes, profiles, settings, planner=planner, memory=memory).to_json()
+
+    assert record.result == plain
+    assert plain["preemptions"] + plain["failed_jobs"] > 0  # something started again, or failed
+    hours = record.bin_seconds / HOUR
+    assert sum(record.allocated_gpus) * hours == pytest.approx(
+        plain["gpu_hours_allocated"], abs=0.01
+    )
+    assert sum(record.busy_gpus) * hours == pytest.approx(plain["gpu_hours_busy"], abs=0.01)
+    assert sum(record.oom_kills) == plain["oom_kills"]
