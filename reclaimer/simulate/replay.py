@@ -140,7 +140,8 @@ def run_replay(
         arrival=jobs.arrival if settings.profile_offsets is ProfileOffsets.ARRIVAL else None,
     )
     if memory is not None:
-        shares = memory_shares(jobs, profiles) if settings.share_memory_cap else None
+        capped = settings.share_memory_cap and not nodes.measured_memory  # `sim_share_memory`
+        shares = memory_shares(jobs, profiles) if capped else None
         usage = replace(usage, memory=memory, memory_share=shares)
     replicas = (
         start_replicas(jobs, nodes, usage, settings) if settings.strategy in SLICING else None

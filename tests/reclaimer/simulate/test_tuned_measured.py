@@ -1,6 +1,6 @@
-"""`timeslice-tuned` on a node list that gives each node's device memory (`gpu_memory_mib`, an
-`export-history` list): the bytes replay as measured, against the measured devices (`sim_tuned`,
-`sim_memory.peak_for`)."""
+"""`timeslice-tuned` and the sharing pods' memory bound on a node list that gives each node's
+device memory (`gpu_memory_mib`, an `export-history` list): the bytes replay as measured, against
+the measured devices (`sim_tuned`, `sim_share_memory`, `sim_memory.peak_for`)."""
 
 from __future__ import annotations
 
@@ -91,3 +91,18 @@ def test_nodes_of_one_model_measured_at_different_sizes_are_tuned_apart():
         "unknown 20 GiB": (20.0, 1),
         "unknown 40 GiB": (40.0, 3),
     }
+
+
+# Two 500-milli pods drawing pod-a's 10 GiB series onto one GPU of 16 GiB
+HALVES = [P(f"ls-{i}", "LS", 0.0, 2 * HOUR, gpu_milli=500) for i in (1, 2)]
+
+
+def test_a_measured_list_bounds_no_sharing_pods_memory():
+    """On an export, `gpu_milli` 500 is a time-slicing replica's share, which bounds no memory:
+    10 + 10 GiB pass the measured 16 GiB and one pod is OOM-killed. On an openb T4 (no measured
+    memory) the same pods hold at most 0.5 x 16 = 8 GiB each, 16 together: no kill."""
+    measured = _replay(HALVES, _nodes([16 * 1024.0], models=True), Strategy.TIMESLICE, 10.0)
+    by_model = _replay(HALVES, _nodes([None], models=True), Strategy.TIMESLICE, 10.0)
+
+    assert measured.memory_replay == "as measured" and measured.oom_kills > 0
+    assert by_model.memory_replay == "scaled" and by_model.oom_kills == 0
