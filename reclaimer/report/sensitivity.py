@@ -15,7 +15,10 @@ on its own (`SettingSweep`: its `SweepSummary` and its runs). Across them:
 `as_json` keeps one setting's JSON as `sweep_text.as_json` gives it, plus `memory_sensitivity` and
 `break_even_gib` when memory was replayed at `--memory-peak-gib` values (not when it was replayed as
 measured, with no value: the runs' `memory_replay` says which); several settings' `policies` and
-`runs` move into `settings`, one entry per setting. Pure.
+`runs` move into `settings`, one entry per setting. Under the pooled rule (`--slo-pooled`) the
+pooled minima are never shown alone: the per-queue rule's `memory_sensitivity`,
+`break_even_gib` and `pool_draws` stand beside them, in JSON under `per_queue` and in the text
+as a block of their own (`per_queue=True` reads each setting's per-queue verdicts). Pure.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reclaimer.report import sweep_text
-from reclaimer.report.replay_data import SweepSummary
+from reclaimer.report.replay_data import Rule, SweepSummary
 
 
 @dataclass(frozen=True)
@@ -35,8 +38,10 @@ class SettingSweep:
     summary: SweepSummary
     runs: list[dict[str, object]]
 
-    def min_gpus(self) -> dict[str, int | None]:
-        return {v.strategy: v.min_gpus for v in self.summary.verdicts}
+    def min_gpus(self, per_queue: bool = False) -> dict[str, int | None]:
+        """Each strategy's `min_gpus` under the rule in force, or the per-queue rule's."""
+        verdicts = self.summary.per_queue if per_queue else self.summary.verdicts
+        return {v.strategy: v.min_gpus for v in verdicts}
 
 
 @dataclass(frozen=True)
@@ -74,24 +79,28 @@ def _pool_seeds(sweeps: Sequence[SettingSweep]) -> list[int]:
     return list(dict.fromkeys(s.pool_seed for s in sweeps))
 
 
-def draws(sweeps: Sequence[SettingSweep]) -> dict[float | None, dict[str, Draws]]:
+def draws(
+    sweeps: Sequence[SettingSweep], per_queue: bool = False
+) -> dict[float | None, dict[str, Draws]]:
     """Per memory value, per strategy, `min_gpus` on each pool draw."""
     out: dict[float | None, dict[str, Draws]] = {}
     for sweep in sweeps:
         mine = out.setdefault(sweep.memory_gib, {})
-        for strategy, least in sweep.min_gpus().items():
+        for strategy, least in sweep.min_gpus(per_queue).items():
             mine.setdefault(strategy, Draws({})).by_seed[sweep.pool_seed] = least
     return out
 
 
-def memory_sensitivity(sweeps: Sequence[SettingSweep]) -> list[dict[str, object]]:
+def memory_sensitivity(
+    sweeps: Sequence[SettingSweep], per_queue: bool = False
+) -> list[dict[str, object]]:
     """Per memory value, each strategy's `min_gpus` (the median over the pool draws)."""
     return [
         {
             "memory_peak_gib": gib,
             "min_gpus": {name: d.median for name, d in per_strategy.items()},
         }
-        for gib, per_strategy in draws(sweeps).items()
+        for gib, per_strategy in draws(sweeps, per_queue).items()
     ]
 
 
@@ -99,10 +108,10 @@ def _fewer(least: int | None, baseline: int | None) -> bool:
     return least is not None and (baseline is None or least < baseline)
 
 
-def break_even(sweeps: Sequence[SettingSweep]) -> dict[str, float | None]:
+def break_even(sweeps: Sequence[SettingSweep], per_queue: bool = False) -> dict[str, float | None]:
     """Per strategy, the largest memory value at which it needs fewer GPUs than `none`."""
     found: dict[str, float | None] = {}
-    for gib, per_strategy in draws(sweeps).items():
+    for gib, per_strategy in draws(sweeps, per_queue).items():
         baseline = per_strategy["none"].median
         for name, d in per_strategy.items():
             found.setdefault(name, None)
@@ -130,13 +139,22 @@ def as_json(sweeps: Sequence[SettingSweep]) -> dict[str, object]:
             }
             for s in sweeps
         ]
-    if first.memory_gib is not None:
-        out["memory_sensitivity"] = memory_sensitivity(sweeps)
-        out["break_even_gib"] = break_even(sweeps)
+    out |= _across(sweeps, per_queue=False)
+    if first.summary.rule is Rule.POOLED:
+        out["per_queue"] = _across(sweeps, per_queue=True)
+    return out
+
+
+def _across(sweeps: Sequence[SettingSweep], *, per_queue: bool) -> dict[str, object]:
+    """What changes across the settings, under the rule in force or the per-queue rule."""
+    out: dict[str, object] = {}
+    if sweeps[0].memory_gib is not None:
+        out["memory_sensitivity"] = memory_sensitivity(sweeps, per_queue)
+        out["break_even_gib"] = break_even(sweeps, per_queue)
     if len(_pool_seeds(sweeps)) > 1:
         out["pool_draws"] = [
             {"memory_peak_gib": gib, "min_gpus": {n: d.as_dict() for n, d in per.items()}}
-            for gib, per in draws(sweeps).items()
+            for gib, per in draws(sweeps, per_queue).items()
         ]
     return out
 
@@ -149,10 +167,13 @@ def lines(sweeps: Sequence[SettingSweep]) -> list[str]:
         if len(sweeps) > 1:
             out.append(f"-- {_setting(s.memory_gib, s.pool_seed)}")
         out += sweep_text.lines(s.summary)
-    if sweeps[0].memory_gib is not None:
-        out += _memory_lines(sweeps)
-    if len(_pool_seeds(sweeps)) > 1:
-        out += _draw_lines(sweeps)
+    pooled = sweeps[0].summary.rule is Rule.POOLED
+    for per_queue in (False, True) if pooled else (False,):
+        rule = "per-queue" if per_queue else sweeps[0].summary.rule.value
+        if sweeps[0].memory_gib is not None:
+            out += _memory_lines(sweeps, per_queue, rule)
+        if len(_pool_seeds(sweeps)) > 1:
+            out += _draw_lines(sweeps, per_queue, rule)
     return out
 
 
@@ -161,12 +182,14 @@ def _setting(gib: float | None, pool_seed: int) -> str:
     return f"{memory}pool seed {pool_seed}"
 
 
-def _memory_lines(sweeps: Sequence[SettingSweep]) -> list[str]:
+def _memory_lines(sweeps: Sequence[SettingSweep], per_queue: bool, rule: str) -> list[str]:
     seeds = _pool_seeds(sweeps)
     over = f" (median over pool seeds {', '.join(map(str, seeds))})" if len(seeds) > 1 else ""
-    out = [f"memory sensitivity: min_gpus by --memory-peak-gib{over}, and the break-even"]
-    table = draws(sweeps)
-    for name, gib in break_even(sweeps).items():
+    out = [
+        f"memory sensitivity ({rule} rule): min_gpus by --memory-peak-gib{over}, and the break-even"
+    ]
+    table = draws(sweeps, per_queue)
+    for name, gib in break_even(sweeps, per_queue).items():
         cells = "  ".join(
             f"{m:g}: {_n(per[name].median)}" for m, per in table.items() if m is not None
         )
@@ -175,10 +198,10 @@ def _memory_lines(sweeps: Sequence[SettingSweep]) -> list[str]:
     return out
 
 
-def _draw_lines(sweeps: Sequence[SettingSweep]) -> list[str]:
+def _draw_lines(sweeps: Sequence[SettingSweep], per_queue: bool, rule: str) -> list[str]:
     seeds = ", ".join(map(str, _pool_seeds(sweeps)))
-    out = [f"pool draws (seeds {seeds}): min_gpus on each, median and range"]
-    for gib, per in draws(sweeps).items():
+    out = [f"pool draws (seeds {seeds}, {rule} rule): min_gpus on each, median and range"]
+    for gib, per in draws(sweeps, per_queue).items():
         where = "" if gib is None else f" at {gib:g} GiB"
         for name, d in per.items():
             each = ", ".join(_n(n) for _, n in sorted(d.by_seed.items()))

@@ -98,7 +98,9 @@ def test_the_text_gives_the_sensitivity_table(tmp_path, capsys):
 
     assert "-- memory peak 8 GiB, pool seed 0" in lines
     assert lines[lines.index("-- memory peak 12 GiB, pool seed 0") + 1].startswith("SLO (")
-    table = lines.index("memory sensitivity: min_gpus by --memory-peak-gib, and the break-even")
+    table = lines.index(
+        "memory sensitivity (per-queue rule): min_gpus by --memory-peak-gib, and the break-even"
+    )
     assert lines[table + 1 :] == [
         "none            8: 4  12: 4  break-even -",
         "timeslice       8: 2  12: -  break-even 8 GiB",

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from reclaimer.report.replay_data import PolicyVerdict, SweepSummary
+from reclaimer.report.replay_data import PolicyVerdict, Rule, SweepSummary
 from reclaimer.report.sensitivity import (
     Draws,
     SettingSweep,
     as_json,
     break_even,
+    lines,
     memory_sensitivity,
 )
 
@@ -79,3 +80,50 @@ def test_without_memory_there_is_no_memory_sensitivity():
     assert "memory_sensitivity" not in out and "break_even_gib" not in out
     assert out["memory_peak_gib"] == [None]
     assert out["pool_seeds"] == [0, 1]
+
+
+def _pooled(gib: float, pool_seed: int, pooled: dict[str, int], own: dict[str, int | None]):
+    """A setting judged by the pooled rule, with the per-queue verdicts beside it."""
+
+    def verdicts(least):
+        return tuple(PolicyVerdict(name, n, None, None, (), ()) for name, n in least.items())
+
+    summary = SweepSummary(600.0, (0,), "", verdicts(pooled), Rule.POOLED, verdicts(own))
+    return SettingSweep(gib, pool_seed, summary, [])
+
+
+def test_under_the_pooled_rule_the_per_queue_minima_stand_beside():
+    """A pooled p95 can pass while a small queue starves: the pooled minima across settings are
+    never given without the per-queue ones."""
+    sweeps = [
+        _pooled(8.0, 0, {"none": 58, "forecast": 28}, {"none": 58, "forecast": 38}),
+        _pooled(8.0, 1, {"none": 58, "forecast": 30}, {"none": 58, "forecast": None}),
+        _pooled(12.0, 0, {"none": 58, "forecast": 48}, {"none": 58, "forecast": 58}),
+        _pooled(12.0, 1, {"none": 58, "forecast": 50}, {"none": 58, "forecast": 58}),
+    ]
+    out = as_json(sweeps)
+
+    assert out["rule"] == "pooled"
+    assert out["break_even_gib"] == {"none": None, "forecast": 12.0}
+    beside = out["per_queue"]
+    assert beside["memory_sensitivity"] == [
+        {"memory_peak_gib": 8.0, "min_gpus": {"none": 58, "forecast": None}},  # median of 38, -
+        {"memory_peak_gib": 12.0, "min_gpus": {"none": 58, "forecast": 58}},
+    ]
+    assert beside["break_even_gib"] == {"none": None, "forecast": None}
+    forecast_8 = beside["pool_draws"][0]["min_gpus"]["forecast"]
+    assert forecast_8["by_pool_seed"] == {"0": 38, "1": None}
+    text = lines(sweeps)
+    assert [x for x in text if x.startswith("memory sensitivity")] == [
+        "memory sensitivity (pooled rule): min_gpus by --memory-peak-gib (median over pool seeds "
+        "0, 1), and the break-even",
+        "memory sensitivity (per-queue rule): min_gpus by --memory-peak-gib (median over pool "
+        "seeds 0, 1), and the break-even",
+    ]
+    assert "forecast        8: -  12: 58  break-even -" in text
+
+
+def test_under_the_per_queue_rule_nothing_is_repeated_beside():
+    out = as_json([_sweep(8.0, 0, none=58, forecast=38), _sweep(12.0, 0, none=58, forecast=58)])
+
+    assert "per_queue" not in out
