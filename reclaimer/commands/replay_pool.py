@@ -1,17 +1,18 @@
-"""Many replays at once: one per (strategy, capacity, seed), over a pool of processes.
+"""Many replays at once: one per (strategy, capacity, seed, setting), over a pool of processes.
 
 A replay is single-threaded and CPU-bound, so a sweep runs them in worker processes (`--jobs`,
 default every CPU this process may use). Each worker gets the trace once (`_start`) and then
 replays tasks; results come back as they finish and `on_done` hears of each (the progress line).
 With one job everything runs in this process, in order. Results are returned in task order, so
-the output does not depend on which worker finished first.
+the output does not depend on which worker finished first. A task's setting
+(`commands.sweep_grid`) is its memory reading, one of `Inputs.memories`, and its pool draw.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -40,7 +41,10 @@ class Inputs:
     idle_window_seconds: float
     sharing: SimSettings = field(default_factory=lambda: SimSettings(Strategy.NONE))  # its
     # time-slicing fields (replicas, pool share, switch overhead, anonymized GiB) apply
-    memory: FloatArray | None = None  # GiB per profile sample (`sim_memory`), if given
+    memory: FloatArray | None = None  # GiB per profile sample (`sim_memory`), if given: the
+    # bytes as measured, on a node list that gives device memory, where no value applies
+    # per `--memory-peak-gib` value, its memory series (a task's `memory_gib` picks one)
+    memories: Mapping[float, FloatArray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,8 @@ class Task:
     scale: float
     seed: int
     timeline: bool = False  # keep what the report draws (a `RunRecord`), not only the result
+    memory_gib: float | None = None  # which of `Inputs.memories` (None: `Inputs.memory`)
+    pool_seed: int = 0  # which draw of the nodes forms the pool (`sim_pool`)
 
 
 Outcome = dict[str, object] | RunRecord
@@ -68,23 +74,21 @@ def _start(inputs: Inputs) -> None:
 def _replay(task: Task) -> Outcome:
     inputs, planner = _worker[0]
     nodes = nodes_at(inputs.every_node, task.scale)
+    memory = inputs.memory if task.memory_gib is None else inputs.memories[task.memory_gib]
     settings = replace(
         inputs.sharing,
         strategy=task.strategy,
         seed=task.seed,
+        pool_seed=task.pool_seed,
         interval_seconds=inputs.interval_seconds,
         idle_window_seconds=inputs.idle_window_seconds,
         checkpoint_seconds=inputs.policy.checkpoint_interval_seconds,
         queue_shares=MappingProxyType(dict(inputs.policy.queue_shares)),
     )
     if task.timeline:
-        return record_run(
-            inputs.jobs, nodes, inputs.profiles, settings, planner, memory=inputs.memory
-        )
+        return record_run(inputs.jobs, nodes, inputs.profiles, settings, planner, memory=memory)
     started = time.perf_counter()
-    result = simulate(
-        inputs.jobs, nodes, inputs.profiles, settings, planner=planner, memory=inputs.memory
-    )
+    result = simulate(inputs.jobs, nodes, inputs.profiles, settings, planner=planner, memory=memory)
     wall = round(time.perf_counter() - started, 2)
     extra = {"gpus": task.gpus, "capacity_scale": task.scale, "seed": task.seed}
     return result.to_json() | {"wall_seconds": wall} | extra
@@ -128,9 +132,11 @@ class Progress:
         result = outcome.result if isinstance(outcome, RunRecord) else outcome
         p95 = result.get("guaranteed_wait_p95_s")
         what = "report run" if task.timeline else "sweep"
+        memory = "" if task.memory_gib is None else f", {task.memory_gib:g} GiB"
+        pool = f", pool seed {task.pool_seed}" if task.pool_seed else ""
         line = (
             f"{what} {self.count}/{self.total}: {task.strategy.value} at {task.gpus} GPUs, "
-            f"seed {task.seed}: guaranteed p95 {p95:,.0f} s"
+            f"seed {task.seed}{memory}{pool}: guaranteed p95 {p95:,.0f} s"
             if isinstance(p95, int | float)
             else f"{what} {self.count}/{self.total}"
         )

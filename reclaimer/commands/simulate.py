@@ -18,20 +18,23 @@ model stays pure backfill, as in Volcano's default configuration. `--policy-file
 controller's policy YAML; its `checkpointInterval` applies to every policy (work lost on
 preemption), its `queueShares` set the guaranteed queues' deserved shares.
 
-Time-slicing (`timeslice`, `forecast`): `--pool-share` (default 0.5) of the nodes of each GPU
-count form the time-sliced pool (`sim_pool.pool_nodes`), at `--replicas` (default 2) per GPU
-(`forecast` starts there and reshapes); `--contention` picks how a time-sliced GPU's time is
+Time-slicing (`timeslice`, `timeslice-tuned`, `forecast`): `--pool-share` (default 0.5) of the
+nodes of each GPU count, drawn by `--pool-seed`, form the time-sliced pool (`sim_pool`), at
+`--replicas` (default 2) per GPU (`forecast` starts there and reshapes; `timeslice-tuned` sets
+its own per GPU model, `sim_tuned`); `--contention` picks how a time-sliced GPU's time is
 divided (`fair`, the default, or `pessimistic`: `sim_sharing`), and `--switch-overhead`
 (default 0.05, `fair` only: given with `pessimistic` it exits 2) is the share of a GPU's time
-lost while two or more pods have work on it. `--memory` replays each job's GPU memory (GenTD26's
-`pod_gpu_memory_used_bytes` format): `--memory-peak-gib` is what the file's largest value stands
-for (default 16), `--anonymized-gib` the memory of a GPU model the trace anonymizes (default
-16). When the node list gives each node's device memory (a `gpu_memory_mib` column, as
-`export-history` writes it), the bytes are replayed as they are and `--memory-peak-gib` does not
-apply (`sim_memory`); the result's `memory_replay` says which rule held (`scaled`, `as
+lost while two or more pods have work on it. `--memory` replays each job's GPU memory
+(GenTD26's `pod_gpu_memory_used_bytes` format; `commands.memory_flags`: `--memory-peak-gib`, the
+bound a sharing pod's request gives its memory, the pool's draw `--pool-seed`),
+`--anonymized-gib` is the memory of a GPU model the trace anonymizes (default 16). When the node
+list gives each node's device memory (a `gpu_memory_mib` column, as `export-history` writes it),
+the bytes are replayed as they are and `--memory-peak-gib` does not apply (`sim_memory`; a list
+of values is refused there); the result's `memory_replay` says which rule held (`scaled`, `as
 measured`, or `none` without `--memory`, when no job is ever OOM-killed). A pool that comes out
-empty (`sim_pool.empty_pool` says why) refuses `--strategy timeslice` (exit 2: it would replay
-`none`) and is said on stderr for `--strategy forecast`, which then replays reclaim only.
+empty (`sim_pool.empty_pool` says why) refuses `--strategy timeslice` and `timeslice-tuned` (exit
+2: they would replay `none`) and is said on stderr for `--strategy forecast`, which then replays
+reclaim only.
 
 Load (every strategy, `simulate.load`): `--profile-offsets arrival` (the default) starts each
 drawn profile at its job's arrival time of day on the profile's own clock, so jobs that share a
@@ -57,11 +60,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TextIO
 
-from reclaimer.commands import simulate_sweep, trace_paths
+from reclaimer.commands import memory_flags, simulate_sweep, trace_paths
 from reclaimer.commands.flag_values import number_in
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
 from reclaimer.simulate.load import ProfileOffsets, scale_to_mean
-from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, peak_for, read_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.pool import empty_pool
 from reclaimer.simulate.replay import SLICING, simulate
@@ -184,13 +186,7 @@ def _sharing_arguments(parser: argparse.ArgumentParser) -> None:
         help="GPU time lost to context switches, fair contention only "
         f"(default {DEFAULT_SWITCH_OVERHEAD})",
     )
-    group.add_argument("--memory", type=Path, help="gentd26-format GPU memory CSV")
-    group.add_argument(
-        "--memory-peak-gib",
-        type=_gib,
-        default=DEFAULT_PEAK_GIB,
-        help=f"GiB the memory file's largest value stands for (default {DEFAULT_PEAK_GIB:g})",
-    )
+    memory_flags.add_arguments(group)
     group.add_argument(
         "--anonymized-gib",
         type=_gib,
@@ -223,19 +219,21 @@ def sharing_settings(args: argparse.Namespace) -> SimSettings:
         contention=Contention(args.contention),
         anonymized_gib=args.anonymized_gib,
         profile_offsets=ProfileOffsets(args.profile_offsets),
+        pool_seed=args.pool_seed,
+        share_memory_cap=args.share_memory_cap,
     )
 
 
 def _empty_pool(args: argparse.Namespace, jobs: Jobs, nodes: Nodes) -> str | None:
-    """What to say when a time-slicing strategy's pool comes out empty: `timeslice` would
-    replay `none` (refused), `forecast` reclaim only (said, then replayed)."""
+    """What to say when a time-slicing strategy's pool comes out empty: `timeslice` and
+    `timeslice-tuned` would replay `none` (refused), `forecast` reclaim only (said, replayed)."""
     if Strategy(args.strategy) not in SLICING:
         return None
     reason = empty_pool(jobs, nodes, args.pool_share)
     if reason is None:
         return None
-    if args.strategy == Strategy.TIMESLICE.value:
-        return f"{reason}: timeslice would time-slice nothing and replay none"
+    if args.strategy != Strategy.FORECAST.value:
+        return f"{reason}: {args.strategy} would time-slice nothing and replay none"
     return f"{reason}: forecast replays reclaim only, time-slicing nothing"
 
 
@@ -245,7 +243,7 @@ def _sharing_problem(args: argparse.Namespace) -> str | None:
             "--switch-overhead is the fair model's; --contention pessimistic already charges "
             "every neighbour's demand in full"
         )
-    return None
+    return memory_flags.problem(args, simulate_sweep.wanted(args))
 
 
 def _policy(path: Path | None) -> Policy:
@@ -293,23 +291,23 @@ def run(args: argparse.Namespace) -> int:
         jobs = read_pods(args.pods)
         nodes = read_nodes(args.nodes, args.capacity_scale)
         profiles = read_profiles(args.utilization)
-        memory: FloatArray | None = (
-            read_memory(args.memory, profiles, peak_for(nodes, args.memory_peak_gib))
-            if args.memory
-            else None
-        )
+        memories = memory_flags.read_memories(args, profiles, nodes)
         if args.utilization_mean is not None:
             profiles = scale_to_mean(profiles, args.utilization_mean)
         cold = ColdStarts() if args.no_cold_start else read_cold_starts(args.cold_start)
     except (TraceError, PolicyError) as exc:
         print(f"gpu-reclaimer simulate: {exc}", file=sys.stderr)
         return 2
+    if (moot := memory_flags.moot(args, nodes)) is not None:
+        print(f"gpu-reclaimer simulate: {moot}", file=sys.stderr)
+        return 2
     sharing = replace(sharing_settings(args), cold_starts=cold)
     if simulate_sweep.wanted(args):
-        return simulate_sweep.run(args, policy, jobs, profiles, (sharing, memory))
+        return simulate_sweep.run(args, policy, jobs, profiles, (sharing, memories))
+    memory: FloatArray | None = next(iter(memories.values()), None)
     if (empty := _empty_pool(args, jobs, nodes)) is not None:
         print(f"gpu-reclaimer simulate: {empty}", file=sys.stderr)
-        if args.strategy == Strategy.TIMESLICE.value:
+        if args.strategy != Strategy.FORECAST.value:
             return 2
     settings = replace(
         sharing,

@@ -12,6 +12,12 @@ stays within `--max-ls-cobusy` (default 0.05), and the GPUs it saves against `no
 printed beside the pooled one (JSON `per_queue`), as a pooled p95 can keep the SLO while a small
 queue starves. The JSON's `load` says what load the replays ran at (`--profile-offsets`,
 `--utilization-mean`).
+With several `--memory-peak-gib` values or `--pool-seeds`, the sweep runs once per setting
+(`commands.sweep_grid`) and adds what changes across them (`report.sensitivity`): with
+`--memory` scaled, `memory_sensitivity` and `break_even_gib`; with several pool draws,
+`pool_draws`. On a node list that gives device memory the bytes replay as measured, in one
+setting per pool draw, and neither memory key is written (no value was swept).
+`--strategies` defaults to every strategy, `timeslice-tuned` only with `--memory`.
 `--report FILE.html` writes the page of `reclaimer.report.html_report`: the strategies replayed
 once more at `--capacity-scale` and `--seed` with their timelines, and the sweep when there is
 one. Both compare strategies, so `--strategy` (one run) goes with neither. Bad flags exit 2.
@@ -23,13 +29,14 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
-from reclaimer.commands import replay_pool
+from reclaimer.commands import replay_pool, sweep_grid, sweep_output
 from reclaimer.commands.flag_values import number_in, positive_count, seed_list
 from reclaimer.commands.replay_pool import Inputs, Task
 from reclaimer.policy.settings import Policy
-from reclaimer.report import figures, html_report, sweep_text
+from reclaimer.report import figures, sensitivity
 from reclaimer.report.replay_data import (
     CapacityResult,
     PolicyVerdict,
@@ -110,10 +117,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--strategies",
         type=_strategies,
-        default=tuple(Strategy),
-        help="strategies to compare (default all; the sweep always adds none)",
+        help="strategies to compare (default all, timeslice-tuned only with --memory; the sweep "
+        "always adds none)",
     )
     group.add_argument("--seeds", type=seed_list, help="sweep seeds, e.g. 0,1,2 (default --seed)")
+    group.add_argument(
+        "--pool-seeds",
+        type=seed_list,
+        help="pool draws to sweep, e.g. 0,1,2: the sweep runs once per draw (default --pool-seed)",
+    )
     group.add_argument(
         "--jobs",
         type=positive_count,
@@ -128,16 +140,19 @@ def wanted(args: argparse.Namespace) -> bool:
 
 def check_flags(args: argparse.Namespace) -> str | None:
     """What is wrong with the flags, before anything is read or replayed; None when nothing."""
+    swept = (args.capacities, args.slo, args.seeds, args.pool_seeds)
     if not wanted(args):
         if args.strategy is None:
             return "--strategy is required (or --capacity-sweep / --report to compare several)"
-        if args.capacities is not None or args.slo is not None or args.seeds is not None:
-            return "--capacities, --slo and --seeds go with --capacity-sweep"
+        if any(flag is not None for flag in swept):
+            return "--capacities, --slo, --seeds and --pool-seeds go with --capacity-sweep"
         return None
     if args.strategy is not None:
         return "--strategy picks one run; --capacity-sweep and --report compare --strategies"
-    if not args.capacity_sweep and (args.capacities or args.slo or args.seeds):
-        return "--capacities, --slo and --seeds go with --capacity-sweep"
+    if not args.capacity_sweep and any(flag is not None for flag in swept):
+        return "--capacities, --slo, --seeds and --pool-seeds go with --capacity-sweep"
+    if args.report is not None and len(sweep_grid.settings(args)) > 1:
+        return "--report replays one setting: give one --memory-peak-gib value and one pool seed"
     if args.report is not None:
         try:
             figures.require_matplotlib()
@@ -146,13 +161,6 @@ def check_flags(args: argparse.Namespace) -> str | None:
         if not args.report.parent.is_dir():
             return f"--report: no such directory {args.report.parent}"
     return None
-
-
-def _sweep_tasks(args: argparse.Namespace, points: tuple[sweep.CapacityPoint, ...]) -> list[Task]:
-    names = (Strategy.NONE, *(s for s in args.strategies if s is not Strategy.NONE))
-    seeds = args.seeds or (args.seed,)
-    # fewest GPUs first: those replays take longest, so the pool ends evenly
-    return [Task(s, p.gpus, p.scale, seed) for p in points for s in names for seed in seeds]
 
 
 def _points(
@@ -225,10 +233,12 @@ def _summary(
 
 
 def _empty_pools(tasks: list[Task], runs: list[dict[str, object]]) -> dict[str, list[int]]:
-    """Per time-slicing strategy, the capacities where its pool came out empty."""
+    """Per time-slicing strategy, the capacities where its pool came out empty (for
+    `timeslice-tuned`, no node at all: one it keeps whole is in its `tuned_replicas`)."""
     empty: dict[str, list[int]] = {}
     for task, run in zip(tasks, runs, strict=True):
-        if task.strategy in SLICING and _number(run, "timesliced_gpus") == 0:
+        sliced = _number(run, "timesliced_gpus") > 0 or bool(run.get("tuned_replicas"))
+        if task.strategy in SLICING and not sliced:
             empty.setdefault(task.strategy.value, []).append(task.gpus)
     return empty
 
@@ -238,14 +248,13 @@ def _tasks(args: argparse.Namespace, jobs: Jobs, every_node: Nodes) -> tuple[lis
     `--capacities`."""
     tasks: list[Task] = []
     note = ""
+    measured = every_node.measured_memory  # no `--memory-peak-gib` value applies
     if args.capacity_sweep:
         points, note = _points(args, jobs, every_node)
-        tasks = _sweep_tasks(args, points)
+        tasks = sweep_grid.sweep_tasks(args, points, measured)
     if args.report is not None:
         gpus = int(sweep.nodes_at(every_node, args.capacity_scale).gpus.sum())
-        tasks += [
-            Task(s, gpus, args.capacity_scale, args.seed, timeline=True) for s in args.strategies
-        ]
+        tasks += sweep_grid.report_tasks(args, gpus, measured)
     return tasks, note
 
 
@@ -254,10 +263,11 @@ def run(
     policy: Policy,
     jobs: Jobs,
     profiles: Profiles,
-    sharing: tuple[SimSettings, FloatArray | None],
+    sharing: tuple[SimSettings, Mapping[float | None, FloatArray]],
 ) -> int:
     """The sweep and/or the report (the flags passed `check_flags`); `sharing` is the
-    time-slicing settings and the memory series (`commands.simulate`)."""
+    time-slicing settings and each `--memory-peak-gib` value's memory series, or the series as
+    measured under None (`commands.memory_flags.read_memories`)."""
     try:
         every_node = read_nodes(args.nodes)
         tasks, note = _tasks(args, jobs, every_node)
@@ -272,53 +282,36 @@ def run(
         args.interval,
         args.idle_window,
         sharing=sharing[0],
-        memory=sharing[1],
+        memory=sharing[1].get(None),
+        memories={gib: m for gib, m in sharing[1].items() if gib is not None},
     )
-    progress = replay_pool.Progress(sys.stderr, len(tasks))
-    outcomes = replay_pool.run_tasks(
-        tasks, inputs, args.jobs or replay_pool.default_jobs(), progress
+    first = sweep_grid.settings(args, every_node.measured_memory)[0]
+    progress = replay_pool.Progress(sys.stderr, sweep_grid.distinct(tasks, first))
+    workers = args.jobs or replay_pool.default_jobs()
+    outcomes = sweep_grid.run_once(
+        tasks, first, lambda once: replay_pool.run_tasks(once, inputs, workers, progress)
     )
     swept = [(t, o) for t, o in zip(tasks, outcomes, strict=True) if isinstance(o, dict)]
-    runs = [o for _, o in swept]
     records = [o for o in outcomes if isinstance(o, RunRecord)]
-    summary = _summary(args, [t for t, _ in swept], runs, note) if swept else None
-    out: dict[str, object] = sweep_text.as_json(summary, runs) if summary else {}
-    if summary is not None:
+    sweeps = [
+        sensitivity.SettingSweep(
+            setting.memory_gib,
+            setting.pool_seed,
+            _summary(args, [t for t, _ in pairs], [o for _, o in pairs], note),
+            [o for _, o in pairs],
+        )
+        for setting, pairs in sweep_grid.by_setting(swept)
+    ]
+    out: dict[str, object] = sensitivity.as_json(sweeps) if sweeps else {}
+    if sweeps:
         out["load"] = {
             "profile_offsets": sharing[0].profile_offsets.value,
             "utilization_mean": round(fleet_mean(profiles), 4),
         }
     if args.report is not None:
-        _write_report(args, records, summary)
+        sweep_output.write_report(args, records, sweeps[0].summary if sweeps else None)
         out["report"] = str(args.report)
-    if summary is None:
+    if not sweeps:
         out["runs"] = [dict(r.result) | {"gpus": r.gpus, "seed": r.seed} for r in records]
-    print(json.dumps(out) if args.json else text(summary, records, args.report))
+    print(json.dumps(out) if args.json else sweep_output.text(sweeps, records, args.report))
     return 0
-
-
-def _write_report(
-    args: argparse.Namespace, records: list[RunRecord], summary: SweepSummary | None
-) -> None:
-    inputs = [
-        ("pods", str(args.pods)),
-        ("nodes", str(args.nodes)),
-        ("utilization", str(args.utilization)),
-        ("policy file", str(args.policy_file or "default policy")),
-    ]
-    title = "gpu-reclaimer simulate: backtest report"
-    html_report.write_report(args.report, html_report.render(title, inputs, records, summary))
-
-
-def text(summary: SweepSummary | None, records: list[RunRecord], report: Path | None) -> str:
-    lines = []
-    if summary is not None:
-        lines += sweep_text.lines(summary)
-    else:
-        lines += [
-            f"{r.strategy:<11} guaranteed p95 {_p95(dict(r.result)):,.0f} s at {r.gpus} GPUs"
-            for r in records
-        ]
-    if report is not None:
-        lines.append(f"report: {report}")
-    return "\n".join(lines)

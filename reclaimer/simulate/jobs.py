@@ -48,6 +48,7 @@ from reclaimer.simulate.restarts import CrashLoop
 from reclaimer.simulate.results import SharingTally, Tally
 from reclaimer.simulate.scheduler import Cluster, Placement, Queues
 from reclaimer.simulate.settings import SimSettings, default_shares
+from reclaimer.simulate.sharing import node_gib
 from reclaimer.simulate.strategies import (
     SLOTS_PER_GPU,
     ReplayPlanner,
@@ -186,6 +187,13 @@ class Replay:
             guaranteed_failed_jobs=self.guaranteed_failed_jobs,
         )
 
+    def node_gib(self, node: int) -> float:
+        """GiB of each GPU of `node`: as the node list measured it, else its model's
+        (`sim_sharing.device_gib`; every GPU of a node is the same model), cached."""
+        if node not in self.device_gib:
+            self.device_gib[node] = node_gib(self.nodes, node, self.settings.anonymized_gib)
+        return self.device_gib[node]
+
     def _emit(self, kind: EventKind, now: float, job: int, progress: float) -> None:
         if self.on_event is not None:
             self.on_event(Event(kind, now, job, progress))
@@ -273,7 +281,10 @@ class Replay:
         """Count a run's time, busy time and memory peak up to `now`; returns its progress."""
         self.ran[job] += now - run.started
         progress = run.progress(now)
-        self.peak_log.ended(self.keys[job], now, self.usage.memory_peak(job, run.base, progress))
+        gib = self.node_gib(run.placement.node)
+        self.peak_log.ended(
+            self.keys[job], now, self.usage.memory_peak(job, run.base, progress, gib)
+        )
         busy = self.usage.busy_seconds(job, run.base, progress)
         self.tally.segment(float(self.jobs.gpus[job]), now - run.started, busy)
         self.cobusy.ended(job, run.base, progress)

@@ -36,16 +36,18 @@ from reclaimer.simulate.jobs import (
 )
 from reclaimer.simulate.load import ProfileOffsets
 from reclaimer.simulate.memory import memory_replay
-from reclaimer.simulate.pool import keeps_a_node_whole, pool_replicas
 from reclaimer.simulate.results import SimResult, result_of
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.share_memory import memory_shares
 from reclaimer.simulate.strategies import ReplayPlanner, Strategy
 from reclaimer.simulate.ticks import tick, wants_tick
 from reclaimer.simulate.timeslice import reprice, shared_devices
 from reclaimer.simulate.trace import FloatArray, Jobs, Nodes, Profiles
+from reclaimer.simulate.tuned import start_replicas, tuned_pool
 from reclaimer.simulate.usage import assign_usage
 
-SLICING = frozenset({Strategy.TIMESLICE, Strategy.FORECAST})  # the strategies with a pool
+# the strategies with a pool
+SLICING = frozenset({Strategy.TIMESLICE, Strategy.FORECAST, Strategy.TIMESLICE_TUNED})
 
 __all__ = ["SimSettings", "replay_result", "replay_span", "run_replay", "simulate"]
 
@@ -93,7 +95,16 @@ def replay_result(replay: Replay) -> SimResult:
         own_utilization_jobs=replay.usage.own,
         sharing=replay.sharing_tally(),
         memory_replay=memory_replay(replay.usage.memory, replay.nodes).value,
+        tuned=_tuned(replay),
     )
+
+
+def _tuned(replay: Replay) -> dict[str, dict[str, float]]:
+    """`timeslice-tuned`'s choice per GPU model (`sim_tuned`), for the result; {} otherwise."""
+    if replay.settings.strategy is not Strategy.TIMESLICE_TUNED:
+        return {}
+    models = tuned_pool(replay.jobs, replay.nodes, replay.usage, replay.settings)[1]
+    return {model: choice.as_dict() for model, choice in models.items()}
 
 
 def replay_span(jobs: Jobs) -> tuple[float, float]:
@@ -129,13 +140,11 @@ def run_replay(
         arrival=jobs.arrival if settings.profile_offsets is ProfileOffsets.ARRIVAL else None,
     )
     if memory is not None:
-        usage = replace(usage, memory=memory)
+        capped = settings.share_memory_cap and not nodes.measured_memory  # `sim_share_memory`
+        shares = memory_shares(jobs, profiles) if capped else None
+        usage = replace(usage, memory=memory, memory_share=shares)
     replicas = (
-        pool_replicas(
-            nodes, settings.pool_share, settings.replicas, keeps_a_node_whole(jobs, nodes)
-        )
-        if settings.strategy in SLICING
-        else None
+        start_replicas(jobs, nodes, usage, settings) if settings.strategy in SLICING else None
     )
     replay = Replay(jobs, nodes, usage, settings, planner, replicas=replicas)
     replay.on_event = on_event

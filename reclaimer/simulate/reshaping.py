@@ -234,7 +234,12 @@ def memory_peaks(replay: Replay, now: float) -> MemoryPeaks:
         RunningPeak(replay.keys[job], job, run.base, run.progress(now))
         for job, run in replay.runs.items()
     )
-    return replay.peak_log.read(now, running, replay.usage.memory_peak)
+
+    def peak_of(job: int, progress_from: float, progress_to: float) -> float:
+        gib = replay.node_gib(replay.runs[job].placement.node)  # its bound there
+        return replay.usage.memory_peak(job, progress_from, progress_to, gib)
+
+    return replay.peak_log.read(now, running, peak_of)
 
 
 def planned_reshapes(

@@ -28,6 +28,8 @@ there is no such queue).
 `failed_jobs` counts the jobs whose OOM-killed container restarted in its
 pod until the Job's `backoffLimit` failed them (`sim_crashes`): they never finish, and their
 wait is counted as it stood; `guaranteed_failed_jobs` those of guaranteed queues.
+`tuned_replicas` says what `timeslice-tuned` chose per GPU model of its pool and from what
+(`sim_tuned`: the p99 pod peak, the device's GiB, the replicas); {} for the other strategies.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ JSON_KEYS = (
     "ls_cobusy_share",
     "failed_jobs",
     "guaranteed_failed_jobs",
+    "tuned_replicas",
 )
 
 
@@ -134,6 +137,8 @@ class SimResult:
     ls_cobusy_share: float = 0.0  # of the guaranteed `ls` pods' busy time (`sim_cobusy`)
     failed_jobs: int = 0  # failed by their Job's backoffLimit, every queue
     guaranteed_failed_jobs: int = 0
+    # `timeslice-tuned`: per GPU model of its pool, its p99 pod peak, GiB and replicas (`sim_tuned`)
+    tuned_replicas: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return {key: getattr(self, key) for key in JSON_KEYS}
@@ -177,6 +182,7 @@ def result_of(
     own_utilization_jobs: int = 0,
     sharing: SharingTally | None = None,
     memory_replay: str = "none",
+    tuned: dict[str, dict[str, float]] | None = None,
 ) -> SimResult:
     shared = sharing or SharingTally()
     capacity = capacity_gpus * span_seconds / 3600.0
@@ -212,4 +218,5 @@ def result_of(
         ),
         failed_jobs=shared.failed_jobs,
         guaranteed_failed_jobs=shared.guaranteed_failed_jobs,
+        tuned_replicas=tuned or {},
     )

@@ -39,6 +39,8 @@ class SimSettings:
     profile_offsets: ProfileOffsets = ProfileOffsets.ARRIVAL  # where drawn profiles start
     cold_starts: ColdStarts = field(default_factory=ColdStarts, repr=False)  # loads to draw
     backoff_limit: int = DEFAULT_BACKOFF_LIMIT  # a job fails at this many container restarts
+    pool_seed: int = 0  # which draw of the nodes forms the pool (`sim_pool.pool_nodes`)
+    share_memory_cap: bool = True  # a sharing pod holds at most its share (`sim_share_memory`)
 
 
 def default_shares(jobs: Jobs, reclaimable: frozenset[str]) -> dict[str, float]:

@@ -35,7 +35,8 @@ points at 0.533x (two, `d = 0.877`) and 0.369x (three, `d = 0.855`), below what 
 the device holds, an allocation fails and that process dies (k8s-device-plugin #323: the pod
 whose memory *grows* past what is left is the one OOM-killed, its neighbour keeps running). So
 the victim is the pod whose memory grew most at the sample where the sum first passes the
-device; ties go to the one placed last. `device_gib` says how much memory each node model holds.
+device; ties go to the one placed last. `device_gib` says how much memory each node model holds,
+`node_gib` how much a node's GPUs hold (measured where the node list gives it, else the model's).
 Pure: numpy only.
 """
 
@@ -46,7 +47,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from reclaimer.simulate.trace import FloatArray
+from reclaimer.simulate.trace import FloatArray, Nodes
 
 
 class Contention(StrEnum):
@@ -73,6 +74,13 @@ DEFAULT_ANONYMIZED_GIB = 16.0  # a model the trace anonymizes: the smallest the 
 def device_gib(model: str, anonymized_gib: float = DEFAULT_ANONYMIZED_GIB) -> float:
     """GiB of one GPU of `model`; an unknown (anonymized) model holds `anonymized_gib`."""
     return MODEL_GIB.get(model, anonymized_gib)
+
+
+def node_gib(nodes: Nodes, node: int, anonymized_gib: float = DEFAULT_ANONYMIZED_GIB) -> float:
+    """GiB of one GPU of `node`: as the node list measured it (`gpu_memory_mib`, an
+    `export-history` list), else its model's (`device_gib`)."""
+    measured = nodes.memory(node)
+    return measured if measured is not None else device_gib(nodes.model(node), anonymized_gib)
 
 
 def water_fill(demand: FloatArray, overhead: float) -> FloatArray:

@@ -10,6 +10,9 @@
   1), so victim choice, fit check, limits and minimum runtime are the same as ours.
 - `timeslice`: what NVIDIA's docs give: the pool's GPUs time-sliced at a fixed `--replicas`,
   nothing ever preempted or reshaped.
+- `timeslice-tuned`: static time-slicing as a careful operator would set it, per GPU model the
+  most replicas (up to 4) the replay's 99th-percentile pod memory peak fits (`sim_tuned`; a
+  hindsight baseline), nothing ever preempted or reshaped.
 - `forecast` (ours): the controller's own `forecast()` on each running reclaimable job's recent
   utilization history, then the controller's own `plan()`; victims are what the plan preempts.
   The default policy takes idle jobs only; with `reclaimBusyAfter` set, also busy reclaimable
@@ -70,6 +73,10 @@ class Strategy(StrEnum):
     THRESHOLD = "threshold"
     FORECAST = "forecast"
     TIMESLICE = "timeslice"  # static time-slicing on the pool (`--replicas`), no reclaim
+    TIMESLICE_TUNED = "timeslice-tuned"  # static, replicas per model from the peaks (`sim_tuned`)
+
+
+STATIC = frozenset({Strategy.NONE, Strategy.TIMESLICE, Strategy.TIMESLICE_TUNED})  # never act
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from reclaimer.simulate.reshaping import (
     wants_reshape,
 )
 from reclaimer.simulate.strategies import (
+    STATIC,
     HeldJob,
     ReplayPlanner,
     RunningJob,
@@ -51,7 +52,7 @@ from reclaimer.simulate.timeslice import PoolReadings, pool_readings
 def wants_tick(replay: Replay) -> bool:
     """Could the policy act at some coming tick? (Cheap; checked after every event.)"""
     policy = replay.settings.strategy
-    if policy in (Strategy.NONE, Strategy.TIMESLICE):
+    if policy in STATIC:
         return False
     if policy is Strategy.THRESHOLD:
         return replay.reclaimable_running > 0
@@ -67,7 +68,7 @@ def _starved_while_reclaimable_runs(replay: Replay) -> bool:
 def tick(replay: Replay, now: float) -> None:
     """One control cycle at `now`: preempt what the policy names, resume what it gives back."""
     policy = replay.settings.strategy
-    if policy in (Strategy.NONE, Strategy.TIMESLICE):
+    if policy in STATIC:
         return
     if policy is Strategy.THRESHOLD:
         window = replay.settings.idle_window_seconds

@@ -1,19 +1,20 @@
 """The time-sliced GPUs of a replay: what sharing a GPU does to its pods, and their readings.
 
-**The pool** is `sim_pool`'s: only `timeslice` and `forecast` slice it; the other strategies
-replay every GPU whole, as before.
+**The pool** is `sim_pool`'s: only `timeslice`, `timeslice-tuned` and `forecast` slice it (at
+the replicas `sim_tuned.start_replicas` gives); the other strategies replay every GPU whole.
 
 **Shares.** Whenever the pods of a time-sliced GPU change, and every `share_step_seconds` while
 two or more share one, `reprice` settles each pod's progress at its old rate and gives it a new
 one: the mean of `sim_sharing.progress_rates` (under `SimSettings.contention`) over the coming
 step, read sample by sample from every member's profile (at the positions its progress would
 reach running alone: an approximation within one step). Its completion is rescheduled at that
-rate. The same samples of the members' memory series (`sim_memory`) are checked against the
-device (the node list's measured `gpu_memory_mib` where it gives one, else
-`sim_sharing.device_gib` of the node's model): when they pass it, the pod that grows is
-OOM-killed now (`sim_crashes`: its container restarts in place after the kubelet's back-off)
-and the GPU is priced again without it. A pod that has just begun making progress (started, or
-back from a restart and its model load) counts as grown from nothing.
+rate. The same samples of the members' memory series (`sim_memory`, each within its bound on
+that device, `sim_share_memory`) are checked against the device (`Replay.node_gib`: the node
+list's measured `gpu_memory_mib` where it gives one, else `sim_sharing.device_gib` of the node's
+model): when they pass it, the pod that grows is OOM-killed now (`sim_crashes`: its container
+restarts in place after the kubelet's back-off) and the GPU is priced again without it. A pod
+that has just begun making progress (started, or back from a restart and its model load)
+counts as grown from nothing.
 
 **Load for the reshape planner.** `pool_stats` gives each pool GPU what the controller reads from
 Prometheus (`prometheus.history.node_stats_queries`): utilization averaged over the stats window
@@ -40,7 +41,7 @@ from reclaimer.simulate.cobusy import cobusy_fractions
 from reclaimer.simulate.crashes import oom_kill
 from reclaimer.simulate.jobs import COMPLETE, Replay
 from reclaimer.simulate.memory import GIB
-from reclaimer.simulate.sharing import device_gib, oom_victim, progress_rates
+from reclaimer.simulate.sharing import oom_victim, progress_rates
 from reclaimer.simulate.strategies import device_name
 from reclaimer.simulate.trace import FloatArray
 
@@ -55,14 +56,7 @@ def shared_devices(replay: Replay) -> set[tuple[int, int]]:
 def _limit(replay: Replay, device: tuple[int, int]) -> float:
     """GiB of the device: as the node list measured it, else by its node's model (every GPU of
     a node is the same model)."""
-    node = device[0]
-    if node not in replay.device_gib:
-        measured = replay.nodes.memory(node)
-        model = replay.nodes.model(node)
-        replay.device_gib[node] = (
-            measured if measured is not None else device_gib(model, replay.settings.anonymized_gib)
-        )
-    return replay.device_gib[node]
+    return replay.node_gib(device[0])
 
 
 def _samples(replay: Replay, span: float) -> FloatArray:
@@ -116,9 +110,11 @@ def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
         at = (progress[:, None] + k[None, :]).reshape(-1)
         where = usage.position(index, at)  # `Usage.memory_gib` and `utilization` read these
         held_gib = np.zeros(len(index)) if usage.memory is None else usage.memory[where]
-        memory = _padded(slots, held_gib.reshape(len(jobs), -1), len(batch), width)
+        bound = usage.memory_bound(jobs, _gib_of(replay, batch, groups))  # `sim_share_memory`
+        within = np.minimum(held_gib.reshape(len(jobs), -1), bound[:, None])
+        memory = _padded(slots, within, len(batch), width)
         fresh = np.array([run.warm_at == now for run in members])
-        earlier = usage.memory_gib(jobs, np.maximum(progress - usage.step, 0.0))
+        earlier = np.minimum(usage.memory_gib(jobs, np.maximum(progress - usage.step, 0.0)), bound)
         before = _padded(slots, np.where(fresh, 0.0, earlier)[:, None], len(batch), width)
         todo = _oom_kills(
             replay, batch=batch, groups=groups, memory=memory, before=before[:, :, 0], now=now
@@ -135,6 +131,11 @@ def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
                 continue
             for r, j in enumerate(groups[i]):
                 _price(replay, j, float(mean[i, r]), float(together[i, r]), now)
+
+
+def _gib_of(replay: Replay, devices: list[tuple[int, int]], groups: list[list[int]]) -> FloatArray:
+    """GiB of the device each job of `groups` (one group per device) runs on, job by job."""
+    return np.array([_limit(replay, d) for d, g in zip(devices, groups, strict=True) for _ in g])
 
 
 def _oom_kills(
@@ -246,7 +247,8 @@ def pool_readings(replay: Replay, now: float) -> PoolReadings:
         at = np.maximum(progress[:, None] - back[None, :], 0.0).reshape(-1)
         index = np.repeat(jobs, len(back))
         each = replay.usage.utilization(index, at).reshape(len(jobs), -1)
-        held = replay.usage.memory_gib(index, at).reshape(len(jobs), -1)
+        bound = replay.usage.memory_bound(jobs, _gib_of(replay, list(devices), groups))
+        held = np.minimum(replay.usage.memory_gib(index, at).reshape(len(jobs), -1), bound[:, None])
         slots = _slots(groups, width)
         demand = _padded(slots, each, len(devices), width)
         used = _padded(slots, held, len(devices), width)

@@ -65,6 +65,8 @@ class Usage:
     memory: FloatArray | None = None  # GiB per sample, laid out like `values` (`sim_memory`)
     nonzero: FloatArray | None = None  # 1.0 where a sample is above 0 (any demand), else 0.0
     nonzero_prefix: FloatArray | None = None  # prefix sums of `nonzero`, laid out like `prefix`
+    memory_share: FloatArray | None = None  # per job, the most of its GPU's memory it may hold
+    # (`sim_share_memory`; inf: no bound); None: no job is bounded
 
     def position(self, job: IntArray, progress: FloatArray) -> IntArray:
         """Flat index into `values` of each job's sample at `progress` seconds of work."""
@@ -85,8 +87,25 @@ class Usage:
         result: FloatArray = self.memory[self.position(job, progress)]
         return result
 
-    def memory_peak(self, job: int, progress_from: float, progress_to: float) -> float:
-        """Most GiB the job held between two progress points (0 without a memory series)."""
+    def memory_bound(self, job: IntArray, device_gib: FloatArray) -> FloatArray:
+        """Most GiB each job may hold on a GPU of `device_gib` GiB (one per job): its share of
+        it for a bounded GPU-sharing pod (`sim_share_memory`), inf otherwise."""
+        if self.memory_share is None:
+            return np.full(len(job), np.inf)
+        result: FloatArray = self.memory_share[job] * device_gib
+        return result
+
+    def memory_peak(
+        self, job: int, progress_from: float, progress_to: float, device_gib: float = math.inf
+    ) -> float:
+        """Most GiB the job held between two progress points on a GPU of `device_gib` GiB, within
+        its `memory_bound` there (0 without a memory series)."""
+        if self.memory_share is not None:
+            bound = float(self.memory_share[job]) * device_gib
+            return min(self._series_peak(job, progress_from, progress_to), bound)
+        return self._series_peak(job, progress_from, progress_to)
+
+    def _series_peak(self, job: int, progress_from: float, progress_to: float) -> float:
         if self.memory is None or progress_to < progress_from:
             return 0.0
         length, start = int(self.length[job]), int(self.start[job])

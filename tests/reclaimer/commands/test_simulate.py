@@ -28,8 +28,11 @@ def _args(paths, *extra):
 @pytest.mark.parametrize("policy", [p.value for p in Strategy])
 def test_json_output_has_exactly_the_documented_keys(tmp_path, capsys, policy):
     paths = write_trace(tmp_path, TRACE, [1, 1])
+    # timeslice-tuned sizes its replicas from the pods' memory peaks: it needs a memory file
+    tuned = policy == Strategy.TIMESLICE_TUNED.value
+    memory = ["--memory", str(_memory_csv(tmp_path, "pod-a", 4.0))] if tuned else []
 
-    code = main(_args(paths, "--strategy", policy, "--json"))
+    code = main(_args(paths, "--strategy", policy, "--json", *memory))
 
     out = capsys.readouterr().out
     result = json.loads(out)  # nothing but JSON on stdout
@@ -140,9 +143,12 @@ def test_a_slice_of_the_shared_trace_replays_under_every_policy(shared_data, tmp
     assert main([*common, "--strategy", "timeslice"]) == 2
     assert "round(1 x 0.5) = 0" in capsys.readouterr().err
     results = {}
+    gentd = shared_data / "alibaba-gentd26" / "pod_gpu_memory_used_bytes.csv.gz"
+    memory = ["--memory", str(gentd), "--memory-peak-gib", "8"]
     for policy in Strategy:
         share = ["--pool-share", "1"] if policy is Strategy.TIMESLICE else []
-        assert main([*common, "--strategy", policy.value, *share]) == 0
+        tuned = [*memory, "--pool-share", "1"] if policy is Strategy.TIMESLICE_TUNED else []
+        assert main([*common, "--strategy", policy.value, *share, *tuned]) == 0
         results[policy] = json.loads(capsys.readouterr().out)
     assert results[Strategy.TIMESLICE]["timesliced_gpus"] == 2  # the 2-GPU node
 

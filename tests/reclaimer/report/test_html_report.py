@@ -59,8 +59,8 @@ def test_the_page_has_every_section_and_every_strategy(report):
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
     for heading in HEADINGS:
         assert heading in text
-    for strategy in Strategy:
-        assert f" {strategy.value} " in text
+    for strategy in Strategy:  # timeslice-tuned needs --memory, which this run does not give
+        assert (f" {strategy.value} " in text) is (strategy is not Strategy.TIMESLICE_TUNED)
     assert "Runs at 2 GPUs, seed 0" in text  # --capacity-scale 0.5 of four 1-GPU nodes
     assert dom.count("<svg") == 6  # the six plots, inline
 

@@ -187,10 +187,11 @@ def test_lowering_replicas_evicts_nothing_and_takes_no_pod_until_they_drain():
     assert cluster.place(1, 1000) is not None  # one below the new count: room again
 
 
-def test_the_pool_keeps_a_node_of_the_largest_size_out():
+@pytest.mark.parametrize(("share", "per_count"), [(0.5, {2: 1, 8: 1}), (1.0, {2: 2, 8: 1})])
+def test_the_pool_keeps_a_node_of_the_largest_size_out(share, per_count):
     nodes = parse_nodes(nodes_frame([2, 2, 8, 8]))
-    assert pool_nodes(nodes, 0.5).tolist() == [True, False, True, False]
-    assert pool_nodes(nodes, 1.0).tolist() == [True, True, True, False]
+    pool = pool_nodes(nodes, share)
+    assert {c: int((nodes.gpus[pool] == c).sum()) for c in (2, 8)} == per_count
 
 
 ONE_GPU_PODS = [P("ls-1", "LS", 0.0, HOUR)]
@@ -202,7 +203,7 @@ WITH_A_2_GPU_POD = [*ONE_GPU_PODS, P("st-1", "ST", 0.0, HOUR, num_gpu=2)]
     [
         (ONE_GPU_PODS, [1], 1.0, [True], None),
         (ONE_GPU_PODS, [8], 1.0, [True], None),  # no multi-GPU pod to keep a node whole for
-        (WITH_A_2_GPU_POD, [8, 8], 1.0, [True, False], None),
+        (WITH_A_2_GPU_POD, [8, 8], 1.0, [False, True], None),  # one of the two, kept whole
         (WITH_A_2_GPU_POD, [1, 1], 1.0, [True, True], None),  # a 2-GPU pod fits no node
         (
             WITH_A_2_GPU_POD, [8], 1.0, [False],
@@ -224,7 +225,7 @@ def test_a_node_stays_whole_only_for_multi_gpu_pods_and_an_empty_pool_says_why(
 ):
     jobs, nodes = parse_pods(pods_frame(pods)), parse_nodes(nodes_frame(gpus))
 
-    assert pool_nodes(nodes, share, keeps_a_node_whole(jobs, nodes)).tolist() == pool
+    assert sorted(pool_nodes(nodes, share, keeps_a_node_whole(jobs, nodes)).tolist()) == pool
     reason = empty_pool(jobs, nodes, share)
     if why is None:
         assert reason is None
@@ -324,8 +325,10 @@ def test_forecast_raises_an_underused_pool_in_two_cycles_once_its_load_history_a
     short = [P(f"ls-s{k}", "LS", 0.0, 600.0) for k in range(12)]
     pods = [P("ls-1", "LS", 0.0, 8 * 24 * HOUR), *short]
     profiles = parse_profiles(IDLE)
-    # half the two nodes: node-0 is the pool, node-1 stays whole
+    nodes = parse_nodes(nodes_frame([1, 1]))
+    # half the two nodes: one is the pool (the draw's), the other stays whole
     settings = replace(SimSettings(Strategy.FORECAST), pool_share=0.5, replicas=2)
+    pooled = int(np.flatnonzero(pool_nodes(nodes, 0.5))[0])
     ctl = planner_for(Policy())
     seen: list[tuple[float, Plan]] = []
 
@@ -335,7 +338,7 @@ def test_forecast_raises_an_underused_pool_in_two_cycles_once_its_load_history_a
 
     replay = run_replay(
         parse_pods(pods_frame(pods)),
-        parse_nodes(nodes_frame([1, 1])),
+        nodes,
         profiles,
         settings,
         planner=replace(ctl, plan_reshapes=observed),
@@ -344,16 +347,19 @@ def test_forecast_raises_an_underused_pool_in_two_cycles_once_its_load_history_a
 
     first = next(i for i, (_, p) in enumerate(seen) if p.actions)
     before = {
-        (t < HOUR, s.reason) for t, p in seen[:first] for s in p.skipped if s.target == "node-0"
+        (t < HOUR, s.reason)
+        for t, p in seen[:first]
+        for s in p.skipped
+        if s.target == nodes.names[pooled]
     }
     assert {r for early, r in before if early} == {Reason.NO_MEMORY_HEADROOM}
     assert {r for early, r in before if not early} == {Reason.NO_LOAD_HISTORY}
     raised_at, plan = seen[first]
     assert raised_at > 5 * 24 * HOUR  # a week of hourly load covers enough origins
-    assert [(a.target, a.to_replicas) for a in plan.actions] == [("node-0", 4)]  # maxReplicas
+    assert [(a.target, a.to_replicas) for a in plan.actions] == [(nodes.names[pooled], 4)]
     # the first cycle writes the key, the next relabels: 2 -> 4
-    assert replay.last_reshape == {0: raised_at + 300.0}
-    assert replay.cluster.replicas.tolist() == [4, 1]
+    assert replay.last_reshape == {pooled: raised_at + 300.0}
+    assert replay.cluster.replicas.tolist() == [4 if i == pooled else 1 for i in range(2)]
     assert replay.reshapes == 1
 
 
