@@ -4,15 +4,16 @@
 
 Reads alibaba-gentd26's `pod_gpu_duty_cycle.csv.gz` as the replay does (`trace.read_profiles`:
 57 s samples, gaps carried forward) and prints P(neighbour busy | pod busy) over every ordered
-pair of pods (`reclaimer.simulate.cobusy.neighbour_busy_share`), for the drawable profiles (the
-ones openb jobs replay) and for every pod:
+pair of pods (`reclaimer.simulate.sharing.cobusy.neighbour_busy_share`), for the drawable profiles
+(the ones openb jobs replay) and for every pod:
 - at the trace's own timestamps (the pods as they were sampled together; what `--profile-offsets
   arrival` keeps for jobs that arrive at the same time of day);
 - at random offsets drawn as the replay draws them (`--profile-offsets random`), one line per
   seed summarised as a range, and the average independent offsets give (`independent_share`);
 for busy meaning any demand (above 0, as `ls_cobusy_share` counts it) and at or above the
 planner's idle threshold (5%). Then the fleet's mean busy share and the same shares after
-`--utilization-mean` 0.30 and 0.50 (`reclaimer.simulate.load.scale_to_mean`). Takes a few seconds.
+`--utilization-mean` 0.30 and 0.50 (`reclaimer.simulate.sharing.load.scale_to_mean`). Takes a few
+seconds.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-from reclaimer.simulate.cobusy import (
+from reclaimer.simulate.sharing.cobusy import (
     independent_share,
     neighbour_busy_share,
     offset_moments,
     trace_moments,
 )
-from reclaimer.simulate.load import fleet_mean, scale_to_mean
+from reclaimer.simulate.sharing.load import fleet_mean, scale_to_mean
 from reclaimer.simulate.trace import IntArray, Profiles, read_profiles
 from reclaimer.traces.catalog import default_cache_dir
 

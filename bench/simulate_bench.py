@@ -34,10 +34,10 @@ from types import MappingProxyType
 from reclaimer.commands.simulate import DEFAULT_CAPACITY_SCALE, DEFAULT_POOL_SHARE, DEFAULT_REPLICAS
 from reclaimer.policy.settings import load_policy
 from reclaimer.simulate.jobs import Event
-from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, read_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import SimSettings, simulate
-from reclaimer.simulate.restarts import ColdStarts, read_cold_starts
+from reclaimer.simulate.sharing.memory import DEFAULT_PEAK_GIB, read_memory
+from reclaimer.simulate.sharing.restarts import ColdStarts, read_cold_starts
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
 from reclaimer.traces.catalog import default_cache_dir

@@ -1,16 +1,16 @@
 """`simulate`'s memory and pool-draw flags: what GPU memory is replayed, which nodes share GPUs.
 
 `--memory FILE` replays each job's GPU memory (GenTD26's `pod_gpu_memory_used_bytes` format);
-`--memory-peak-gib` says what the file's largest value stands for (`sim_memory`): one value (default
-16) for a run, or a list (`6,8,12,16`) for a `--capacity-sweep`, which runs the whole sweep once per
-value. On a node list that gives each node's device memory (an `export-history` export) the bytes
-are replayed as they are and no value applies (`sim_memory.peak_for`): the series is read once,
-under the key None, and a list of values is refused (`moot`), as every value would replay the same
-bytes. `--no-share-memory-cap` replays the trace's GPU-sharing pods without the bound their request
-gives their memory (`sim_share_memory`), to measure what the bound changes. `--pool-seed` picks the
-draw of the time-sliced pool's nodes (`sim_pool`; a sweep takes several with `--pool-seeds`).
-`timeslice-tuned` sets its replicas from the replayed memory, so it needs `--memory`.
-`read_memories` alone touches a file.
+`--memory-peak-gib` says what the file's largest value stands for (`sim_sharing.memory`): one value
+(default 16) for a run, or a list (`6,8,12,16`) for a `--capacity-sweep`, which runs the whole sweep
+once per value. On a node list that gives each node's device memory (an `export-history` export) the
+bytes are replayed as they are and no value applies (`sim_sharing.memory.peak_for`): the series is
+read once, under the key None, and a list of values is refused (`moot`), as every value would replay
+the same bytes. `--no-share-memory-cap` replays the trace's GPU-sharing pods without the bound their
+request gives their memory (`sim_sharing.share_memory`), to measure what the bound changes.
+`--pool-seed` picks the draw of the time-sliced pool's nodes (`sim_pool.members`; a sweep takes
+several with `--pool-seeds`). `timeslice-tuned` sets its replicas from the replayed memory, so it
+needs `--memory`. `read_memories` alone touches a file.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from reclaimer.commands.flag_values import gib_list
-from reclaimer.simulate.memory import DEFAULT_PEAK_GIB, peak_for, read_memory
+from reclaimer.simulate.sharing.memory import DEFAULT_PEAK_GIB, peak_for, read_memory
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import FloatArray, Nodes, Profiles
 
@@ -89,7 +89,7 @@ def read_memories(
     args: argparse.Namespace, profiles: Profiles, nodes: Nodes
 ) -> dict[float | None, FloatArray]:
     """Each `--memory-peak-gib` value's memory series ({} without `--memory`); on `nodes` that
-    give device memory, the bytes as they are under None (`sim_memory.peak_for`)."""
+    give device memory, the bytes as they are under None (`sim_sharing.memory.peak_for`)."""
     if args.memory is None:
         return {}
     peaks = dict.fromkeys(peak_for(nodes, gib) for gib in args.memory_peak_gib)

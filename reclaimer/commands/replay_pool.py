@@ -41,7 +41,7 @@ class Inputs:
     idle_window_seconds: float
     sharing: SimSettings = field(default_factory=lambda: SimSettings(Strategy.NONE))  # its
     # time-slicing fields (replicas, pool share, switch overhead, anonymized GiB) apply
-    memory: FloatArray | None = None  # GiB per profile sample (`sim_memory`), if given: the
+    memory: FloatArray | None = None  # GiB per profile sample (`sim_sharing.memory`), if given: the
     # bytes as measured, on a node list that gives device memory, where no value applies
     # per `--memory-peak-gib` value, its memory series (a task's `memory_gib` picks one)
     memories: Mapping[float, FloatArray] = field(default_factory=dict)
@@ -55,7 +55,7 @@ class Task:
     seed: int
     timeline: bool = False  # keep what the report draws (a `RunRecord`), not only the result
     memory_gib: float | None = None  # which of `Inputs.memories` (None: `Inputs.memory`)
-    pool_seed: int = 0  # which draw of the nodes forms the pool (`sim_pool`)
+    pool_seed: int = 0  # which draw of the nodes forms the pool (`sim_pool.members`)
 
 
 Outcome = dict[str, object] | RunRecord

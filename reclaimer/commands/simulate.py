@@ -19,22 +19,22 @@ controller's policy YAML; its `checkpointInterval` applies to every policy (work
 preemption), its `queueShares` set the guaranteed queues' deserved shares.
 
 Time-slicing (`timeslice`, `timeslice-tuned`, `forecast`): `--pool-share` (default 0.5) of the
-nodes of each GPU count, drawn by `--pool-seed`, form the time-sliced pool (`sim_pool`), at
+nodes of each GPU count, drawn by `--pool-seed`, form the time-sliced pool (`sim_pool.members`), at
 `--replicas` (default 2) per GPU (`forecast` starts there and reshapes; `timeslice-tuned` sets
-its own per GPU model, `sim_tuned`); `--contention` picks how a time-sliced GPU's time is
-divided (`fair`, the default, or `pessimistic`: `sim_sharing`), and `--switch-overhead`
+its own per GPU model, `sim_pool.tuned`); `--contention` picks how a time-sliced GPU's time is
+divided (`fair`, the default, or `pessimistic`: `sim_sharing.contention`), and `--switch-overhead`
 (default 0.05, `fair` only: given with `pessimistic` it exits 2) is the share of a GPU's time
 lost while two or more pods have work on it. `--memory` replays each job's GPU memory
 (GenTD26's `pod_gpu_memory_used_bytes` format; `commands.memory_flags`: `--memory-peak-gib`, the
 bound a sharing pod's request gives its memory, the pool's draw `--pool-seed`),
 `--anonymized-gib` is the memory of a GPU model the trace anonymizes (default 16). When the node
 list gives each node's device memory (a `gpu_memory_mib` column, as `export-history` writes it),
-the bytes are replayed as they are and `--memory-peak-gib` does not apply (`sim_memory`; a list
-of values is refused there); the result's `memory_replay` says which rule held (`scaled`, `as
+the bytes are replayed as they are and `--memory-peak-gib` does not apply (`sim_sharing.memory`; a
+list of values is refused there); the result's `memory_replay` says which rule held (`scaled`, `as
 measured`, or `none` without `--memory`, when no job is ever OOM-killed). A pool that comes out
-empty (`sim_pool.empty_pool` says why) refuses `--strategy timeslice` and `timeslice-tuned` (exit
-2: they would replay `none`) and is said on stderr for `--strategy forecast`, which then replays
-reclaim only.
+empty (`sim_pool.members.empty_pool` says why) refuses `--strategy timeslice` and `timeslice-tuned`
+(exit 2: they would replay `none`) and is said on stderr for `--strategy forecast`, which then
+replays reclaim only.
 
 Load (every strategy, `simulate.load`): `--profile-offsets arrival` (the default) starts each
 drawn profile at its job's arrival time of day on the profile's own clock, so jobs that share a
@@ -42,7 +42,7 @@ GPU keep the correlation the trace's pods have; `random` at a seeded offset. `--
 X` transforms every profile to a fleet mean busy share of X before any replay (without it, the
 trace's own mean).
 
-Restarts (`sim_restarts`): an OOM-killed container restarts in its pod, on the same node and
+Restarts (`sim_sharing.restarts`): an OOM-killed container restarts in its pod, on the same node and
 device, after the kubelet's back-off, until its Job's `backoffLimit` (6) fails the job. Every
 such restart, and every start of a job that ran before, first loads its model: a cold start drawn
 from `--cold-start` (GenTD26's `basemodel_update_latency` format, milliseconds; default: the
@@ -63,14 +63,18 @@ from typing import TextIO
 from reclaimer.commands import memory_flags, simulate_sweep, trace_paths
 from reclaimer.commands.flag_values import number_in
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
-from reclaimer.simulate.load import ProfileOffsets, scale_to_mean
 from reclaimer.simulate.planning import planner_for
-from reclaimer.simulate.pool import empty_pool
+from reclaimer.simulate.pool.members import empty_pool
 from reclaimer.simulate.replay import SLICING, simulate
-from reclaimer.simulate.restarts import ColdStarts, read_cold_starts
 from reclaimer.simulate.results import SimResult
 from reclaimer.simulate.settings import SimSettings
-from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD, Contention
+from reclaimer.simulate.sharing.contention import (
+    DEFAULT_ANONYMIZED_GIB,
+    DEFAULT_SWITCH_OVERHEAD,
+    Contention,
+)
+from reclaimer.simulate.sharing.load import ProfileOffsets, scale_to_mean
+from reclaimer.simulate.sharing.restarts import ColdStarts, read_cold_starts
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import (
     FloatArray,

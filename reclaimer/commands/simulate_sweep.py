@@ -45,9 +45,9 @@ from reclaimer.report.replay_data import (
     SweepSummary,
 )
 from reclaimer.simulate import sweep
-from reclaimer.simulate.load import fleet_mean
 from reclaimer.simulate.replay import SLICING
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.load import fleet_mean
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import FloatArray, Jobs, Nodes, Profiles, TraceError, read_nodes
 from reclaimer.units import parse_duration

@@ -2,13 +2,13 @@
 
 A *setting* is one `--memory-peak-gib` value and one pool draw (`--pool-seeds`, else `--pool-seed`);
 on a node list that gives device memory no value applies (the bytes replay as measured,
-`sim_memory.peak_for`), so the settings are the pool draws alone, with no value; the sweep replays
-every strategy at every capacity and seed once per setting and judges each setting on its own
-(`report.sensitivity`). Replays that cannot differ between settings run once: `none`, `allocation`
-and `threshold` replay every GPU whole, and neither the memory series (read only on time-sliced
-GPUs: OOM kills, the pool's readings, the reshape planner's peaks) nor the pool's draw reaches a
-replay without a pool, so their replay at a capacity and seed in the first setting stands for every
-setting (`replay_of`; a test holds `none` to it).
+`sim_sharing.memory.peak_for`), so the settings are the pool draws alone, with no value; the sweep
+replays every strategy at every capacity and seed once per setting and judges each setting on its
+own (`report.sensitivity`). Replays that cannot differ between settings run once: `none`,
+`allocation` and `threshold` replay every GPU whole, and neither the memory series (read only on
+time-sliced GPUs: OOM kills, the pool's readings, the reshape planner's peaks) nor the pool's draw
+reaches a replay without a pool, so their replay at a capacity and seed in the first setting stands
+for every setting (`replay_of`; a test holds `none` to it).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The planner's two views of a replay tick, and what the controller's plan does in them.
 
-The main view (`sim_policies.snapshot_of`) shows the planner one node per device in tenths of a
+The main view (`sim_strategies.snapshot_of`) shows the planner one node per device in tenths of a
 GPU: exact for the one-device pods (whole-GPU or GPU-sharing) that are 97% of the trace, and the
 only view that can free part of a device for a sharing pod. A pending k-GPU pod, though, needs k
 completely free devices on one node, which that view cannot express. So the replay plans in two
@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 
 from reclaimer.decisions import ActionKind
 from reclaimer.model import Forecast, Job, JobKind, Node, Pod, PodPhase, Queue, Snapshot
+from reclaimer.simulate.sharing.usage import Usage
 from reclaimer.simulate.strategies import (
     SLOTS_PER_GPU,
     ReplayPlanner,
@@ -50,11 +51,10 @@ from reclaimer.simulate.strategies import (
     history_frame,
     snapshot_of,
 )
-from reclaimer.simulate.usage import Usage
 
 
 def is_replica(name: str) -> bool:
-    """A time-slice replica's node in the device view (`sim_reshaping.replica_name`)."""
+    """A time-slice replica's node in the device view (`sim_pool.reshaping.replica_name`)."""
     return "#r" in name
 
 

@@ -5,7 +5,8 @@ has done its trace run time (`progress` counts the seconds of its profile it has
 A preempted job stops at once and loses the work it did since its last checkpoint (or its
 start): its time at or above the idle threshold, which it must do again. Idle time is not redone
 (a job waiting for a user, for data or for requests does not wait again for what already came),
-so its progress steps back by the work lost, not to the checkpoint (`sim_usage.work_seconds`).
+so its progress steps back by the work lost, not to the checkpoint
+(`sim_sharing.usage.work_seconds`).
 
 What happens to a victim then depends on who preempted it:
 - the controller's planner (`allocation`, `forecast`) *suspends* it, as the actuator suspends a
@@ -16,14 +17,14 @@ What happens to a victim then depends on who preempted it:
   is recreated by its owner.
 
 A job on a time-sliced GPU progresses at the rate its share of the GPU's time allows
-(`sim_sharing`; the rates are set by `sim_timeslice`): its progress falls behind its run time by
-its `lag`, and its completion is rescheduled whenever its rate changes. A job OOM-killed there
-loses its work since its last checkpoint, as a preempted one does, but keeps its pod, node and
+(`sim_sharing.contention`; the rates are set by `sim_pool.timeslice`): its progress falls behind its
+run time by its `lag`, and its completion is rescheduled whenever its rate changes. A job OOM-killed
+there loses its work since its last checkpoint, as a preempted one does, but keeps its pod, node and
 replica: the kubelet restarts its container there, or the Job controller fails the job
-(`sim_crashes`, `sim_restarts`). A run makes no progress until it is warm (`warm`): a restarted
-container, or a job starting again after a preemption, first loads its model (its cold start),
-holding its GPU, reading idle and putting no load or memory on a shared GPU (a model load copies
-weights to the device; NVML's utilization counts only time with a kernel running). A finished
+(`sim_pool.crashes`, `sim_sharing.restarts`). A run makes no progress until it is warm (`warm`): a
+restarted container, or a job starting again after a preemption, first loads its model (its cold
+start), holding its GPU, reading idle and putting no load or memory on a shared GPU (a model load
+copies weights to the device; NVML's utilization counts only time with a kernel running). A finished
 job's slowdown is its time running (cold starts and back-offs included), over all its runs, over
 its trace run time; a job cut at the end of the replay, its time running over its progress.
 
@@ -41,14 +42,15 @@ from enum import StrEnum
 
 from reclaimer.model import Job, PendingDemand, Pod, Queue
 from reclaimer.policy.settings import Policy
-from reclaimer.simulate.cobusy import LATENCY_SENSITIVE, CobusyLog
-from reclaimer.simulate.loadlog import LoadLog
-from reclaimer.simulate.peaklog import PeakLog
-from reclaimer.simulate.restarts import CrashLoop
 from reclaimer.simulate.results import SharingTally, Tally
 from reclaimer.simulate.scheduler import Cluster, Placement, Queues
 from reclaimer.simulate.settings import SimSettings, default_shares
-from reclaimer.simulate.sharing import node_gib
+from reclaimer.simulate.sharing.cobusy import LATENCY_SENSITIVE, CobusyLog
+from reclaimer.simulate.sharing.contention import node_gib
+from reclaimer.simulate.sharing.loadlog import LoadLog
+from reclaimer.simulate.sharing.peaklog import PeakLog
+from reclaimer.simulate.sharing.restarts import CrashLoop
+from reclaimer.simulate.sharing.usage import Usage
 from reclaimer.simulate.strategies import (
     SLOTS_PER_GPU,
     ReplayPlanner,
@@ -57,7 +59,6 @@ from reclaimer.simulate.strategies import (
     slots_of,
 )
 from reclaimer.simulate.trace import IntArray, Jobs, Nodes
-from reclaimer.simulate.usage import Usage
 
 COMPLETE, ARRIVE, TICK, SHARE, RESTART, WARM = 0, 1, 2, 3, 4, 5
 MIN_SLOWDOWN_PROGRESS = 60.0  # a job cut with less progress than this has no slowdown measured
@@ -166,7 +167,7 @@ class Replay:
         self.crashes: list[tuple[float, int, int]] = []  # OOM kills on the pool: (at, node, job)
         self.load_log = LoadLog()  # pool nodes' load, as Prometheus would hold it
         self.peak_log = PeakLog()  # pods' memory peaks, as Prometheus would hold them
-        self.device_gib: dict[int, float] = {}  # node: GiB per GPU (`sim_timeslice`, cached)
+        self.device_gib: dict[int, float] = {}  # node: GiB per GPU (`sim_pool.timeslice`, cached)
         self.reclaimable_running = 0
         self.last_actions: dict[str, float] = {}
         self.tally = Tally()
@@ -189,7 +190,7 @@ class Replay:
 
     def node_gib(self, node: int) -> float:
         """GiB of each GPU of `node`: as the node list measured it, else its model's
-        (`sim_sharing.device_gib`; every GPU of a node is the same model), cached."""
+        (`sim_sharing.contention.device_gib`; every GPU of a node is the same model), cached."""
         if node not in self.device_gib:
             self.device_gib[node] = node_gib(self.nodes, node, self.settings.anonymized_gib)
         return self.device_gib[node]
@@ -236,7 +237,7 @@ class Replay:
 
     def cold_start(self, job: int) -> float:
         """Seconds this (re)start of the job loads before it makes progress: none the first
-        time (the trace's run time holds it), else a draw (`sim_restarts.ColdStarts`)."""
+        time (the trace's run time holds it), else a draw (`sim_sharing.restarts.ColdStarts`)."""
         nth = self.launches[job]
         self.launches[job] += 1
         return self.settings.cold_starts.draw(self.settings.seed, job, nth - 1) if nth else 0.0

@@ -4,11 +4,11 @@ The replay calls exactly the functions the live controller calls. Only what a re
 represent is adjusted, and each adjustment is here: preemption, resume and reshape are planned by
 separate calls of the same `plan()` (the replay plans preemptions in two views, see
 `sim_devices`, resumes in a third call that only resumes, in ticks that preempt nothing, and the
-time-sliced pool's reshapes in a fourth that only reshapes, on the pool's nodes: `sim_reshaping`);
-and in the device view `maxGpusFreedPerCycle` is multiplied by `SLOTS_PER_GPU` because that view
-shows the planner tenth-of-a-GPU slots (the node view for multi-GPU pods counts whole devices, so
-there it applies as written). The forecaster reads the policy's threshold and horizon, and the
-history it is given is capped at its own `lookback_seconds`.
+time-sliced pool's reshapes in a fourth that only reshapes, on the pool's nodes:
+`sim_pool.reshaping`); and in the device view `maxGpusFreedPerCycle` is multiplied by
+`SLOTS_PER_GPU` because that view shows the planner tenth-of-a-GPU slots (the node view for
+multi-GPU pods counts whole devices, so there it applies as written). The forecaster reads the
+policy's threshold and horizon, and the history it is given is capped at its own `lookback_seconds`.
 """
 
 from __future__ import annotations

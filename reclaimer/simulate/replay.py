@@ -22,7 +22,6 @@ import heapq
 from collections.abc import Callable
 from dataclasses import replace
 
-from reclaimer.simulate import crashes
 from reclaimer.simulate.jobs import (
     ARRIVE,
     COMPLETE,
@@ -34,17 +33,18 @@ from reclaimer.simulate.jobs import (
     Event,
     Replay,
 )
-from reclaimer.simulate.load import ProfileOffsets
-from reclaimer.simulate.memory import memory_replay
+from reclaimer.simulate.pool import crashes
+from reclaimer.simulate.pool.timeslice import reprice, shared_devices
+from reclaimer.simulate.pool.tuned import start_replicas, tuned_pool
 from reclaimer.simulate.results import SimResult, result_of
 from reclaimer.simulate.settings import SimSettings
-from reclaimer.simulate.share_memory import memory_shares
+from reclaimer.simulate.sharing.load import ProfileOffsets
+from reclaimer.simulate.sharing.memory import memory_replay
+from reclaimer.simulate.sharing.share_memory import memory_shares
+from reclaimer.simulate.sharing.usage import assign_usage
 from reclaimer.simulate.strategies import ReplayPlanner, Strategy
 from reclaimer.simulate.ticks import tick, wants_tick
-from reclaimer.simulate.timeslice import reprice, shared_devices
 from reclaimer.simulate.trace import FloatArray, Jobs, Nodes, Profiles
-from reclaimer.simulate.tuned import start_replicas, tuned_pool
-from reclaimer.simulate.usage import assign_usage
 
 # the strategies with a pool
 SLICING = frozenset({Strategy.TIMESLICE, Strategy.FORECAST, Strategy.TIMESLICE_TUNED})
@@ -100,7 +100,7 @@ def replay_result(replay: Replay) -> SimResult:
 
 
 def _tuned(replay: Replay) -> dict[str, dict[str, float]]:
-    """`timeslice-tuned`'s choice per GPU model (`sim_tuned`), for the result; {} otherwise."""
+    """`timeslice-tuned`'s choice per GPU model (`sim_pool.tuned`), for the result; {} otherwise."""
     if replay.settings.strategy is not Strategy.TIMESLICE_TUNED:
         return {}
     models = tuned_pool(replay.jobs, replay.nodes, replay.usage, replay.settings)[1]
@@ -140,7 +140,9 @@ def run_replay(
         arrival=jobs.arrival if settings.profile_offsets is ProfileOffsets.ARRIVAL else None,
     )
     if memory is not None:
-        capped = settings.share_memory_cap and not nodes.measured_memory  # `sim_share_memory`
+        capped = (
+            settings.share_memory_cap and not nodes.measured_memory
+        )  # `sim_sharing.share_memory`
         shares = memory_shares(jobs, profiles) if capped else None
         usage = replace(usage, memory=memory, memory_share=shares)
     replicas = (

@@ -13,23 +13,23 @@ the GPUs x seconds of work (time at or above the idle threshold) since the victi
 checkpoint (or start): what it must do again (an OOM kill's lost work is counted there too, and
 all the work a failed job kept).
 
-Time-slicing (`sim_timeslice`): a finished job's slowdown is its time running over its trace run
-time (1 when it never shared a GPU, lost no work and was never stopped); `slowdown_p95` pools
+Time-slicing (`sim_pool.timeslice`): a finished job's slowdown is its time running over its trace
+run time (1 when it never shared a GPU, lost no work and was never stopped); `slowdown_p95` pools
 every queue's finished jobs, `guaranteed_slowdown_p95` the guaranteed queues'. `oom_kills` counts
 jobs killed for GPU memory on a time-sliced GPU, `guaranteed_oom_kills` those of guaranteed
 queues. `busy_share_physical` is the busy GPU-hours over the physical GPU-hours of the replay
 (`gpu_hours_capacity`), `timesliced_gpus` how many GPUs the pool holds. `own_utilization_jobs`
 counts the jobs that replayed their own measured utilization (an `export-history` trace) rather
-than a drawn profile. `memory_replay` says which memory rule held (`sim_memory.MemoryReplay`):
-`none` (no memory file), `scaled` or `as measured`. `ls_cobusy_share` is the share of the busy
-time (demand above 0) of the `ls` queue's pods, when that queue is guaranteed, in which a
-neighbour on their time-sliced GPU was busy too (`sim_cobusy`); 0 when they were never busy (or
-there is no such queue).
+than a drawn profile. `memory_replay` says which memory rule held
+(`sim_sharing.memory.MemoryReplay`): `none` (no memory file), `scaled` or `as measured`.
+`ls_cobusy_share` is the share of the busy time (demand above 0) of the `ls` queue's pods, when that
+queue is guaranteed, in which a neighbour on their time-sliced GPU was busy too
+(`sim_sharing.cobusy`); 0 when they were never busy (or there is no such queue).
 `failed_jobs` counts the jobs whose OOM-killed container restarted in its
-pod until the Job's `backoffLimit` failed them (`sim_crashes`): they never finish, and their
+pod until the Job's `backoffLimit` failed them (`sim_pool.crashes`): they never finish, and their
 wait is counted as it stood; `guaranteed_failed_jobs` those of guaranteed queues.
 `tuned_replicas` says what `timeslice-tuned` chose per GPU model of its pool and from what
-(`sim_tuned`: the p99 pod peak, the device's GiB, the replicas); {} for the other strategies.
+(`sim_pool.tuned`: the p99 pod peak, the device's GiB, the replicas); {} for the other strategies.
 """
 
 from __future__ import annotations
@@ -134,10 +134,10 @@ class SimResult:
     timesliced_gpus: int = 0
     wall_seconds: float = 0.0
     memory_replay: str = "none"  # the memory rule followed: none, scaled, as measured
-    ls_cobusy_share: float = 0.0  # of the guaranteed `ls` pods' busy time (`sim_cobusy`)
+    ls_cobusy_share: float = 0.0  # of the guaranteed `ls` pods' busy time (`sim_sharing.cobusy`)
     failed_jobs: int = 0  # failed by their Job's backoffLimit, every queue
     guaranteed_failed_jobs: int = 0
-    # `timeslice-tuned`: per GPU model of its pool, its p99 pod peak, GiB and replicas (`sim_tuned`)
+    # `timeslice-tuned` (`sim_pool.tuned`): per GPU model of its pool, its p99 peak, GiB, replicas
     tuned_replicas: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:

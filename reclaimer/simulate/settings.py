@@ -3,7 +3,7 @@
 `SimSettings` holds the replay's knobs (the CLI's flags); `default_shares` gives each guaranteed
 queue its deserved share when the policy names none. Its defaults replay no cold starts (the CLI
 draws them from GenTD26 unless told `--no-cold-start`) and the Job default `backoffLimit` of 6
-(`sim_restarts`). Pure.
+(`sim_sharing.restarts`). Pure.
 """
 
 from __future__ import annotations
@@ -12,9 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from reclaimer.simulate.load import ProfileOffsets
-from reclaimer.simulate.restarts import DEFAULT_BACKOFF_LIMIT, ColdStarts
-from reclaimer.simulate.sharing import DEFAULT_ANONYMIZED_GIB, DEFAULT_SWITCH_OVERHEAD, Contention
+from reclaimer.simulate.sharing.contention import (
+    DEFAULT_ANONYMIZED_GIB,
+    DEFAULT_SWITCH_OVERHEAD,
+    Contention,
+)
+from reclaimer.simulate.sharing.load import ProfileOffsets
+from reclaimer.simulate.sharing.restarts import DEFAULT_BACKOFF_LIMIT, ColdStarts
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import Jobs
 
@@ -31,7 +35,7 @@ class SimSettings:
     reclaimable: frozenset[str] = RECLAIMABLE
     queue_shares: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     replicas: int = 2  # time-slice replicas per GPU on the pool (`timeslice`; `forecast` starts)
-    pool_share: float = 0.0  # of the nodes of each GPU count (`sim_pool.pool_nodes`)
+    pool_share: float = 0.0  # of the nodes of each GPU count (`sim_pool.members.pool_nodes`)
     switch_overhead: float = DEFAULT_SWITCH_OVERHEAD  # `fair` contention only
     contention: Contention = Contention.FAIR  # how a time-sliced GPU's time is divided
     share_step_seconds: float = 300.0  # how often time-sliced GPUs' shares are recomputed
@@ -39,8 +43,10 @@ class SimSettings:
     profile_offsets: ProfileOffsets = ProfileOffsets.ARRIVAL  # where drawn profiles start
     cold_starts: ColdStarts = field(default_factory=ColdStarts, repr=False)  # loads to draw
     backoff_limit: int = DEFAULT_BACKOFF_LIMIT  # a job fails at this many container restarts
-    pool_seed: int = 0  # which draw of the nodes forms the pool (`sim_pool.pool_nodes`)
-    share_memory_cap: bool = True  # a sharing pod holds at most its share (`sim_share_memory`)
+    pool_seed: int = 0  # which draw of the nodes forms the pool (`sim_pool.members.pool_nodes`)
+    share_memory_cap: bool = (
+        True  # a sharing pod holds at most its share (`sim_sharing.share_memory`)
+    )
 
 
 def default_shares(jobs: Jobs, reclaimable: frozenset[str]) -> dict[str, float]:

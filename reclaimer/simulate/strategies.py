@@ -11,7 +11,7 @@
 - `timeslice`: what NVIDIA's docs give: the pool's GPUs time-sliced at a fixed `--replicas`,
   nothing ever preempted or reshaped.
 - `timeslice-tuned`: static time-slicing as a careful operator would set it, per GPU model the
-  most replicas (up to 4) the replay's 99th-percentile pod memory peak fits (`sim_tuned`; a
+  most replicas (up to 4) the replay's 99th-percentile pod memory peak fits (`sim_pool.tuned`; a
   hindsight baseline), nothing ever preempted or reshaped.
 - `forecast` (ours): the controller's own `forecast()` on each running reclaimable job's recent
   utilization history, then the controller's own `plan()`; victims are what the plan preempts.
@@ -53,7 +53,7 @@ from reclaimer.model import (
     Queue,
     Snapshot,
 )
-from reclaimer.simulate.usage import Usage
+from reclaimer.simulate.sharing.usage import Usage
 
 ForecastFn = Callable[[pd.DataFrame, float], Mapping[str, Forecast]]
 PlanFn = Callable[[Snapshot, Mapping[str, Forecast], float], Plan]
@@ -73,7 +73,9 @@ class Strategy(StrEnum):
     THRESHOLD = "threshold"
     FORECAST = "forecast"
     TIMESLICE = "timeslice"  # static time-slicing on the pool (`--replicas`), no reclaim
-    TIMESLICE_TUNED = "timeslice-tuned"  # static, replicas per model from the peaks (`sim_tuned`)
+    TIMESLICE_TUNED = (
+        "timeslice-tuned"  # static, replicas per model from the peaks (`sim_pool.tuned`)
+    )
 
 
 STATIC = frozenset({Strategy.NONE, Strategy.TIMESLICE, Strategy.TIMESLICE_TUNED})  # never act
@@ -94,7 +96,7 @@ class ReplayPlanner:
     reclaim_after_seconds: float  # the planner takes no victim for a job pending less long
     plan_devices: PlanFn  # in the node view (see `sim_devices`): limits counted in devices
     plan_resumes: PlanFn  # in the device view, resumes only (see `sim_devices`)
-    plan_reshapes: PlanFn  # on the time-sliced pool's nodes, reshapes only (`sim_reshaping`)
+    plan_reshapes: PlanFn  # on the time-sliced pool's nodes, reshapes only (`sim_pool.reshaping`)
     node_cooldown_seconds: float  # the planner reshapes a node at most this often
     contention_busy_above: float = 0.3  # `timeSlicing.contentionBusyAbove`
 
@@ -126,7 +128,7 @@ class TickView:
     nodes: tuple[Node, ...]
     last_actions: Mapping[str, float]
     suspended: tuple[HeldJob, ...] = ()
-    pod_gpus: tuple[PodGpuUsage, ...] = ()  # the pool's per-pod readings (`sim_reshaping`)
+    pod_gpus: tuple[PodGpuUsage, ...] = ()  # the pool's per-pod readings (`sim_pool.reshaping`)
 
 
 def culler_victims(view: TickView, usage: Usage, threshold: float, window: float) -> list[int]:

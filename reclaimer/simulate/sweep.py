@@ -12,9 +12,9 @@ point at or above that peak, where nothing should wait.
 so that a small queue cannot starve behind a large one that keeps the pooled p95 low;
 `Rule.POOLED`: one p95 over all their jobs), the guaranteed jobs' slowdown p95 at most
 `max_slowdown` (default `DEFAULT_MAX_SLOWDOWN`), no guaranteed job was OOM-killed and the
-guaranteed `ls` pods' co-busy share (`ls_cobusy_share`, `sim_cobusy`) at most `max_ls_cobusy`
-(default `DEFAULT_MAX_LS_COBUSY`), and no guaranteed job failed (its Job's `backoffLimit`,
-`sim_crashes`); `min_gpus` is the fewest GPUs from which every larger capacity
+guaranteed `ls` pods' co-busy share (`ls_cobusy_share`, `sim_sharing.cobusy`) at most
+`max_ls_cobusy` (default `DEFAULT_MAX_LS_COBUSY`), and no guaranteed job failed (its Job's
+`backoffLimit`, `sim_pool.crashes`); `min_gpus` is the fewest GPUs from which every larger capacity
 tried meets it too (a queue can wait longer with more GPUs, so a capacity that meets the SLO below
 one that does not is reported as a caveat, not taken). No capacity meeting it is `null` with the
 reason, never a guess; a pooled minimum where a guaranteed queue's own p95 misses the SLO says so

@@ -11,11 +11,11 @@ which victims to resume (`sim_devices.planned_resumes`). Both shortcuts below sk
 whose answer is provably empty: `forecast()` keeps no state, so a skipped call changes nothing.
 
 Under `forecast` with a time-sliced pool, each cycle first reads the pool as the controller would
-(`sim_timeslice.pool_readings`), records each node's load for its history (`sim_loadlog`), and
-shows the per-pod readings to the preempt and resume plans (`sim_reshaping.device_rows`); a cycle
-where a busy reclaimable pod shares a GPU with a busy guaranteed one plans a preemption even with
-no queue starved (contention relief needs no forecast, so none is made), and a suspended job keeps
-the reason it was stopped for (`Job.stop_reason`).
+(`sim_pool.timeslice.pool_readings`), records each node's load for its history
+(`sim_sharing.loadlog`), and shows the per-pod readings to the preempt and resume plans
+(`sim_pool.reshaping.device_rows`); a cycle where a busy reclaimable pod shares a GPU with a busy
+guaranteed one plans a preemption even with no queue starved (contention relief needs no forecast,
+so none is made), and a suspended job keeps the reason it was stopped for (`Job.stop_reason`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from types import MappingProxyType
 from reclaimer.model import PodGpuUsage
 from reclaimer.simulate.devices import planned_resumes, planned_victims
 from reclaimer.simulate.jobs import Replay
-from reclaimer.simulate.reshaping import (
+from reclaimer.simulate.pool.reshaping import (
     contended,
     device_rows,
     planned_reshapes,
@@ -36,6 +36,7 @@ from reclaimer.simulate.reshaping import (
     shown_pods,
     wants_reshape,
 )
+from reclaimer.simulate.pool.timeslice import PoolReadings, pool_readings
 from reclaimer.simulate.strategies import (
     STATIC,
     HeldJob,
@@ -46,7 +47,6 @@ from reclaimer.simulate.strategies import (
     culler_victims,
     suspended_job,
 )
-from reclaimer.simulate.timeslice import PoolReadings, pool_readings
 
 
 def wants_tick(replay: Replay) -> bool:

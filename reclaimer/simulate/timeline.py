@@ -24,9 +24,9 @@ from reclaimer.report.replay_data import RunRecord
 from reclaimer.simulate.jobs import Event, EventKind
 from reclaimer.simulate.replay import replay_result, replay_span, run_replay
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.usage import Usage
 from reclaimer.simulate.strategies import ReplayPlanner
 from reclaimer.simulate.trace import FloatArray, Jobs, Nodes, Profiles
-from reclaimer.simulate.usage import Usage
 
 DEFAULT_BINS = 300
 ENDS = (EventKind.FINISHED, EventKind.PREEMPTED, EventKind.OOM_KILLED, EventKind.FAILED)

@@ -38,9 +38,9 @@ from reclaimer.simulate.jobs import Event, EventKind
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import simulate
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.usage import assign_usage
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
-from reclaimer.simulate.usage import assign_usage
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 

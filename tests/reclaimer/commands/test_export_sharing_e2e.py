@@ -34,10 +34,10 @@ from promserver import start_prometheus
 from reclaimer.policy.settings import Policy
 from reclaimer.prometheus.arrivals import NO_KUBE_STATE
 from reclaimer.simulate.jobs import Event, EventKind
-from reclaimer.simulate.memory import read_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import simulate
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.memory import read_memory
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
 

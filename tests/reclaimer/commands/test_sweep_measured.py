@@ -1,6 +1,6 @@
 """`simulate` on a node list that gives each node's device memory (an `export-history` export):
 the memory file's bytes replay as measured, so no `--memory-peak-gib` value applies, in one run
-or in a sweep (`commands.memory_flags`, `commands.sweep_grid`, `sim_memory.peak_for`)."""
+or in a sweep (`commands.memory_flags`, `commands.sweep_grid`, `sim_sharing.memory.peak_for`)."""
 
 from __future__ import annotations
 

@@ -10,9 +10,9 @@ import pytest
 from simworld import HOUR, IDLE, STEP, P, nodes_frame, pods_frame, write_trace
 
 from reclaimer.cli import main
-from reclaimer.simulate.memory import parse_memory
 from reclaimer.simulate.replay import simulate
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.memory import parse_memory
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles
 

@@ -12,17 +12,17 @@ from simworld import P, nodes_frame, pods_frame, profile_frame
 
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate import sweep
-from reclaimer.simulate.cobusy import (
+from reclaimer.simulate.planning import planner_for
+from reclaimer.simulate.replay import replay_result, run_replay, simulate
+from reclaimer.simulate.results import JSON_KEYS
+from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.cobusy import (
     independent_share,
     neighbour_busy_share,
     offset_moments,
     trace_moments,
 )
-from reclaimer.simulate.load import DAY_SECONDS, ProfileOffsets, arrival_offsets
-from reclaimer.simulate.planning import planner_for
-from reclaimer.simulate.replay import replay_result, run_replay, simulate
-from reclaimer.simulate.results import JSON_KEYS
-from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.load import DAY_SECONDS, ProfileOffsets, arrival_offsets
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles, read_profiles
 

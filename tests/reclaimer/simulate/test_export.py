@@ -13,6 +13,7 @@ from reclaimer.prometheus.arrivals import none_found
 from reclaimer.prometheus.series import QueryResult, Series
 from reclaimer.prometheus.window import Placement, WindowRead, placements
 from reclaimer.simulate.export import UNKNOWN_QUEUE, build_export, write_export
+from reclaimer.simulate.sharing.usage import assign_usage
 from reclaimer.simulate.trace import (
     TraceError,
     parse_pods,
@@ -21,7 +22,6 @@ from reclaimer.simulate.trace import (
     read_pods,
     read_profiles,
 )
-from reclaimer.simulate.usage import assign_usage
 
 STEP = 60.0
 T0 = 1.7e9

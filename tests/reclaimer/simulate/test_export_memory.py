@@ -11,7 +11,7 @@ from reclaimer.model import ClusterView, Node
 from reclaimer.prometheus.arrivals import none_found
 from reclaimer.prometheus.window import Placement, WindowRead
 from reclaimer.simulate.export import build_export, write_export
-from reclaimer.simulate.memory import read_memory
+from reclaimer.simulate.sharing.memory import read_memory
 from reclaimer.simulate.trace import TraceError, parse_nodes, read_nodes, read_profiles
 
 STEP = 60.0

@@ -20,9 +20,9 @@ from reclaimer.simulate.jobs import Event, EventKind
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import simulate
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.usage import Usage, assign_usage
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import parse_pods, read_nodes, read_profiles
-from reclaimer.simulate.usage import Usage, assign_usage
 
 SEED = 0
 

@@ -9,15 +9,15 @@ import pandas as pd
 import pytest
 from simworld import HOUR, STEP, P, nodes_frame, pods_frame, profile_frame
 
-from reclaimer.simulate.load import (
+from reclaimer.simulate.replay import run_replay
+from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.load import (
     DAY_SECONDS,
     ProfileOffsets,
     arrival_offsets,
     fleet_mean,
     scale_to_mean,
 )
-from reclaimer.simulate.replay import run_replay
-from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import Profiles, parse_nodes, parse_pods, parse_profiles
 

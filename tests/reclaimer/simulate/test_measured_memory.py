@@ -10,11 +10,11 @@ from simworld import HOUR, STEP, P, nodes_frame, pods_frame, profile_frame
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate import sweep
 from reclaimer.simulate.jobs import Event, EventKind
-from reclaimer.simulate.memory import parse_memory, peak_for
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import simulate
 from reclaimer.simulate.results import SimResult
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.memory import parse_memory, peak_for
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from simworld import P, nodes_frame, pods_frame, profile_frame
 
 from reclaimer.simulate.scheduler import Cluster
+from reclaimer.simulate.sharing.usage import assign_usage
 from reclaimer.simulate.trace import TraceError, parse_nodes, parse_pods, parse_profiles
-from reclaimer.simulate.usage import assign_usage
 
 
 def test_pods_that_never_ran_or_ask_for_no_gpu_are_left_out():

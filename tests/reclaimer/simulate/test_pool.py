@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from reclaimer.simulate.pool import pool_nodes
+from reclaimer.simulate.pool.members import pool_nodes
 from reclaimer.simulate.trace import parse_nodes
 
 # four nodes of each of three sizes, named apart from their rows

@@ -16,10 +16,10 @@ from reclaimer.decisions import ActionKind, Plan, Reason
 from reclaimer.model import Forecast, Snapshot
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate.jobs import Event, EventKind, Replay
-from reclaimer.simulate.memory import parse_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import run_replay
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.memory import parse_memory
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles
 

@@ -1,6 +1,6 @@
 """The planner's sharing decisions in the replay: the memory-headroom gate on a raise, contention
-relief, and the load history the raise gate reads (`sim_timeslice.pool_readings`,
-`sim_reshaping`, `sim_loadlog`)."""
+relief, and the load history the raise gate reads (`sim_pool.timeslice.pool_readings`,
+`sim_pool.reshaping`, `sim_sharing.loadlog`)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from reclaimer.decisions import ActionKind, Plan, Reason
 from reclaimer.model import Forecast, GpuStats, Snapshot
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate.jobs import Event, EventKind
-from reclaimer.simulate.loadlog import LoadLog
-from reclaimer.simulate.memory import parse_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import run_replay
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.loadlog import LoadLog
+from reclaimer.simulate.sharing.memory import parse_memory
 from reclaimer.simulate.strategies import PlanFn, ReplayPlanner, Strategy
 from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles
 

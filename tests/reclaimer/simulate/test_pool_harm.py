@@ -1,5 +1,5 @@
 """The replay shows the planner its own OOM kills as the controller sees crashes
-(`sim_reshaping.pool_crashes`), so `forecast` lowers a node whose pods do not fit, down to 1
+(`sim_pool.reshaping.pool_crashes`), so `forecast` lowers a node whose pods do not fit, down to 1
 replica, exactly as the controller would; static time-slicing keeps killing. The pod that first
 crashes fails either way: the kubelet restarts it in place faster than a cycle comes round."""
 
@@ -15,10 +15,10 @@ from reclaimer.decisions import ActionKind, Plan, Reason
 from reclaimer.model import Forecast, Snapshot
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate.jobs import Event, EventKind, Replay
-from reclaimer.simulate.memory import parse_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import run_replay
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.memory import parse_memory
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles
 

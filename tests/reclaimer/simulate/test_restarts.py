@@ -1,5 +1,5 @@
 """Restarts as Kubernetes does them: in place after the kubelet's back-off, until the Job's
-backoffLimit fails the job, each restart and resume paying a cold start (`sim_restarts`)."""
+backoffLimit fails the job, each restart and resume paying a cold start (`sim_sharing.restarts`)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from simworld import HOUR, STEP, P, nodes_frame, pods_frame
 
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate.jobs import Event, EventKind
-from reclaimer.simulate.memory import parse_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import run_replay, simulate
-from reclaimer.simulate.restarts import (
+from reclaimer.simulate.results import SimResult
+from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.memory import parse_memory
+from reclaimer.simulate.sharing.restarts import (
     ColdStarts,
     CrashLoop,
     crashed,
@@ -24,8 +26,6 @@ from reclaimer.simulate.restarts import (
     parse_cold_starts,
     read_cold_starts,
 )
-from reclaimer.simulate.results import SimResult
-from reclaimer.simulate.settings import SimSettings
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import TraceError, parse_nodes, parse_pods, parse_profiles
 from reclaimer.traces.catalog import Role

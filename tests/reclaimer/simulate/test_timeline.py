@@ -7,11 +7,11 @@ import pytest
 from simworld import BURSTY, HOUR, STEP, WORKING_4_OF_5, P, nodes_frame, pods_frame
 
 from reclaimer.policy.settings import Policy
-from reclaimer.simulate.memory import parse_memory
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.replay import simulate
-from reclaimer.simulate.restarts import ColdStarts
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.memory import parse_memory
+from reclaimer.simulate.sharing.restarts import ColdStarts
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.timeline import record_run
 from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles

@@ -16,14 +16,19 @@ from reclaimer.model import Forecast, Snapshot
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate import sweep
 from reclaimer.simulate.jobs import Event, EventKind
-from reclaimer.simulate.memory import parse_memory
 from reclaimer.simulate.planning import planner_for
-from reclaimer.simulate.pool import empty_pool, keeps_a_node_whole, pool_nodes
+from reclaimer.simulate.pool.members import empty_pool, keeps_a_node_whole, pool_nodes
 from reclaimer.simulate.replay import run_replay, simulate
 from reclaimer.simulate.results import SimResult
 from reclaimer.simulate.scheduler import Cluster
 from reclaimer.simulate.settings import SimSettings
-from reclaimer.simulate.sharing import Contention, measured_points, oom_victim, progress_rates
+from reclaimer.simulate.sharing.contention import (
+    Contention,
+    measured_points,
+    oom_victim,
+    progress_rates,
+)
+from reclaimer.simulate.sharing.memory import parse_memory
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import TraceError, parse_nodes, parse_pods, parse_profiles
 
@@ -318,7 +323,7 @@ def test_without_a_memory_file_no_job_is_oom_killed():
 
 def test_forecast_raises_an_underused_pool_in_two_cycles_once_its_load_history_allows():
     """The raise passes the planner's gates on what the replay reads: device memory in bytes,
-    each pod's memory, and the node's hourly load (`sim_loadlog`): the load outlook needs a
+    each pod's memory, and the node's hourly load (`sim_sharing.loadlog`): the load outlook needs a
     week of samples before its calibration origins are covered, so the pool stays at 2 until
     then, and the raise then takes the actuator's two cycles. Twelve 10-minute jobs in the first
     hour give the memory gate its pods' peaks (until the hour's read sees them, too few)."""

@@ -1,5 +1,5 @@
 """`timeslice-tuned`'s replicas per GPU model, and the bound a sharing pod's share puts on its
-memory (`sim_tuned`, `sim_share_memory`)."""
+memory (`sim_pool.tuned`, `sim_sharing.share_memory`)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import pytest
 from simworld import HOUR, STEP, P, pods_frame, profile_frame
 
 from reclaimer.policy.settings import Policy
-from reclaimer.simulate.memory import parse_memory
 from reclaimer.simulate.planning import planner_for
+from reclaimer.simulate.pool.tuned import replicas_for
 from reclaimer.simulate.replay import simulate
 from reclaimer.simulate.results import SimResult
 from reclaimer.simulate.settings import SimSettings
-from reclaimer.simulate.share_memory import memory_shares
+from reclaimer.simulate.sharing.memory import parse_memory
+from reclaimer.simulate.sharing.share_memory import memory_shares
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles
-from reclaimer.simulate.tuned import replicas_for
 
 IDLE = profile_frame([0.0] * 240)
 TWO = [P("ls-1", "LS", 0.0, 2 * HOUR), P("ls-2", "LS", 0.0, 2 * HOUR)]

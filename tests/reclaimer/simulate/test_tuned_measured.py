@@ -1,6 +1,7 @@
 """`timeslice-tuned` and the sharing pods' memory bound on a node list that gives each node's
 device memory (`gpu_memory_mib`, an `export-history` list): the bytes replay as measured, against
-the measured devices (`sim_tuned`, `sim_share_memory`, `sim_memory.peak_for`)."""
+the measured devices (`sim_pool.tuned`, `sim_sharing.share_memory`,
+`sim_sharing.memory.peak_for`)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,15 @@ import pandas as pd
 from simworld import HOUR, STEP, P, pods_frame, profile_frame
 
 from reclaimer.policy.settings import Policy
-from reclaimer.simulate.memory import parse_memory, peak_for
 from reclaimer.simulate.planning import planner_for
+from reclaimer.simulate.pool.tuned import tuned_pool
 from reclaimer.simulate.replay import simulate
 from reclaimer.simulate.results import SimResult
 from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.sharing.memory import parse_memory, peak_for
+from reclaimer.simulate.sharing.usage import assign_usage
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import parse_nodes, parse_pods, parse_profiles
-from reclaimer.simulate.tuned import tuned_pool
-from reclaimer.simulate.usage import assign_usage
 
 GIB = 2**30
 SAMPLES = 240

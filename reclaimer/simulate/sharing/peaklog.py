@@ -26,7 +26,7 @@ from types import MappingProxyType
 
 from reclaimer.model import MemoryPeaks
 from reclaimer.prometheus.sharing import LOAD_STEP, PEAK_WINDOW
-from reclaimer.simulate.memory import GIB
+from reclaimer.simulate.sharing.memory import GIB
 
 PeakOf = Callable[[int, float, float], float]  # `Usage.memory_peak`: job, progress from, to
 

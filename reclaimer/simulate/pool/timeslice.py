@@ -1,19 +1,20 @@
 """The time-sliced GPUs of a replay: what sharing a GPU does to its pods, and their readings.
 
-**The pool** is `sim_pool`'s: only `timeslice`, `timeslice-tuned` and `forecast` slice it (at
-the replicas `sim_tuned.start_replicas` gives); the other strategies replay every GPU whole.
+**The pool** is `sim_pool.members`'s: only `timeslice`, `timeslice-tuned` and `forecast` slice it
+(at the replicas `sim_pool.tuned.start_replicas` gives); the other strategies replay every GPU
+whole.
 
 **Shares.** Whenever the pods of a time-sliced GPU change, and every `share_step_seconds` while
 two or more share one, `reprice` settles each pod's progress at its old rate and gives it a new
-one: the mean of `sim_sharing.progress_rates` (under `SimSettings.contention`) over the coming
-step, read sample by sample from every member's profile (at the positions its progress would
+one: the mean of `sim_sharing.contention.progress_rates` (under `SimSettings.contention`) over the
+coming step, read sample by sample from every member's profile (at the positions its progress would
 reach running alone: an approximation within one step). Its completion is rescheduled at that
-rate. The same samples of the members' memory series (`sim_memory`, each within its bound on
-that device, `sim_share_memory`) are checked against the device (`Replay.node_gib`: the node
-list's measured `gpu_memory_mib` where it gives one, else `sim_sharing.device_gib` of the node's
-model): when they pass it, the pod that grows is OOM-killed now (`sim_crashes`: its container
-restarts in place after the kubelet's back-off) and the GPU is priced again without it. A pod
-that has just begun making progress (started, or back from a restart and its model load)
+rate. The same samples of the members' memory series (`sim_sharing.memory`, each within its bound on
+that device, `sim_sharing.share_memory`) are checked against the device (`Replay.node_gib`: the node
+list's measured `gpu_memory_mib` where it gives one, else `sim_sharing.contention.device_gib` of the
+node's model): when they pass it, the pod that grows is OOM-killed now (`sim_pool.crashes`: its
+container restarts in place after the kubelet's back-off) and the GPU is priced again without it. A
+pod that has just begun making progress (started, or back from a restart and its model load)
 counts as grown from nothing.
 
 **Load for the reshape planner.** `pool_stats` gives each pool GPU what the controller reads from
@@ -25,7 +26,7 @@ the GPU's time it got (its progress rate x its mean demand over the window), and
 it held over the window.
 
 **Co-busy time.** Each pricing also gives each pod the fraction of those samples at which it and
-a neighbour are both busy (`sim_cobusy.cobusy_fractions`), kept for `ls_cobusy_share`.
+a neighbour are both busy (`sim_sharing.cobusy.cobusy_fractions`), kept for `ls_cobusy_share`.
 """
 
 from __future__ import annotations
@@ -37,11 +38,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from reclaimer.model import GpuStats
-from reclaimer.simulate.cobusy import cobusy_fractions
-from reclaimer.simulate.crashes import oom_kill
 from reclaimer.simulate.jobs import COMPLETE, Replay
-from reclaimer.simulate.memory import GIB
-from reclaimer.simulate.sharing import oom_victim, progress_rates
+from reclaimer.simulate.pool.crashes import oom_kill
+from reclaimer.simulate.sharing.cobusy import cobusy_fractions
+from reclaimer.simulate.sharing.contention import oom_victim, progress_rates
+from reclaimer.simulate.sharing.memory import GIB
 from reclaimer.simulate.strategies import device_name
 from reclaimer.simulate.trace import FloatArray
 
@@ -110,7 +111,9 @@ def reprice(replay: Replay, devices: set[tuple[int, int]], now: float) -> None:
         at = (progress[:, None] + k[None, :]).reshape(-1)
         where = usage.position(index, at)  # `Usage.memory_gib` and `utilization` read these
         held_gib = np.zeros(len(index)) if usage.memory is None else usage.memory[where]
-        bound = usage.memory_bound(jobs, _gib_of(replay, batch, groups))  # `sim_share_memory`
+        bound = usage.memory_bound(
+            jobs, _gib_of(replay, batch, groups)
+        )  # `sim_sharing.share_memory`
         within = np.minimum(held_gib.reshape(len(jobs), -1), bound[:, None])
         memory = _padded(slots, within, len(batch), width)
         fresh = np.array([run.warm_at == now for run in members])

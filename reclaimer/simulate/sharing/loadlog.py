@@ -3,7 +3,7 @@
 The controller reads a node's load (`Node.load`) as the hourly mean of its GPUs' utilization on a
 grid of whole hours over the last `LOAD_DAYS`, NaN where Prometheus holds no sample
 (`prometheus.sharing.load_query`, `load_range`, `load_histories`). The replay records, at every
-control tick, the mean over the node's GPUs of the utilization `sim_timeslice.pool_readings`
+control tick, the mean over the node's GPUs of the utilization `sim_pool.timeslice.pool_readings`
 gives (the members' demand, at most 1 per GPU, over the stats window), and `history` lays those
 samples out on the same grid: the value at each whole hour T is the mean of the samples taken in
 the hour before T. Hours before the replay began hold no sample (NaN), as they would in a

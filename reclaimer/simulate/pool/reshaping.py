@@ -1,6 +1,6 @@
 """The time-sliced pool as the controller's planner sees it, and its reshapes in the replay.
 
-**Preempt and resume view.** The device view (`sim_policies`) shows the planner one node per
+**Preempt and resume view.** The device view (`sim_devices`) shows the planner one node per
 GPU, in tenths. A time-sliced GPU at `R` replicas is shown as `R` nodes `node/gpuN#rK` of one GPU
 each, and each pod holding a replica holds one of them whole (in the order the pods started, those
 restarting or loading their model last; pods beyond `R`, after a lowering, all sit on the last
@@ -11,7 +11,7 @@ multi-GPU pod can run there.
 
 **Reshape.** `planned_reshapes` runs the controller's `plan()` with only reshapes allowed, on the
 pool's nodes as the controller reads them (`Node.replicas`, the per-GPU load and memory of
-`sim_timeslice.pool_readings`, the per-pod readings, the load history of `sim_loadlog`,
+`sim_pool.timeslice.pool_readings`, the per-pod readings, the load history of `sim_sharing.loadlog`,
 `last_reshape`, `reshape_key_at`), so a raise passes the planner's memory-headroom and
 load-outlook gates as in the controller. `apply` does what
 the actuator does with a reshape: the first cycle writes the new config key (`reshape_key_at`),
@@ -19,14 +19,14 @@ a later cycle that plans the same count relabels the node, and only then does th
 new count. Lowering never evicts: the node takes no new pod until its pods drain below the new
 count (`sim_scheduler.Cluster.free_replicas`).
 
-**Pods that do not fit.** The pool's OOM kills (`sim_timeslice`) are the replay's container
+**Pods that do not fit.** The pool's OOM kills (`sim_pool.timeslice`) are the replay's container
 crashes: each is shown to the planner as `Snapshot.crashes` of its pod on its node, as the
 kubelet reports the end of a process whose CUDA allocation failed (exit code 1, `Error`: a
 Python process ends so on an uncaught error; k8s-device-plugin #323), so `plan.harm` lowers the
 node as it would in the controller, down to 1 replica, and holds its raises (the relabel keeps
 the plan's reason, `Node.reshape_reason`). Kills before the node's last reshape, or older than
 the longest hold a policy can set, are dropped: no rule reads them. The pods' memory peaks
-(`sim_peaklog`) also set the memory budget's cap (`plan.budget`), which lowers a node before
+(`sim_sharing.peaklog`) also set the memory budget's cap (`plan.budget`), which lowers a node before
 pods that do not fit are put together; until they name 10 pods the budget is unknown and the
 pool keeps the `--replicas` it started with, as a freshly installed controller leaves the
 operator's (no pod is measured at the first cycle, and taking the count from later peaks would
@@ -53,9 +53,9 @@ from reclaimer.model import (
 )
 from reclaimer.policy.fields import MAX_DURATION_SECONDS
 from reclaimer.simulate.jobs import Replay
-from reclaimer.simulate.peaklog import RunningPeak
+from reclaimer.simulate.pool.timeslice import PoolReadings, gpu_uuid, pool_readings
+from reclaimer.simulate.sharing.peaklog import RunningPeak
 from reclaimer.simulate.strategies import SLOTS_PER_GPU, ReplayPlanner, device_name
-from reclaimer.simulate.timeslice import PoolReadings, gpu_uuid, pool_readings
 
 
 def replica_name(node: str, device: int, replica: int) -> str:
@@ -160,8 +160,8 @@ def wants_reshape(replay: Replay, ctl: ReplayPlanner, now: float) -> bool:
 def reshape_snapshot(replay: Replay, now: float, readings: PoolReadings | None = None) -> Snapshot:
     """The pool's nodes, as the controller reads them for a reshape: per-GPU stats with ids and
     memory bytes, the per-pod readings (`node_rows`) and the pods' memory peaks over days
-    (`sim_peaklog`): the raise's memory-headroom gate; each node's load history (`sim_loadlog`:
-    the raise's load-outlook gate).
+    (`sim_sharing.peaklog`): the raise's memory-headroom gate; each node's load history
+    (`sim_sharing.loadlog`: the raise's load-outlook gate).
 
     No pod is shown: the reshape plan reads pods only for their workload-class label, which no
     trace pod carries, so the plan is the same without them (and far cheaper every cycle).
@@ -229,7 +229,7 @@ def pool_crashes(replay: Replay, now: float) -> tuple[ContainerCrash, ...]:
 
 
 def memory_peaks(replay: Replay, now: float) -> MemoryPeaks:
-    """The pods' memory peaks as the controller's hourly read gives them (`sim_peaklog`)."""
+    """The pods' memory peaks as the controller's hourly read gives them (`sim_sharing.peaklog`)."""
     running = (
         RunningPeak(replay.keys[job], job, run.base, run.progress(now))
         for job, run in replay.runs.items()

@@ -9,17 +9,18 @@ model's pool nodes whole. These are the controller's own defaults (docs/policy.m
 `timeSlicing.memoryHeadroom` (0.1) of a GPU free, budgets a pod slot at the
 `timeSlicing.memoryPeakQuantile` (0.99) of the pods' peaks and raises to `maxReplicas` (4) at most;
 the baseline budgets as the controller does, once, for the whole replay. A model's memory is what
-the replay checks pods against (`sim_sharing.node_gib`): the node list's measured `gpu_memory_mib`
-where it gives it (an `export-history` list, whose nodes may all be of model `unknown`), else the
-model's; nodes of one model measured at different sizes are tuned apart, each size named `<model>
-<GiB> GiB`.
+the replay checks pods against (`sim_sharing.contention.node_gib`): the node list's measured
+`gpu_memory_mib` where it gives it (an `export-history` list, whose nodes may all be of model
+`unknown`), else the model's; nodes of one model measured at different sizes are tuned apart, each
+size named `<model> <GiB> GiB`.
 
 The peaks are the replay's own, read in hindsight: each one-GPU job's (only those take a replica)
 most memory over the span it replays (its progress from 0 to its run time), from the memory series
 actually replayed (after `--memory-peak-gib`'s scaling, none on an export) and within the bound a
-sharing pod has on a GPU of that model (`sim_share_memory`). An operator knows only the past, so
-this favours the baseline over `forecast`, which reads the last week's peaks as it goes. Without a
-memory series every peak is 0 and R is `MAX_TUNED_REPLICAS` (`simulate` asks for `--memory`). Pure.
+sharing pod has on a GPU of that model (`sim_sharing.share_memory`). An operator knows only the
+past, so this favours the baseline over `forecast`, which reads the last week's peaks as it goes.
+Without a memory series every peak is 0 and R is `MAX_TUNED_REPLICAS` (`simulate` asks for
+`--memory`). Pure.
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reclaimer.simulate.pool import keeps_a_node_whole, pool_nodes, pool_replicas
+from reclaimer.simulate.pool.members import keeps_a_node_whole, pool_nodes, pool_replicas
 from reclaimer.simulate.settings import SimSettings
-from reclaimer.simulate.sharing import node_gib
+from reclaimer.simulate.sharing.contention import node_gib
+from reclaimer.simulate.sharing.usage import Usage
 from reclaimer.simulate.strategies import Strategy
 from reclaimer.simulate.trace import BoolArray, FloatArray, IntArray, Jobs, Nodes
-from reclaimer.simulate.usage import Usage
 
 TUNED_HEADROOM = 0.9  # of a GPU's memory the pod slots may fill (1 - `memoryHeadroom`)
 TUNED_QUANTILE = 99.0  # of the pods' peaks a slot is budgeted at (`memoryPeakQuantile`)

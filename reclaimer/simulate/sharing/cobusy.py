@@ -17,8 +17,8 @@ what independent uniform offsets give on average: each neighbour is busy its own
 **Over a replay** (`CobusyLog`, reported as `ls_cobusy_share`): for the pods of the `ls` queue
 (openb's latency-sensitive qos) when it is guaranteed. Busy time is every run segment's busy
 samples (`Usage.nonzero_seconds`), on the pool or off it. Co-busy time comes from the
-time-slicing pricer (`sim_timeslice.reprice`): for the coming share step it reads each pod's and
-its neighbours' samples (the ones its rate is read from), and `cobusy_fractions` gives the
+time-slicing pricer (`sim_pool.timeslice.reprice`): for the coming share step it reads each pod's
+and its neighbours' samples (the ones its rate is read from), and `cobusy_fractions` gives the
 fraction of them at which the pod and at least one neighbour are busy; the log applies that
 fraction to the progress the pod makes until its GPU is priced again or it stops, as the rate is
 applied. Both count profile time (the time a pod would be busy alone), so a busy sample that
@@ -31,8 +31,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from reclaimer.simulate.sharing.usage import Usage
 from reclaimer.simulate.trace import BoolArray, FloatArray, IntArray, Profiles
-from reclaimer.simulate.usage import Usage
 
 LATENCY_SENSITIVE = "ls"  # openb's qos `LS`, lower-cased as the replay names its queue
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from reclaimer.simulate.load import arrival_offsets
+from reclaimer.simulate.sharing.load import arrival_offsets
 from reclaimer.simulate.trace import FloatArray, IntArray, Profiles
 
 
@@ -62,11 +62,13 @@ class Usage:
     prefix_start: IntArray  # per job: its profile's first entry in `prefix`
     offset: IntArray  # per job: sample its progress 0 maps to
     own: int = 0  # jobs replaying their own measured profile
-    memory: FloatArray | None = None  # GiB per sample, laid out like `values` (`sim_memory`)
+    memory: FloatArray | None = (
+        None  # GiB per sample, laid out like `values` (`sim_sharing.memory`)
+    )
     nonzero: FloatArray | None = None  # 1.0 where a sample is above 0 (any demand), else 0.0
     nonzero_prefix: FloatArray | None = None  # prefix sums of `nonzero`, laid out like `prefix`
     memory_share: FloatArray | None = None  # per job, the most of its GPU's memory it may hold
-    # (`sim_share_memory`; inf: no bound); None: no job is bounded
+    # (`sim_sharing.share_memory`; inf: no bound); None: no job is bounded
 
     def position(self, job: IntArray, progress: FloatArray) -> IntArray:
         """Flat index into `values` of each job's sample at `progress` seconds of work."""
@@ -89,7 +91,7 @@ class Usage:
 
     def memory_bound(self, job: IntArray, device_gib: FloatArray) -> FloatArray:
         """Most GiB each job may hold on a GPU of `device_gib` GiB (one per job): its share of
-        it for a bounded GPU-sharing pod (`sim_share_memory`), inf otherwise."""
+        it for a bounded GPU-sharing pod (`sim_sharing.share_memory`), inf otherwise."""
         if self.memory_share is None:
             return np.full(len(job), np.inf)
         result: FloatArray = self.memory_share[job] * device_gib

@@ -21,13 +21,13 @@ memory as well as of time:
 So a sharing pod's memory peak is taken to be at most `gpu_milli / 1000` of the memory of the GPU
 it runs on in the replay (FGD's reading: the share of whatever device holds it;
 `Usage.memory_bound`, applied wherever the replay reads a job's memory). Its replayed
-memory (a GenTD26 series, scaled by `--memory-peak-gib`, `sim_memory`) is *capped* there, sample
-by sample, not rescaled: samples within the bound are the data, and only what the bound rules
+memory (a GenTD26 series, scaled by `--memory-peak-gib`, `sim_sharing.memory`) is *capped* there,
+sample by sample, not rescaled: samples within the bound are the data, and only what the bound rules
 out is removed, which keeps the most memory the bound allows (the side against sharing). A job
 that replays its own measured series (an `export-history` trace, whose `gpu_milli` is a
 time-slicing replica's share, which bounds no memory) and a whole-GPU pod are never capped, and
 nothing is on a node list that gives device memory (an export's: its `gpu_milli` are replica
-shares too, and its bytes are replayed as measured, `sim_memory`).
+shares too, and its bytes are replayed as measured, `sim_sharing.memory`).
 `SimSettings.share_memory_cap` (`simulate --no-share-memory-cap`) turns the cap off to measure
 what it changes. Pure.
 """

@@ -1,11 +1,11 @@
 """What an OOM kill does to a replay: the container dies, the pod stays, and it restarts or fails.
 
-`oom_kill` (called by `sim_timeslice` when a time-sliced GPU's memory runs out) ends the
+`oom_kill` (called by `sim_pool.timeslice` when a time-sliced GPU's memory runs out) ends the
 container's run: its work since the last checkpoint is lost, as a preempted job's is, and it stops
 putting load or memory on the GPU. Its pod keeps its node, its replica and its queue's allocation,
 and a new run begins at once that makes no progress (`Run.rate` 0) until the kubelet's back-off
-is over (`sim_restarts.crashed`). Then `restart` either restarts the container in place, which
-loads its model first (a cold start, `Replay.warm_after`) and then runs where it ran, or, when
+is over (`sim_sharing.restarts.crashed`). Then `restart` either restarts the container in place,
+which loads its model first (a cold start, `Replay.warm_after`) and then runs where it ran, or, when
 that restart brings the pod's restarts to the Job's `backoffLimit`, `fail`s the job: the Job
 controller deletes its pod, the job leaves the cluster unfinished, and all the work it kept is
 lost with it. A preemption (`Replay.stop`) meanwhile deletes the pod: its restart never comes.
@@ -18,7 +18,7 @@ import math
 from dataclasses import replace
 
 from reclaimer.simulate.jobs import RESTART, Event, EventKind, Replay
-from reclaimer.simulate.restarts import CrashLoop, crashed, fails
+from reclaimer.simulate.sharing.restarts import CrashLoop, crashed, fails
 
 
 def oom_kill(replay: Replay, job: int, now: float) -> None:
