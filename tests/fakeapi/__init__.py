@@ -4,9 +4,11 @@
 the reclaimer uses (list/get/create/replace/patch/delete, resourceVersion conflicts, dry-run,
 the pods/eviction subresource against PodDisruptionBudgets, Kubeflow Trainer's TrainJob carrying
 `suspend` to its JobSet); `FakeApiServer` serves it over
-aiohttp on 127.0.0.1 from a thread with its own event loop.
+aiohttp on 127.0.0.1 from a thread with its own event loop. `volcano.reconcile` plays Volcano's
+job controller taking up AbortJob Commands, when a test says so.
 """
 
+from fakeapi import volcano
 from fakeapi.kubeconfig import served_kubeconfig, write_kubeconfig
 from fakeapi.server import FakeApiServer
 from fakeapi.store import KNOWN, FakeCluster, Fault, Recorded
@@ -18,5 +20,6 @@ __all__ = [
     "Fault",
     "Recorded",
     "served_kubeconfig",
+    "volcano",
     "write_kubeconfig",
 ]
