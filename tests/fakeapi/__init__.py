@@ -11,10 +11,11 @@ job controller taking up AbortJob Commands, when a test says so.
 from fakeapi import volcano
 from fakeapi.kubeconfig import served_kubeconfig, write_kubeconfig
 from fakeapi.server import FakeApiServer
-from fakeapi.store import KNOWN, FakeCluster, Fault, Recorded
+from fakeapi.store import KNOWN, NEVER_S, FakeCluster, Fault, Recorded
 
 __all__ = [
     "KNOWN",
+    "NEVER_S",
     "FakeApiServer",
     "FakeCluster",
     "Fault",

@@ -107,6 +107,9 @@ class Recorded:
         return "All" in self.query.get("dryRun", []) or in_body
 
 
+NEVER_S = 3600.0  # a delay no test outlasts: the answer comes only when the server stops
+
+
 @dataclass
 class Fault:
     """The next `times` requests matching method and path regex answer `status` (after `delay`).
@@ -120,6 +123,8 @@ class Fault:
     `status` anyway, as a kube-apiserver answers 504 when etcd commits after the request's
     deadline, or as a client that timed out (a `delay`) never hears the 201. `before`: called
     first (a test kills the client process there, to stop it at exactly this request).
+    A `delay` of `NEVER_S` holds the answer until the server stops: a test that wants the
+    client to time out uses it, so that a busy machine cannot deliver the answer in time.
     """
 
     method: str | None

@@ -37,7 +37,7 @@ import e2e_world as vc
 import numpy as np
 import pytest
 import safety_world as pt
-from fakeapi import FakeCluster, served_kubeconfig
+from fakeapi import NEVER_S, FakeCluster, served_kubeconfig
 from fakeapi import volcano as volcano_controller
 from promserver import PromServer, free_port, openmetrics, start_prometheus
 from repo_paths import REPO
@@ -331,9 +331,6 @@ def test_the_event_of_a_stop_killed_after_the_patch_is_written_by_the_next_proce
 
     cycle(pt_prom, kubeconfig, "--policy-file", str(policy))
     assert len(events(cluster, "notebook", "GpuReclaimPreempted")) == 1  # once
-
-
-NEVER_S = 3600.0  # an answer held this long never comes while the test runs
 
 
 def _get(url: str) -> str:
