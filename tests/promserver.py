@@ -90,13 +90,14 @@ def stop_process(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
         proc.wait()
 
 
-def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 300.0) -> None:
+    """Until Prometheus says it is ready; `timeout` only gives up on one that never is."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"prometheus exited with {proc.returncode}")
         try:
-            with urllib.request.urlopen(url + "/-/ready", timeout=1) as r:
+            with urllib.request.urlopen(url + "/-/ready", timeout=30) as r:
                 if r.status == 200:
                     return
         except OSError:

@@ -87,11 +87,11 @@ def test_missing_device_plugin_configmap_is_a_problem(api, cluster) -> None:
     ids=["pods-500", "nodes-forbidden", "queues-500", "pods-timeout"],
 )
 def test_other_failures_make_the_read_incomplete(
-    api, cluster: FakeCluster, path: str, status: int | None, delay: float
+    api, timing_out_api, cluster: FakeCluster, path: str, status: int | None, delay: float
 ) -> None:
     cluster.inject("GET", path, status, delay=delay)
     with pytest.raises(ClusterReadError):
-        read_cluster_sync(api, now=0.0)
+        read_cluster_sync(timing_out_api if delay else api, now=0.0)
 
 
 def test_lists_are_paged(api, server, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -285,10 +285,17 @@ def test_conflict_twice_fails_without_raising(api, cluster: FakeCluster) -> None
     ids=["500", "429-throttled", "timeout"],
 )
 def test_failure_skips_that_action_and_keeps_going(
-    api, cluster: FakeCluster, status: int | None, delay: float, outcome: Outcome, code: int
+    api,
+    timing_out_api,
+    cluster: FakeCluster,
+    status: int | None,
+    delay: float,
+    outcome: Outcome,
+    code: int,
 ) -> None:
     cluster.inject("PATCH", "/pytorchjobs/bert-train$", status, delay=delay)
-    first, second = run(api, [preempt("research/bert-train"), preempt("research/sim-sweep")])
+    client = timing_out_api if delay else api
+    first, second = run(client, [preempt("research/bert-train"), preempt("research/sim-sweep")])
     assert (first.outcome, first.http_status) == (outcome, code)
     assert second.outcome is Outcome.APPLIED
     assert cluster.all(*CMD)
