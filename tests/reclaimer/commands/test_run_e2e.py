@@ -38,7 +38,8 @@ def now() -> float:
 
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as server:
+    work = tmp_path_factory.mktemp("prom")
+    with start_prometheus(work, history=history(now), carry_on=True) as server:
         yield server
 
 

@@ -57,13 +57,15 @@ BUSY_AFTER = "reclaimBusyAfter: 10m\n"  # the busy job is fair game: a second vi
 
 @pytest.fixture(scope="module")
 def vc_prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom-vc"), history=vc.history(now)) as s:
+    work = tmp_path_factory.mktemp("prom-vc")
+    with start_prometheus(work, history=vc.history(now), carry_on=True) as s:
         yield s
 
 
 @pytest.fixture(scope="module")
 def pt_prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom-pt"), history=pt.history(now)) as s:
+    work = tmp_path_factory.mktemp("prom-pt")
+    with start_prometheus(work, history=pt.history(now), carry_on=True) as s:
         yield s
 
 
@@ -129,7 +131,8 @@ def _scratch_pod(now: float) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def bare_prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom-bare"), history=_bare_history(now)) as s:
+    work = tmp_path_factory.mktemp("prom-bare")
+    with start_prometheus(work, history=_bare_history(now), carry_on=True) as s:
         yield s
 
 

@@ -191,14 +191,16 @@ def test_a_disruption_budget_blocks_stopping_the_job(
 @pytest.fixture(scope="module")
 def unreadable_prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
     text = history(now, unreadable_idle_for=600.0)
-    with start_prometheus(tmp_path_factory.mktemp("prom-gap"), history=text) as server:
+    work = tmp_path_factory.mktemp("prom-gap")
+    with start_prometheus(work, history=text, carry_on=True) as server:  # the gap goes on
         yield server
 
 
 @pytest.fixture(scope="module")
 def dcgm_prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
     text = dcgm_history(now, unreadable_idle_for=600.0)
-    with start_prometheus(tmp_path_factory.mktemp("prom-dcgm"), history=text) as server:
+    work = tmp_path_factory.mktemp("prom-dcgm")
+    with start_prometheus(work, history=text, carry_on=True) as server:  # the gap goes on
         yield server
 
 

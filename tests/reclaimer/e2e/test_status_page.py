@@ -38,9 +38,10 @@ USER, PASSWORD = "operator", "s3cret"
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromServer, float]]:
-    """A Prometheus holding the world's day of history, and the time it ends at."""
+    """A Prometheus holding the world's day of history (going on live), and the time it ends at."""
     now = wall_now()
-    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as server:
+    work = tmp_path_factory.mktemp("prom")
+    with start_prometheus(work, history=history(now), carry_on=True) as server:
         yield server, now
 
 
