@@ -43,6 +43,7 @@ SMI_QUERY = (
 )
 SMI_FIELDS = len(SMI_QUERY.split(","))
 SMI_GIVE_UP_S = 120.0  # only a hung nvidia-smi takes this long, even on a busy machine
+SERVE_GIVE_UP_S = 120.0  # only an exporter that never serves every family takes this long
 # nvidia-smi column -> (exporter family, absolute tolerance, relative tolerance)
 SENSORS = {
     5: (family("DCGM_FI_DEV_POWER_USAGE"), 15.0, 0.10),
@@ -69,7 +70,7 @@ def free_port() -> int:
 
 def get(url: str) -> str | None:
     try:
-        with urllib.request.urlopen(url, timeout=5) as r:
+        with urllib.request.urlopen(url, timeout=30) as r:
             return str(r.read().decode())
     except (urllib.error.URLError, OSError):
         return None
@@ -122,14 +123,15 @@ def serve_and_scrape(
     flags: list[str], port: int, out: Path, stack: ExitStack, families: set[str]
 ) -> list[str]:
     """Run the exporter CLI (stopped by `stack`); once it serves every one of `families` (GPM
-    and process samples need a previous cycle), or after 30 s, scrape it twice a cycle apart."""
+    and process samples need a previous cycle), or after `SERVE_GIVE_UP_S`, scrape it twice a
+    cycle apart."""
     cmd = [sys.executable, "-m", "exporter", *flags, "--collect-interval", "1"]
     log = stack.enter_context((out / "exporter.log").open("w"))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
     stack.callback(stop_process, proc)
     url = f"http://127.0.0.1:{port}/metrics"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + SERVE_GIVE_UP_S
     body = None
     while proc.poll() is None and time.monotonic() < deadline:
         body = get(url)

@@ -54,6 +54,7 @@ from gpu_check_window import (  # noqa: E402
 from gpu_check_window_run import sim_answers  # noqa: E402
 
 SCRIPT = REPO / "scripts" / "gpu_check.py"
+GIVE_UP_S = 900  # only a hung check takes this long, even on a busy machine
 WRONG_UUID = "GPU-00000000-0000-0000-0000-000000000000"
 
 
@@ -62,7 +63,12 @@ def run_check(
 ) -> tuple[int, dict[str, Any], str]:
     cmd = [sys.executable, str(SCRIPT), "--lib", "sim", "--seconds", "12", *extra]
     proc = subprocess.run(
-        [*cmd, "--out", str(out)], capture_output=True, text=True, timeout=180, check=False, env=env
+        [*cmd, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=GIVE_UP_S,
+        check=False,
+        env=env,
     )
     report = json.loads((out / "gpu_check.json").read_text())
     return proc.returncode, report, proc.stdout + proc.stderr
