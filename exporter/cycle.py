@@ -91,6 +91,7 @@ class CollectLoop:
         interval: float = 1.0,
         clock: Callable[[], float] = time.time,
         families: frozenset[str] | None = None,
+        timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._devices = devices
         self._families = families  # the DCGM families to render (None: all)
@@ -98,7 +99,8 @@ class CollectLoop:
         self._attribution = attribution
         self._hostname = hostname
         self.interval = interval
-        self._clock = clock
+        self._clock = clock  # when (snapshot times, liveness and readiness ages)
+        self._timer = timer  # how long a cycle took (`health` widens its bounds by that)
         self._errors: dict[str, int] = {}
         self._degraded: set[str] = set()
         self._owner_cache: dict[int, CgroupRef | None] = {}
@@ -125,12 +127,12 @@ class CollectLoop:
 
     def collect_once(self) -> Published:
         """Blocking: one full cycle. Returns what to publish (also publishes it)."""
-        started = time.perf_counter()
+        started = self._timer()
         try:
             return self._collect(started)
         finally:
             self.last_completed_at = self._clock()
-            self.last_duration = time.perf_counter() - started
+            self.last_duration = self._timer() - started
 
     def cycle_failed(self) -> None:
         """Count a cycle that raised, and publish the previous snapshot again with the updated
@@ -161,7 +163,7 @@ class CollectLoop:
         snapshot = NodeSnapshot(
             hostname=self._hostname,
             taken_at=self._clock(),
-            duration_seconds=time.perf_counter() - started,
+            duration_seconds=self._timer() - started,
             devices=sweep.devices,
             pods=pods,
             collector_success=MappingProxyType(cycle.success),

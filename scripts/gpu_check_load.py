@@ -5,9 +5,11 @@ bf16 8192x8192 matmul loop per process on CUDA device 0 (in PCI bus order, NVML'
 a child process stopped by the caller's ExitStack; `enter(phase)` starts that phase's process and
 returns once it computes, with the GPU's UUID when torch can say it. Without a GPU,
 `sim_workloads` writes the same two phases as pods of the emulated node (`shape: constant`,
-demand 1.0, time windows; the simulator time-slices them as a GPU does) on a GPU of their own,
-beside ordinary pods, so that the in-process collector, the served exporter and a fake
-nvidia-smi built from the same flags all see the same node.
+demand 1.0, each from its phase's start; the simulator time-slices them as a GPU does) on a GPU
+of their own, beside ordinary pods, so that the in-process collector, the served exporter and a
+fake nvidia-smi built from the same flags all see the same node. Like the torch processes, the
+emulated load runs on until the check is over: nvidia-smi and the served exporter, run after
+the last cycle however late, still find the GPU under it.
 """
 
 from __future__ import annotations
@@ -101,9 +103,9 @@ def sim_workloads(path: Path, mig: int, plan: list[Phase]) -> int:
         for i in range(mig)
     ]
     if one is not None and two is not None:
-        window = f"shape: constant, shared: true, end: {two.end}"
-        rows.append(f"- {{namespace: {NAMESPACE}, pod: load-one, {window}, start: {one.start}}}")
-        rows.append(f"- {{namespace: {NAMESPACE}, pod: load-two, {window}, start: {two.start}}}")
+        load = "shape: constant, shared: true"
+        rows.append(f"- {{namespace: {NAMESPACE}, pod: load-one, {load}, start: {one.start}}}")
+        rows.append(f"- {{namespace: {NAMESPACE}, pod: load-two, {load}, start: {two.start}}}")
     holders = 4 - sum(1 for r in rows if "pod: load-" in r)
     rows += [
         f"- {{namespace: {NAMESPACE}, pod: holder-{i}, shape: dataloading, shared: true}}"

@@ -8,16 +8,19 @@ collect loop's snapshots:
   (the per-process reading NVML's real semantics broke: a busy process read 20%).
 - two_loads: two processes above 10% each, adding up to GPU_UTIL within 15 points.
 - gpm: DCGM_FI_PROF_GR_ENGINE_ACTIVE is GPU_UTIL within 15 points under load (SKIP without GPM).
-- energy: the energy counter's change over a phase is the mean power times its length, within
-  15%.
+- energy: the energy counter's change over a phase is the mean power times the time between the
+  two counter reads, within 15%. That time is measured around the reads themselves
+  (`gpu_check_timed`), not taken from the cycles' schedule or their snapshot times: on a busy
+  machine a read can come late in its cycle, or its cycle late.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from gpu_check_env import Check
+from gpu_check_timed import ReadTime
 
 from exporter.model import DeviceReading, NodeSnapshot
 from exporter.nvml.readings import GPU_UTIL, family
@@ -114,24 +117,41 @@ def check_gpm(snaps: Sequence[NodeSnapshot], uuid: str) -> Check:
     )
 
 
-def check_energy(snaps: Sequence[NodeSnapshot], uuid: str) -> Check:
+def check_energy(
+    snaps: Sequence[NodeSnapshot], uuid: str, reads: Sequence[Mapping[str, ReadTime]]
+) -> Check:
     """Over the phase's steady cycles: the counter from the first to the last, the power read by
-    the ones after the first (each a reading of the span it ends)."""
-    steady = snaps[1:]
-    ends = [(s.taken_at, d) for s in (steady[0], steady[-1]) for d in (_device(s, uuid),) if d]
-    powers = [d.values[POWER] for d in _steady(steady, uuid) if POWER in d.values]
+    the ones after the first (each a reading of the span it ends). `reads[i]` says when cycle i
+    read each GPU's counter: the time between the two reads lies between the later one's start
+    less the earlier one's end and the later one's end less the earlier one's start, and the
+    counter's change must be the mean power times some time in that span, within 15%."""
+    steady = list(zip(snaps[1:], reads[1:], strict=True))
+    if len(steady) < 2:
+        return Check("energy_vs_power", False, f"{uuid}: {len(steady)} steady cycle(s), need 2")
+    ends = [(r.get(uuid), d) for s, r in (steady[0], steady[-1]) for d in (_device(s, uuid),) if d]
+    powers = [d.values[POWER] for d in _steady(snaps[1:], uuid) if POWER in d.values]
     if len(ends) < 2 or not powers or any(ENERGY not in d.values for _, d in ends):
         return Check("energy_vs_power", None, f"{uuid}: no energy counter or power reading")
-    (t0, d0), (t1, d1) = ends
+    (r0, d0), (r1, d1) = ends
+    if r0 is None or r1 is None:
+        return Check("energy_vs_power", False, f"{uuid}: the counter reads were not timed")
     joules = (d1.values[ENERGY] - d0.values[ENERGY]) / 1000.0
-    expected = sum(powers) / len(powers) * (t1 - t0)
-    ok = expected > 0 and abs(joules - expected) <= ENERGY_TOLERANCE * expected
-    detail = f"{uuid}: {joules:.0f} J counted vs {expected:.0f} J = mean power x {t1 - t0:.1f} s"
+    watts = sum(powers) / len(powers)
+    shortest, longest = r1.before - r0.after, r1.after - r0.before
+    low, high = watts * shortest, watts * longest
+    ok = high > 0 and (1 - ENERGY_TOLERANCE) * low <= joules <= (1 + ENERGY_TOLERANCE) * high
+    detail = (
+        f"{uuid}: {joules:.0f} J counted vs {low:.0f}-{high:.0f} J = mean power {watts:.0f} W"
+        f" x {shortest:.3f}-{longest:.3f} s between the counter reads"
+    )
     return Check("energy_vs_power", ok, detail)
 
 
 def quantitative_checks(
-    one: Sequence[NodeSnapshot], two: Sequence[NodeSnapshot], named_uuid: str | None
+    one: Sequence[NodeSnapshot],
+    two: Sequence[NodeSnapshot],
+    named_uuid: str | None,
+    one_reads: Sequence[Mapping[str, ReadTime]],
 ) -> list[Check]:
     uuid = load_gpu(one, named_uuid)
     if uuid is None or len(one) < 2 or len(two) < 2:
@@ -141,5 +161,5 @@ def quantitative_checks(
         check_one_busy(one, uuid),
         check_two_loads(two, uuid),
         check_gpm([*one, *two[1:]], uuid),
-        check_energy(one, uuid),
+        check_energy(one, uuid, one_reads),
     ]

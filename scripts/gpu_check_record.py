@@ -2,19 +2,20 @@
 
 `identity` lists the node as the exporter's `NvmlSource` saw it (versions, each device's name,
 UUID, MIG mode and memory total, the calls NVML answered NotSupported, FunctionNotFound or
-NoPermission); `cycle_record` turns a snapshot into JSON; `check_collection` requires devices,
-their identities, no failed NVML collector or NVML error in any cycle, and the basic readings on
-every device.
+NoPermission); `cycle_record` turns a snapshot into JSON, with when it read each energy
+counter; `check_collection` requires devices, their identities, no failed NVML collector or NVML
+error in any cycle, and the basic readings on every device.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpu_check_env import Check
 from gpu_check_served import memory_total_mib
+from gpu_check_timed import ReadTime
 
 from exporter.model import DeviceReading, NodeSnapshot
 from exporter.nvml.calls import DeviceCalls
@@ -66,7 +67,7 @@ def _process(p: Any) -> dict[str, Any]:
     }
 
 
-def cycle_record(s: NodeSnapshot, phase: str) -> dict[str, Any]:
+def cycle_record(s: NodeSnapshot, phase: str, reads: Mapping[str, ReadTime]) -> dict[str, Any]:
     devices = [
         {
             "gpu": d.index,
@@ -94,6 +95,7 @@ def cycle_record(s: NodeSnapshot, phase: str) -> dict[str, Any]:
         "phase": phase,
         "taken_at": s.taken_at,
         "duration_s": s.duration_seconds,
+        "energy_read_monotonic": {u: [r.before, r.after] for u, r in sorted(reads.items())},
         "devices": devices,
         "pods": pods,
         "collector_success": dict(s.collector_success),

@@ -4,10 +4,12 @@
 from, waits until it serves every family that collector read, and scrapes it twice.
 `label_problems` then requires, for every (family, device) the collect loop read, exactly one served
 series with the device's identity labels and exactly the label names `gpu_contract` gives the
-family. `check_smi` compares `nvidia-smi --query-gpu` with the collect loop's readings of the same
-moment: UUIDs exactly, memory total and used within 1% of the total, power within 10% (15 W at
-least), temperature within 3 C, SM and memory clocks within 10%; a field nvidia-smi gives as
-[N/A] is not compared.
+family. `check_smi` runs `nvidia-smi --query-gpu` between two readings of the collect loop and
+compares what it read with them: it read a moment between the two, so each value must lie
+between theirs, give or take its tolerance, however long nvidia-smi took to start (the GPU
+warms up, its power moves): UUIDs exactly, memory total and used within 1% of the total, power
+within 10% (15 W at least), temperature within 3 C, SM and memory clocks within 10%; a field
+nvidia-smi gives as [N/A] is not compared.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
@@ -40,6 +42,8 @@ SMI_QUERY = (
     "power.draw,temperature.gpu,clocks.sm,clocks.mem"
 )
 SMI_FIELDS = len(SMI_QUERY.split(","))
+SMI_GIVE_UP_S = 120.0  # only a hung nvidia-smi takes this long, even on a busy machine
+SERVE_GIVE_UP_S = 120.0  # only an exporter that never serves every family takes this long
 # nvidia-smi column -> (exporter family, absolute tolerance, relative tolerance)
 SENSORS = {
     5: (family("DCGM_FI_DEV_POWER_USAGE"), 15.0, 0.10),
@@ -66,7 +70,7 @@ def free_port() -> int:
 
 def get(url: str) -> str | None:
     try:
-        with urllib.request.urlopen(url, timeout=5) as r:
+        with urllib.request.urlopen(url, timeout=30) as r:
             return str(r.read().decode())
     except (urllib.error.URLError, OSError):
         return None
@@ -119,14 +123,15 @@ def serve_and_scrape(
     flags: list[str], port: int, out: Path, stack: ExitStack, families: set[str]
 ) -> list[str]:
     """Run the exporter CLI (stopped by `stack`); once it serves every one of `families` (GPM
-    and process samples need a previous cycle), or after 30 s, scrape it twice a cycle apart."""
+    and process samples need a previous cycle), or after `SERVE_GIVE_UP_S`, scrape it twice a
+    cycle apart."""
     cmd = [sys.executable, "-m", "exporter", *flags, "--collect-interval", "1"]
     log = stack.enter_context((out / "exporter.log").open("w"))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
     stack.callback(stop_process, proc)
     url = f"http://127.0.0.1:{port}/metrics"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + SERVE_GIVE_UP_S
     body = None
     while proc.poll() is None and time.monotonic() < deadline:
         body = get(url)
@@ -172,20 +177,26 @@ def check_scrapes(scrapes: list[str], devices: tuple[DeviceReading, ...]) -> lis
     return [served, labels, Check("promtool", not lines, "; ".join(lines) or "clean")]
 
 
-def check_smi(smi: str | None, devices: tuple[DeviceReading, ...]) -> tuple[Check, list[str]]:
+def check_smi(
+    smi: str | None,
+    before: tuple[DeviceReading, ...],
+    read_after: Callable[[], tuple[DeviceReading, ...]],
+) -> tuple[Check, list[str]]:
+    """nvidia-smi, run after the readings `before` and followed by `read_after()`."""
     if not smi:
         return Check("nvidia_smi", None, "nvidia-smi not found"), []
     run = subprocess.run(
         [smi, f"--query-gpu={SMI_QUERY}", "--format=csv,noheader,nounits"],
         text=True,
         capture_output=True,
-        timeout=30,
+        timeout=SMI_GIVE_UP_S,
         check=False,
     )
+    after = read_after()
     rows = [ln for ln in run.stdout.splitlines() if ln.strip()]
     if run.returncode != 0:
         return Check("nvidia_smi", False, f"exit {run.returncode}: {run.stderr.strip()}"), rows
-    problems = smi_problems(rows, whole_gpus(devices))
+    problems = smi_problems(rows, whole_gpus(before), whole_gpus(after))
     return Check(
         "nvidia_smi", not problems, "; ".join(problems) or f"{len(rows)} GPU(s) match"
     ), rows
@@ -203,9 +214,12 @@ def whole_gpus(devices: Sequence[DeviceReading]) -> dict[str, DeviceReading]:
     return out
 
 
-def smi_problems(rows: list[str], ours: dict[str, DeviceReading]) -> list[str]:
-    """UUIDs must match exactly; memory total and used within 1% of nvidia-smi's total; power,
-    temperature and clocks within their tolerances (`SENSORS`)."""
+def smi_problems(
+    rows: list[str], ours: dict[str, DeviceReading], after: dict[str, DeviceReading] | None = None
+) -> list[str]:
+    """UUIDs must match `ours` exactly; memory total and used within 1% of nvidia-smi's total;
+    power, temperature and clocks within their tolerances (`SENSORS`), of the reading in `ours`
+    or of any value between it and the one in `after` (read after nvidia-smi)."""
     fields = [[x.strip() for x in r.split(",")] for r in rows]
     theirs = {f[1]: f for f in fields if len(f) == SMI_FIELDS}
     problems = [
@@ -214,34 +228,50 @@ def smi_problems(rows: list[str], ours: dict[str, DeviceReading]) -> list[str]:
     if set(ours) != set(theirs):
         problems.append(f"UUIDs {sorted(ours)} != {sorted(theirs)}")
     for uuid in sorted(set(ours) & set(theirs)):
-        problems += _memory_problems(uuid, theirs[uuid], ours[uuid])
-        problems += _sensor_problems(uuid, theirs[uuid], ours[uuid])
+        mine = [ours[uuid], *([after[uuid]] if after and uuid in after else [])]
+        problems += _memory_problems(uuid, theirs[uuid], mine)
+        problems += _sensor_problems(uuid, theirs[uuid], mine)
     return problems
 
 
-def _memory_problems(uuid: str, row: list[str], mine: DeviceReading) -> list[str]:
+def _outside(values: Sequence[float | None], theirs: float, tolerance: float) -> bool:
+    """True when `theirs` is farther than `tolerance` from every value between ours."""
+    if not values or None in values:
+        return True
+    known = [v for v in values if v is not None]
+    return not min(known) - tolerance <= theirs <= max(known) + tolerance
+
+
+def _shown(values: Sequence[float | None]) -> str:
+    return " .. ".join(str(v) for v in values)
+
+
+def _memory_problems(uuid: str, row: list[str], mine: Sequence[DeviceReading]) -> list[str]:
     try:
         total, used = float(row[4]), float(row[3])
     except ValueError:
         return [f"{uuid}: unreadable memory {row[3:5]}"]
     problems = []
-    ours = (memory_total_mib(mine), mine.values.get(FB_USED))
-    for what, a, b in (("total", ours[0], total), ("used", ours[1], used)):
-        if what == "total" and FB_FREE not in mine.values and FB_USED in mine.values:
+    totals = [memory_total_mib(d) for d in mine]
+    useds = [d.values.get(FB_USED) for d in mine]
+    for what, ours, theirs in (("total", totals, total), ("used", useds, used)):
+        if what == "total" and FB_FREE not in mine[0].values and FB_USED in mine[0].values:
             continue  # a MIG-enabled GPU: its instances' memory only
-        if a is None or abs(a - b) > 0.01 * total:
-            problems.append(f"{uuid} memory {what}: exporter {a} MiB, nvidia-smi {b} MiB")
+        if _outside(ours, theirs, 0.01 * total):
+            problems.append(
+                f"{uuid} memory {what}: exporter {_shown(ours)} MiB, nvidia-smi {theirs} MiB"
+            )
     return problems
 
 
-def _sensor_problems(uuid: str, row: list[str], mine: DeviceReading) -> list[str]:
+def _sensor_problems(uuid: str, row: list[str], mine: Sequence[DeviceReading]) -> list[str]:
     problems = []
     for column, (fam, absolute, relative) in SENSORS.items():
         try:
             theirs = float(row[column])
         except ValueError:  # [N/A], [Not Supported]: nothing to compare
             continue
-        ours = mine.values.get(fam)
-        if ours is None or abs(ours - theirs) > max(absolute, relative * abs(theirs)):
-            problems.append(f"{uuid} {fam}: exporter {ours}, nvidia-smi {theirs}")
+        ours = [d.values.get(fam) for d in mine]
+        if _outside(ours, theirs, max(absolute, relative * abs(theirs))):
+            problems.append(f"{uuid} {fam}: exporter {_shown(ours)}, nvidia-smi {theirs}")
     return problems

@@ -22,16 +22,17 @@ SIM_WORKLOADS = REPO / "deploy" / "examples" / "sim"
 EXAMPLE_NODES = {"gpu-node-1": 4, "gpu-node-2": 1}  # as sim/cluster-state.yaml declares them
 
 
-def _serves_pods(url: str) -> bool:
+def _serves_pods(url: str, timeout: float) -> bool:
     try:
-        with urllib.request.urlopen(url + "/metrics", timeout=2) as r:
+        with urllib.request.urlopen(url + "/metrics", timeout=timeout) as r:
             return b"gpu_pod_allocated" in r.read()
     except OSError:  # not listening yet
         return False
 
 
 @contextmanager
-def sim_exporter(workdir: Path, node: str, gpus: int, timeout: float = 60.0) -> Iterator[str]:
+def sim_exporter(workdir: Path, node: str, gpus: int, timeout: float = 300.0) -> Iterator[str]:
+    """A sim exporter for `node` until the block ends; `timeout` only gives up on a hung one."""
     port = free_port()
     args = [
         sys.executable,
@@ -49,7 +50,7 @@ def sim_exporter(workdir: Path, node: str, gpus: int, timeout: float = 60.0) -> 
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
         try:
             deadline = time.monotonic() + timeout
-            while not _serves_pods(f"http://127.0.0.1:{port}"):
+            while not _serves_pods(f"http://127.0.0.1:{port}", timeout):
                 if proc.poll() is not None:
                     raise RuntimeError(f"exporter {node} exited with {proc.returncode}")
                 if time.monotonic() > deadline:

@@ -193,9 +193,9 @@ async def fetch(
     *,
     context: ssl.SSLContext | None = None,
     auth: tuple[str, str] | None = None,
-    timeout: float = 5.0,
+    timeout: float = 60.0,
 ) -> Answer:
-    """One GET on a fresh connection."""
+    """One GET on a fresh connection; `timeout` only gives up on a server that hangs."""
     headers = {"Authorization": aiohttp.encode_basic_auth(*auth)} if auth else {}
     async with (
         aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
@@ -229,12 +229,23 @@ def listening_process(argv: list[str], port: int, cwd: Path) -> Iterator[subproc
             proc.wait(timeout=30)
 
 
-async def dropped_after(host: str, port: int, timeout: float = 10.0) -> float:
-    """Send half a request head and return how long the server took to close the connection."""
-    reader, writer = await asyncio.open_connection(host, port)
+# A header timeout above `webconfig.model.Limits`' default (10 s), for a server started with it
+# to show it took the flag: closed no earlier than this, a half-sent request was not closed at the
+# default. A lower bound, which a busy machine only makes easier to meet.
+ABOVE_DEFAULT_HEADER_TIMEOUT_S = 11.0
+
+
+async def dropped_after(
+    host: str, port: int, context: ssl.SSLContext | None = None, timeout: float = 120.0
+) -> float:
+    """Send half a request head (over TLS with `context`); how long the connection lasted until
+    the server closed it without an answer, timed from before it was opened (so never shorter
+    than the server's own count, which starts at accept). `timeout` only gives up on a server
+    that never closes it."""
+    start = time.monotonic()
+    reader, writer = await asyncio.open_connection(host, port, ssl=context)
     writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
     await writer.drain()
-    start = time.monotonic()
     assert await asyncio.wait_for(reader.read(), timeout=timeout) == b""
     writer.close()
     return time.monotonic() - start

@@ -6,7 +6,8 @@ reads it through NVML calls). The failing run breaks two things at once, an NVML
 emulator's fault injection and the fake nvidia-smi reporting a UUID no GPU has, and exactly those
 two checks must fail, with exit status 1. A Python without the packages still gets its report.
 The nvidia-smi comparison and the load's numbers are table-tested on literal inputs (the
-lastSeenTimeStamp experiment in test_gpu_check_window.py).
+lastSeenTimeStamp experiment in test_gpu_check_window.py); the energy check on counter reads
+timed as gpu_check times them, nvidia-smi between two readings.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ from gpu_check_quant import (  # noqa: E402
     check_two_loads,
 )
 from gpu_check_served import smi_problems  # noqa: E402
+from gpu_check_timed import ReadTime, TimedLib  # noqa: E402
 from gpu_check_window import LOOKBACK_S, WINDOW  # noqa: E402
 
 SCRIPT = REPO / "scripts" / "gpu_check.py"
+GIVE_UP_S = 900  # only a hung check takes this long, even on a busy machine
 WRONG_UUID = "GPU-00000000-0000-0000-0000-000000000000"
 
 
@@ -53,7 +56,12 @@ def run_check(
 ) -> tuple[int, dict[str, Any], str]:
     cmd = [sys.executable, str(SCRIPT), "--lib", "sim", "--seconds", "12", *extra]
     proc = subprocess.run(
-        [*cmd, "--out", str(out)], capture_output=True, text=True, timeout=180, check=False, env=env
+        [*cmd, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=GIVE_UP_S,
+        check=False,
+        env=env,
     )
     report = json.loads((out / "gpu_check.json").read_text())
     return proc.returncode, report, proc.stdout + proc.stderr
@@ -220,6 +228,32 @@ def test_smi_comparison(rows: list[str], device: DeviceReading, problem: str | N
         assert problems and any(problem in p for p in problems), problems
 
 
+def warmer(temp: float, watts: float, used: float = 1000) -> DeviceReading:
+    d = reading(142244 + 1000 - used, used)
+    return replace(d, values={**d.values, TEMP: temp, POWER: watts})
+
+
+@pytest.mark.parametrize(
+    ("smi_row", "problem"),
+    [
+        pytest.param(row(sensors="360.00, 64, 1980, 2619"), None, id="between-the-readings"),
+        pytest.param(row(sensors="300.00, 62, 1980, 2619"), "POWER", id="power-below-both"),
+        pytest.param(row(sensors="431.50, 72, 1980, 2619"), "TEMP", id="temp-above-both"),
+        pytest.param(row("9000"), "memory used", id="used-above-both"),
+    ],
+)
+def test_smi_between_two_readings(smi_row: str, problem: str | None) -> None:
+    """nvidia-smi ran between two readings of a GPU warming up (60 C, 340 W, then 68 C, 420 W):
+    a value between them is right, even where it is out of tolerance of the first alone."""
+    before, after = warmer(60, 340), warmer(68, 420, used=2000)
+    problems = smi_problems([smi_row], {H200: before}, {H200: after})
+    if problem is None:
+        assert problems == []
+        assert smi_problems([smi_row], {H200: before}) != [], "the first reading alone is off"
+    else:
+        assert problems and any(problem in p for p in problems), problems
+
+
 def snap(
     util: float, *sm: float, at: float = 0.0, energy: float = 0.0, gr: float | None = None
 ) -> NodeSnapshot:
@@ -251,23 +285,74 @@ def phase(*snaps: NodeSnapshot) -> list[NodeSnapshot]:
         pytest.param(check_gpm, phase(snap(97, 0.9, gr=0.93)), True, id="gpm"),
         pytest.param(check_gpm, phase(snap(97, 0.9, gr=0.5)), False, id="gpm-off"),
         pytest.param(check_gpm, phase(snap(97, 0.9)), None, id="gpm-none"),
-        pytest.param(
-            check_energy,
-            [snap(0), snap(97, at=10, energy=0), snap(97, at=12, energy=800_000)],
-            True,
-            id="energy",
-        ),
-        pytest.param(
-            check_energy,
-            [snap(0), snap(97, at=10, energy=0), snap(97, at=12, energy=400_000)],
-            False,
-            id="energy-half",
-        ),
     ],
 )
 def test_the_loads_numbers(check: Any, snaps: list[NodeSnapshot], ok: bool | None) -> None:
     got = check(snaps, H200)
     assert got.ok is ok, got.detail
+
+
+def read(before: float, after: float | None = None) -> dict[str, ReadTime]:
+    return {H200: ReadTime(before, before if after is None else after)}
+
+
+@pytest.mark.parametrize(
+    ("counted_j", "second_read", "ok"),
+    [
+        pytest.param(800, read(12.0), True, id="2s-apart"),
+        pytest.param(400, read(12.0), False, id="half"),
+        pytest.param(1000, read(12.0), False, id="over-15pct"),
+        # The snapshots are taken 2 s apart, but the second read came a second late (a busy
+        # machine): 1200 J at 400 W is right for the 3 s between the reads.
+        pytest.param(1200, read(13.0), True, id="read-late"),
+        # Where the thread was held up during the read: the read fell between 12 and 12.5 s.
+        pytest.param(1000, read(12.0, 12.5), True, id="read-held-up"),
+        pytest.param(1200, read(12.0, 12.5), False, id="more-than-the-longest-span"),
+    ],
+)
+def test_energy_against_power_times_the_time_between_the_reads(
+    counted_j: float, second_read: dict[str, ReadTime], ok: bool
+) -> None:
+    snaps = [snap(0), snap(97, at=10, energy=0), snap(97, at=12, energy=counted_j * 1000)]
+    got = check_energy(snaps, H200, [read(0.0), read(10.0), second_read])
+    assert got.ok is ok, got.detail
+
+
+def test_energy_needs_two_timed_steady_reads() -> None:
+    snaps = [snap(0), snap(97, at=10, energy=0), snap(97, at=12, energy=800_000)]
+    one_steady = check_energy(snaps[:2], H200, [read(0.0), read(10.0)])
+    assert one_steady.ok is False and "1 steady cycle(s)" in one_steady.detail
+    untimed = check_energy(snaps, H200, [read(0.0), read(10.0), {}])
+    assert untimed.ok is False and "not timed" in untimed.detail
+
+
+class Counter:
+    """An NVML library stand-in whose energy read takes `hold_s` on the clock it moves."""
+
+    def __init__(self, clock: list[float], hold_s: float) -> None:
+        self.clock, self.hold_s = clock, hold_s
+        self.other_calls = 0
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: int) -> int:
+        self.clock[0] += self.hold_s
+        return 5
+
+    def nvmlDeviceGetUUID(self, handle: int) -> bytes:
+        return f"GPU-{handle}".encode()
+
+    def nvmlDeviceGetPowerUsage(self, handle: int) -> int:
+        self.other_calls += 1
+        return 400_000
+
+
+def test_timed_lib_notes_each_energy_read_by_uuid() -> None:
+    clock = [100.0]
+    inner = Counter(clock, hold_s=0.25)
+    timed = TimedLib(inner, clock=lambda: clock[0])
+    assert timed.nvmlDeviceGetTotalEnergyConsumption(3) == 5
+    assert timed.nvmlDeviceGetPowerUsage(3) == 400_000 and inner.other_calls == 1
+    assert timed.energy_reads() == {"GPU-3": ReadTime(100.0, 100.25)}
+    assert timed.energy_reads() == {}
 
 
 @pytest.mark.parametrize(

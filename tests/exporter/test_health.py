@@ -1,6 +1,7 @@
 """Liveness and readiness: the pure rules, and the served endpoints of a collect loop whose NVML
 call hangs or whose cycles fail (real aiohttp server on loopback, real `NvmlSource` on the
-emulator)."""
+emulator). The loops run for real, on clocks the tests move: ages and cycle durations are read
+from those, never from how fast the machine happens to be."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from exporter.sim.nvml.library import SimNvml
 from exporter.sources import DeviceSweep, PodIndex
 
 T0 = 1_700_000_000.0
+GIVE_UP_S = 60.0  # only a loop that hangs takes this long, even on a busy machine
 
 
 @pytest.mark.parametrize(
@@ -74,25 +76,32 @@ async def served(loop: CollectLoop) -> AsyncIterator[Callable[[str], object]]:
         await server.close()
 
 
+def still() -> float:
+    """A cycle timer that never moves: each cycle takes no time, whatever the machine's pace."""
+    return 0.0
+
+
 async def test_a_hung_nvml_call_fails_healthz_until_it_returns() -> None:
-    gpus = [h100(0)]
-    lib = SimNvml(gpus)
-    loop = CollectLoop(NvmlSource(lib), None, hostname="n", interval=0.05)
+    clock = Clock(T0)
+    lib = SimNvml([h100(0)], clock=clock)
+    source = NvmlSource(lib, clock=clock)
+    loop = CollectLoop(source, None, hostname="n", interval=0.05, clock=clock, timer=still)
     stop = asyncio.Event()
     async with served(loop) as get:
         loop_task = asyncio.create_task(loop.run(stop))
-        while loop.published is None:
-            await asyncio.sleep(0.01)
+        await until(lambda: loop.published is not None)
         assert await get("/healthz") == (200, "ok\n")
         lib.inject_hang("nvmlDeviceGetPowerUsage")
-        status, reason = await poll(get, "/healthz", 503)
+        await until(lambda: lib.hanging == 1)  # a cycle waits in the driver: none can complete
+        clock.now += 1.0  # past the bound, 3 x the 0.05 s interval
+        status, reason = await get("/healthz")  # type: ignore[misc]
         ready, _ = await get("/readyz")  # type: ignore[misc]
         lib.release_hangs()  # the call returns (GpuIsLost) and cycles complete again
         lib.clear_faults()
         after = await poll(get, "/healthz", 200)
         stop.set()
-        await asyncio.wait_for(loop_task, 10)
-    assert status == 503 and "the last collect cycle completed" in reason
+        await asyncio.wait_for(loop_task, GIVE_UP_S)
+    assert status == 503 and "the last collect cycle completed 1.0 s ago" in reason
     assert ready == 503
     assert after == (200, "ok\n")
 
@@ -100,12 +109,12 @@ async def test_a_hung_nvml_call_fails_healthz_until_it_returns() -> None:
 async def poll(get: Callable[[str], object], path: str, status: int) -> tuple[int, str]:
     """GET `path` until it answers `status`, or fail at a deadline (never a fixed sleep: the
     shared machine may run the loop late by seconds)."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + GIVE_UP_S
     while True:
         answer: tuple[int, str] = await get(path)  # type: ignore[misc]
         if answer[0] == status:
             return answer
-        assert time.monotonic() < deadline, f"{path} still answers {answer} after 30 s"
+        assert time.monotonic() < deadline, f"{path} still answers {answer}"
         await asyncio.sleep(0.02)
 
 
@@ -136,11 +145,11 @@ def sample(text: str, name: str, **labels: str) -> float | None:
 
 
 async def until(check: Callable[[], bool]) -> None:
-    for _ in range(500):
-        if check():
-            return
+    """Until `check()` holds; the deadline only gives up on a loop that hangs."""
+    deadline = time.monotonic() + GIVE_UP_S
+    while not check():
+        assert time.monotonic() < deadline, "condition never met"
         await asyncio.sleep(0.01)
-    raise AssertionError("condition never met")
 
 
 async def test_failing_cycles_are_counted_and_their_stale_data_is_not_served_as_idle(
@@ -160,7 +169,7 @@ async def test_failing_cycles_are_counted_and_their_stale_data_is_not_served_as_
         AllocationsFile(tmp_path / "podresources.json"), pods, tmp_path / "proc"
     )
     devices = ScriptedDevices(lambda: DeviceSweep((device,)))
-    loop = CollectLoop(devices, sources, hostname="n", interval=0.02, clock=clock)
+    loop = CollectLoop(devices, sources, hostname="n", interval=0.02, clock=clock, timer=still)
     stop = asyncio.Event()
     async with served(loop) as get:
         loop_task = asyncio.create_task(loop.run(stop))
@@ -184,7 +193,7 @@ async def test_failing_cycles_are_counted_and_their_stale_data_is_not_served_as_
         ready = await get("/readyz")
         live = await get("/healthz")
         stop.set()
-        await asyncio.wait_for(loop_task, 10)
+        await asyncio.wait_for(loop_task, GIVE_UP_S)
     assert ready[0] == 503 and "collected 0.1 s ago" in ready[1]  # type: ignore[index]
     assert live == (200, "ok\n")  # cycles do complete: the process is alive
     assert sample(text, "gpu_pod_utilization_ratio", pod="idle-pod") is None  # unknown, not idle

@@ -109,9 +109,12 @@ def test_the_failing_gpu_recovers_when_the_fault_is_gone(tmp_path: Path) -> None
     assert got["gpu_exporter_collector_success"][("processes", "")] == 1
 
 
+GIVE_UP_S = 120.0  # only a hung exporter takes this long, even on a busy machine
+
+
 def fetch(url: str) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(url, timeout=5) as r:
+        with urllib.request.urlopen(url, timeout=GIVE_UP_S) as r:
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
@@ -131,7 +134,7 @@ def test_a_running_exporter_rehearses_faults_from_the_command_line(tmp_path: Pat
     proc = subprocess.Popen(argv, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     try:
         body = wait_for(base, lambda b: "nvmlDeviceGetHandleByIndex" in b)
-        status, health = fetch(base + "/healthz")
+        health = until_health(base, 200)  # alive: its cycles complete, faults and all
     finally:
         stop_process(proc)
     got = parse(body)
@@ -143,7 +146,7 @@ def test_a_running_exporter_rehearses_faults_from_the_command_line(tmp_path: Pat
     assert any(g == "2" for (_, g) in usage)
     assert got["gpu_exporter_collector_success"][("processes", "")] == 0
     assert got["gpu_exporter_errors_total"][("nvmlDeviceGetComputeRunningProcesses", "")] >= 1
-    assert (status, health) == (200, "ok\n")
+    assert health == "ok\n"
 
 
 @pytest.mark.slow
@@ -157,21 +160,28 @@ def test_a_wedged_driver_call_fails_healthz(tmp_path: Path) -> None:
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(base, lambda b: "gpu_pod_allocated" in b)
-        deadline = time.monotonic() + 20
-        status = 200
-        while status == 200 and time.monotonic() < deadline:
-            time.sleep(0.2)
-            status, reason = fetch(base + "/healthz")
+        reason = until_health(base, 503)  # the call into GPU 1 never returns
         ready, _ = fetch(base + "/readyz")
         proc.terminate()
-        code = proc.wait(timeout=20)  # the stuck call does not keep the process alive
+        code = proc.wait(timeout=GIVE_UP_S)  # the stuck call does not keep the process alive
     finally:
         stop_process(proc)
-    assert status == 503 and "collect cycle completed" in reason
+    assert "collect cycle completed" in reason
     assert ready == 503 and code == 0
 
 
-def wait_for(base: str, ok: object, timeout: float = 30.0) -> str:
+def until_health(base: str, status: int) -> str:
+    """/healthz's body once it answers `status` (polled: the exporter runs at its own pace)."""
+    deadline = time.monotonic() + GIVE_UP_S
+    while True:
+        got, body = fetch(base + "/healthz")
+        if got == status:
+            return body
+        assert time.monotonic() < deadline, f"/healthz still answers {got}: {body}"
+        time.sleep(0.2)
+
+
+def wait_for(base: str, ok: object, timeout: float = GIVE_UP_S) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

@@ -5,19 +5,23 @@ the reclaimer uses (list/get/create/replace/patch/delete, resourceVersion confli
 the pods/eviction subresource against PodDisruptionBudgets, the scale subresource of the
 training-operator kinds whose CRDs declare one, Kubeflow Trainer's TrainJob carrying `suspend` to
 its JobSet); `FakeApiServer` serves it over aiohttp on 127.0.0.1 from a thread with its own event
-loop.
+loop. `volcano.reconcile` plays Volcano's job controller taking up AbortJob Commands, when a test
+says so.
 """
 
+from fakeapi import volcano
 from fakeapi.kubeconfig import served_kubeconfig, write_kubeconfig
 from fakeapi.server import FakeApiServer
-from fakeapi.store import KNOWN, FakeCluster, Fault, Recorded
+from fakeapi.store import KNOWN, NEVER_S, FakeCluster, Fault, Recorded
 
 __all__ = [
     "KNOWN",
+    "NEVER_S",
     "FakeApiServer",
     "FakeCluster",
     "Fault",
     "Recorded",
     "served_kubeconfig",
+    "volcano",
     "write_kubeconfig",
 ]

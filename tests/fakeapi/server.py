@@ -75,7 +75,7 @@ class FakeApiServer:
 
     def __init__(self, cluster: FakeCluster | None = None) -> None:
         self.cluster = cluster or FakeCluster()
-        self.lock = threading.Lock()
+        self.lock = self.cluster.lock  # the store's: tests change it under the same lock
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)

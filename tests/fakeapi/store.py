@@ -12,12 +12,18 @@ TrainJob's suspend flows to its JobSet).
 
 Deleting (or evicting) a pod is graceful: it stays Terminating for its grace period until the
 tests, playing the kubelet, finish it (`fakeapi.lifecycle`).
+
+`lock` serialises the served requests (`fakeapi.server` holds it while the store answers one)
+with what tests do to the store while a client is talking to it: a test that changes objects
+behind a running client's back does so under the lock (`fakeapi.volcano`), so no answer is
+built from a half-made change.
 """
 
 from __future__ import annotations
 
 import copy
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -102,6 +108,9 @@ class Recorded:
         return "All" in self.query.get("dryRun", []) or in_body
 
 
+NEVER_S = 3600.0  # a delay no test outlasts: the answer comes only when the server stops
+
+
 @dataclass
 class Fault:
     """The next `times` requests matching method and path regex answer `status` (after `delay`).
@@ -115,6 +124,8 @@ class Fault:
     `status` anyway, as a kube-apiserver answers 504 when etcd commits after the request's
     deadline, or as a client that timed out (a `delay`) never hears the 201. `before`: called
     first (a test kills the client process there, to stop it at exactly this request).
+    A `delay` of `NEVER_S` holds the answer until the server stops: a test that wants the
+    client to time out uses it, so that a busy machine cannot deliver the answer in time.
     """
 
     method: str | None
@@ -163,6 +174,7 @@ class FakeCluster(PodLifecycle):
     compacted: int = 0  # continue tokens issued before this resourceVersion answer 410
     compact_during: str | None = None  # compact after serving a first page of this plural
     clock_offset: float = 0.0  # seconds `advance` has moved the fake's clock past the wall clock
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     # --- test-side helpers -------------------------------------------------------------
     def add(self, *objs: Obj) -> None:

@@ -54,7 +54,7 @@ def serving(objects: list[Obj]) -> Iterator[Served]:
     cluster = FakeCluster()
     cluster.add(*objects)
     server = FakeApiServer(cluster).start()
-    api = api_from_configuration(k8s.Configuration(host=server.url), timeout=5.0)
+    api = api_from_configuration(k8s.Configuration(host=server.url), timeout=60.0)  # a hang
     try:
         yield Served(cluster, api)
     finally:

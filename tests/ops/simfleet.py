@@ -41,7 +41,7 @@ class Fleet:
 def query(url: str, expr: str) -> list[dict[str, Any]]:
     """Instant query; raises on any error status, returns the result list."""
     q = urllib.parse.urlencode({"query": expr})
-    with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=10) as r:
+    with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=60) as r:
         body = json.load(r)
     if body.get("status") != "success":
         raise RuntimeError(f"{expr}: {body}")
@@ -209,7 +209,7 @@ def sim_fleet(workdir: Path, history_hours: float = 2.0) -> Iterator[Fleet]:
                 and bool(query(url, "namespace:gpu_pod_idle_allocated:sum"))
                 and bool(query(url, "queue:gpu_pod_allocated:sum"))
             ),
-            60,
+            300,  # a give-up for a fleet that never comes up, not a bound on the machine's pace
             server.process,
         )
         yield Fleet(url, tuple(targets))

@@ -196,7 +196,7 @@ async def get(
     options = {"ssl": context, "server_hostname": server_name} if scheme == "https" else {}
     url = f"{scheme}://127.0.0.1:{port}{path}"
     async with (
-        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session,
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session,  # a hang
         session.get(url, headers=headers, **options) as response,
     ):
         return response.status

@@ -1,8 +1,14 @@
-"""A scripted fake Prometheus HTTP API on loopback: answers from a queue, records every request."""
+"""A scripted fake Prometheus HTTP API on loopback: answers from a queue, records every request.
+
+A reply's `delay` holds its answer that long; `NEVER_S` holds it until the fake closes, for a
+test whose client must time out: however late a busy machine runs the client, the answer is
+not there to be read.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -11,6 +17,8 @@ from typing import Any
 
 from aiohttp import web
 from loopback import serve
+
+NEVER_S = 3600.0  # a delay no test outlasts: held until the fake closes
 
 
 @dataclass
@@ -27,6 +35,7 @@ class FakeProm:
     route: Callable[[str, dict[str, str]], Reply] | None = None  # answers by request when set
     requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     url: str = ""
+    closing: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def handle(self, request: web.Request) -> web.Response:
         form = dict(await request.post())
@@ -38,7 +47,8 @@ class FakeProm:
         if reply is None:
             return web.Response(status=500, text="no scripted reply")
         if reply.delay:
-            await asyncio.sleep(reply.delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.closing.wait(), reply.delay)
         text = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
         return web.Response(status=reply.status, text=text, content_type="application/json")
 
@@ -65,4 +75,7 @@ async def fake_prometheus(
 ) -> AsyncIterator[FakeProm]:
     fake = FakeProm(list(replies), default, route)
     async with serve(fake.handle, "/api/v1/{tail:.*}") as fake.url:
-        yield fake
+        try:
+            yield fake
+        finally:
+            fake.closing.set()  # held answers go now, so that the server can stop

@@ -37,8 +37,11 @@ def run_once(prom: PromServer, kubeconfig: Path, *extra: str) -> tuple[int, dict
     return code, json.loads(out.getvalue())
 
 
+GIVE_UP_S = 300.0  # only a hung process takes this long, even on a busy machine
+
+
 def once_in_process(
-    prom_url: str, kubeconfig: Path, *extra: str, timeout: float = 120.0
+    prom_url: str, kubeconfig: Path, *extra: str, timeout: float = GIVE_UP_S
 ) -> tuple[int, dict[str, Any], str]:
     """One `run --once --json` in a process of its own: (exit code, report or {}, stderr)."""
     argv = [sys.executable, "-m", "reclaimer", "run", "--once", "--json"]
@@ -51,7 +54,7 @@ def once_in_process(
 
 
 def applied_once(
-    prom_url: str, kubeconfig: Path, *extra: str, timeout: float = 120.0
+    prom_url: str, kubeconfig: Path, *extra: str, timeout: float = GIVE_UP_S
 ) -> dict[str, Any]:
     """One `run --once --json --apply` process that must succeed: its report."""
     code, report, err = once_in_process(prom_url, kubeconfig, "--apply", *extra, timeout=timeout)

@@ -25,6 +25,9 @@ def test_the_singleton_headers_are_aiohttps() -> None:
     assert {name.encode() for name in http_parser.SINGLETON_HEADERS} == SINGLETON_HEADERS
 
 
+GIVE_UP_S = 60.0  # only a hung server takes this long to answer, even on a busy machine
+
+
 @pytest.fixture(scope="module")
 def threaded_server() -> Iterator[int]:
     """A guarded server on its own loop in a thread, for blocking clients (and hypothesis)."""
@@ -39,7 +42,7 @@ def threaded_server() -> Iterator[int]:
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     asyncio.run_coroutine_threadsafe(main(), loop)
-    assert ready.wait(10)
+    assert ready.wait(GIVE_UP_S)
     yield started[0].port
     asyncio.run_coroutine_threadsafe(started[0].stop(), loop).result(10)
     loop.call_soon_threadsafe(loop.stop)
@@ -47,7 +50,7 @@ def threaded_server() -> Iterator[int]:
 
 
 def exchange(port: int, data: bytes) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+    with socket.create_connection(("127.0.0.1", port), timeout=GIVE_UP_S) as sock:
         sock.sendall(data)
         answer = b""
         while chunk := sock.recv(65536):

@@ -8,6 +8,8 @@ row remapping, as nvml.h documents them.
   139), cumulative KiB, with the link id in `scopeId` ("A scopeId of UINT_MAX returns aggregate
   value summed up across all links"); pynvml takes `(fieldId, scopeId)` tuples. A GPU without
   NVLink answers NotSupported in the field's `nvmlReturn`; a link it lacks, InvalidArgument.
+- `nvmlDeviceGetTotalEnergyConsumption(device)`: "total energy consumption for this GPU in
+  millijoules (mJ) since the driver was last reloaded", Volta and newer; read at the moment asked.
 - `nvmlDeviceGetRemappedRows(device)` -> `(corrRows, uncRows, isPending, failureOccurred)`, as
   pynvml returns them; Ampere and newer; NotSupported "If MIG is enabled".
 Calls on a MIG instance's handle that only a physical GPU answers raise NotSupported.
@@ -92,7 +94,8 @@ class SimNvmlBoardCalls(SimNvmlCalls):
         return round(self._full("nvmlDeviceGetPowerUsage", handle).power_watts() * 1000)
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: Handle) -> int:
-        return int(self._full("nvmlDeviceGetTotalEnergyConsumption", handle).energy_mj)
+        gpu = self._full("nvmlDeviceGetTotalEnergyConsumption", handle)
+        return int(gpu.energy_mj_at(self.clock()))
 
     def nvmlDeviceGetClockInfo(self, handle: Handle, type: int) -> int:
         gpu = self._full("nvmlDeviceGetClockInfo", handle)

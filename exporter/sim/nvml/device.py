@@ -6,9 +6,13 @@ advanced lazily, one sample period at a time, up to the time the emulator is ask
 at each period boundary it evaluates every live process at the middle of the period, records one
 sample per live process in the driver's buffer (`exporter.sim.nvml.sampling`, idle periods too),
 and integrates energy and the GPM activity counters. Power, temperature and clocks follow the
-last period's activity. The first advance integrates `WARMUP_PERIODS` of history, as a GPU that
-ran before anyone looked: the state at time t then hardly depends on when the emulator was
-created, so two emulators of the same node (the exporter's and a fake nvidia-smi's) agree.
+last period's activity. The energy counter is read at the moment asked (`energy_mj_at`): the
+periods integrated plus the period in progress so far, at its power, as a counter in millijoules
+keeps counting between two reads; a counter that moved once a period would make the energy
+between two reads depend on where they fall in their periods. The first advance integrates
+`WARMUP_PERIODS` of history, as a GPU that ran before anyone looked: the state at time t then
+hardly depends on when the emulator was created, so two emulators of the same node (the
+exporter's and a fake nvidia-smi's) agree.
 Nothing here knows about the NVML call surface.
 """
 
@@ -131,7 +135,18 @@ class SimGpu:
         return sum(p.memory_bytes(t) for p in self.live_processes(t, gpu_instance_id))
 
     def power_watts(self) -> float:
-        return self.idle_watts + (self.max_watts - self.idle_watts) * self.last_util[0]
+        return self._watts(self.last_util[0])
+
+    def _watts(self, sm: float) -> float:
+        return self.idle_watts + (self.max_watts - self.idle_watts) * sm
+
+    def energy_mj_at(self, now: float) -> float:
+        """The energy counter at `now`: every period integrated, plus the one in progress up to
+        `now` at the power of its activity."""
+        self.advance(now)
+        k = (self.advanced_to or 0) + 1
+        into = max(0.0, now - (k - 1) * self.sample_period_s)
+        return self.energy_mj + self._watts(self._totals(self._activity(k))[0]) * into * 1000.0
 
     def pcie_kbps(self, counter: int) -> int:
         """PCIe throughput over the driver's last 20 ms window, in KB/s (TX 0, RX 1)."""
@@ -190,14 +205,10 @@ class SimGpu:
         self, k: int, span: float, activity: list[tuple[SimProcess, float, float]]
     ) -> None:
         by_instance: dict[int | None, list[float]] = {}
-        total_sm = total_mem = 0.0
         for proc, sm, mem in activity:
-            total_sm, total_mem = total_sm + sm, total_mem + mem
             acc = by_instance.setdefault(proc.gpu_instance_id, [0.0, 0.0])
             acc[0], acc[1] = acc[0] + sm, acc[1] + mem
-        if self.mig is not None:  # instances share the GPU's slices
-            total_sm, total_mem = total_sm / len(self.mig), total_mem / len(self.mig)
-        self.last_util = (min(1.0, total_sm), min(1.0, total_mem))
+        self.last_util = self._totals(activity)
         self.energy_mj += self.power_watts() * span * 1000.0
         if self.nvlinks:  # peer traffic follows compute (all-reduce between steps)
             kib = self.nvlink_kib_per_s_busy * self.last_util[0] * span
@@ -208,6 +219,14 @@ class SimGpu:
         for gi, (sm, mem) in by_instance.items():
             if gi is not None:
                 self._add_gpm(gi, (min(1.0, sm), min(1.0, mem)), span)
+
+    def _totals(self, activity: list[tuple[SimProcess, float, float]]) -> tuple[float, float]:
+        """The GPU's (sm, mem) activity over a period from its processes'."""
+        total_sm = sum(sm for _, sm, _ in activity)
+        total_mem = sum(mem for _, _, mem in activity)
+        if self.mig is not None:  # instances share the GPU's slices
+            total_sm, total_mem = total_sm / len(self.mig), total_mem / len(self.mig)
+        return min(1.0, total_sm), min(1.0, total_mem)
 
     def _add_gpm(self, gi: int | None, util: tuple[float, float], span: float) -> None:
         counters = self.gpm.setdefault(gi, [0.0, 0.0, 0.0])

@@ -70,6 +70,8 @@ class SimNvml(SimNvmlProcessCalls, SimNvmlGpmCalls, SimNvmlEventCalls, SimNvmlBo
         self.privileged = privileged
         self.initialized = 0
         self._released = threading.Event()
+        self._hang_lock = threading.Lock()
+        self.hanging = 0  # calls blocked in an injected hang now (a caller waits in the driver)
         self.faults: list[Fault] = []
         self.calls: dict[str, int] = {}
         self.event_sets: list[SimEventSet] = []
@@ -110,6 +112,10 @@ class SimNvml(SimNvmlProcessCalls, SimNvmlGpmCalls, SimNvmlEventCalls, SimNvmlBo
     def clear_faults(self) -> None:
         self.faults.clear()
 
+    def _hanging(self, step: int) -> None:
+        with self._hang_lock:
+            self.hanging += step
+
     def check(self, call: str, index: int | None) -> None:
         """Count the call and raise an injected fault or Uninitialized, as NVML would."""
         self.calls[call] = self.calls.get(call, 0) + 1
@@ -123,7 +129,9 @@ class SimNvml(SimNvmlProcessCalls, SimNvmlGpmCalls, SimNvmlEventCalls, SimNvmlBo
                     continue
                 fault.remaining -= 1
             if fault.code is None:
+                self._hanging(+1)
                 self._released.wait()
+                self._hanging(-1)
                 raise NVMLError(15)  # NVML_ERROR_GPU_IS_LOST: what a wedged GPU ends with
             raise NVMLError(fault.code)
         if call not in ("nvmlInit", "nvmlInitWithFlags") and not self.initialized:

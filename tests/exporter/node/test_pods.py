@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,8 @@ from fake_pods_api import FakePodsApi, pod_json, serve
 from exporter.node.apiserver import ApiEndpoint
 from exporter.node.pods import KubernetesPods, PodsFile, parse_pod_pages
 from exporter.sources import PodIdentity
+
+GIVE_UP_S = 60.0  # only a hung fake API or thread takes this long, even on a busy machine
 
 
 @pytest.fixture
@@ -93,7 +95,10 @@ def test_failures_keep_the_last_good_index_are_counted_and_warned_once(
 ) -> None:
     fake, endpoint = api
     fake.pods = [pod_json("u1", "team-a", "train", "node-a", {})]
-    pods = KubernetesPods("node-a", endpoint, start=False, request_timeout=1.0)
+    # A stalled answer ends at the request timeout; every other answer comes at once, so the
+    # timeout only needs to be long for them (a busy machine) when nothing stalls.
+    timeout = 5.0 if how == "timeout" else GIVE_UP_S
+    pods = KubernetesPods("node-a", endpoint, start=False, request_timeout=timeout)
     pods.refresh()
     _break(fake, how)
     with caplog.at_level(logging.DEBUG, logger="exporter.node.pods"):
@@ -150,20 +155,22 @@ def test_the_background_thread_refreshes_when_an_unknown_uid_shows_up(
     fake.pods = [pod_json("u1", "a", "one", "n", {})]
     pods = KubernetesPods("n", endpoint, refresh_seconds=3600, min_gap_seconds=0)
     try:
-        for _ in range(1000):  # the first list runs as the thread starts
-            if pods.lookup().index is not None:
-                break
-            threading.Event().wait(0.01)
+        until(lambda: pods.lookup().index is not None)  # the first list runs as it starts
         fake.pods.append(pod_json("u2", "a", "two", "n", {}))
         pods.want(["u2"])
-        for _ in range(500):
-            index = pods.lookup().index
-            if index is not None and "u2" in index.by_uid:
-                break
-            threading.Event().wait(0.01)
+        until(lambda: "u2" in getattr(pods.lookup().index, "by_uid", {}))
+        index = pods.lookup().index
     finally:
         pods.close()
     assert index is not None and index.by_uid["u2"].name == "two"
+
+
+def until(check: Callable[[], bool]) -> None:
+    """Until `check()` holds; the deadline only gives up on a thread that never refreshes."""
+    deadline = time.monotonic() + GIVE_UP_S
+    while not check():
+        assert time.monotonic() < deadline, "the background thread never refreshed"
+        time.sleep(0.01)
 
 
 def test_parse_pod_pages_skips_pods_without_uid_and_containers_without_ids() -> None:

@@ -23,7 +23,8 @@ def dump(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(wall_now())) as s:
+    work = tmp_path_factory.mktemp("prom")
+    with start_prometheus(work, history=history(wall_now()), carry_on=True) as s:
         yield s
 
 

@@ -77,16 +77,19 @@ def backfilled_history(end: float, hours: float = 4.0, step: float = 30.0) -> st
     return openmetrics(series)
 
 
+GIVE_UP_S = 300.0  # only a hung server takes this long, even on a busy machine
+
+
 def _get(url: str) -> bytes:
     try:
-        with urllib.request.urlopen(url, timeout=2) as r:
+        with urllib.request.urlopen(url, timeout=GIVE_UP_S) as r:
             return bytes(r.read())
     except OSError:
         return b""
 
 
 def _until(pred: Any, what: str, proc: subprocess.Popen[bytes] | None = None) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + GIVE_UP_S
     while not pred():
         assert proc is None or proc.poll() is None, f"{what}: process exited"
         assert time.monotonic() < deadline, f"gave up waiting for {what}"

@@ -29,6 +29,8 @@ from reclaimer.cli import main
 from reclaimer.traces.catalog import GENTD26, HELIOS_PHILLY, OPENB, Packing, Role, TraceFile
 from reclaimer.traces.fetch import FetchError, Source, fetch, stored_content
 
+GIVE_UP_S = 60.0  # the local publisher answers at once; only a hung one takes this long
+
 
 class _Publisher(http.server.ThreadingHTTPServer):
     files: dict[str, bytes]
@@ -196,7 +198,7 @@ def test_an_archive_is_unpacked_to_its_csv_and_checked(
     published = _tar_gz("x_anon.csv", csv)
     entry = _archive_entry(tmp_path, csv, published)
     publisher.files[_url_path(entry)] = published
-    got = fetch(entry, tmp_path, mirror=None, source_url=_url(publisher), timeout=5)
+    got = fetch(entry, tmp_path, mirror=None, source_url=_url(publisher), timeout=GIVE_UP_S)
     assert got.source is Source.DOWNLOAD
     assert gzip.decompress(got.path.read_bytes()) == csv
     assert sorted(p.name for p in got.path.parent.iterdir()) == ["x.csv.gz"]
@@ -209,7 +211,7 @@ def test_an_archive_whose_csv_differs_is_refused_and_nothing_is_kept(
     entry = _archive_entry(tmp_path, b"expected\n", published)  # archive ok, content not
     publisher.files[_url_path(entry)] = published
     with pytest.raises(FetchError, match="unpacked content sha256"):
-        fetch(entry, tmp_path, mirror=None, source_url=_url(publisher), timeout=5)
+        fetch(entry, tmp_path, mirror=None, source_url=_url(publisher), timeout=GIVE_UP_S)
     assert list((tmp_path / "t").iterdir()) == []
 
 
@@ -219,5 +221,5 @@ def test_a_body_longer_than_published_is_refused(publisher: _Publisher, tmp_path
     entry = _archive_entry(tmp_path, csv, published)
     publisher.files[_url_path(entry)] = published + b"\0" * 10
     with pytest.raises(FetchError, match="larger than"):
-        fetch(entry, tmp_path, mirror=None, source_url=_url(publisher), timeout=5)
+        fetch(entry, tmp_path, mirror=None, source_url=_url(publisher), timeout=GIVE_UP_S)
     assert list((tmp_path / "t").iterdir()) == []

@@ -3,7 +3,9 @@
 A module names its world by two functions, `world_history(now)` (the OpenMetrics text backfilled
 into a real Prometheus) and `world_objects(now)` (what the fake API server holds); `prom`,
 `cluster` and `kubeconfig` build them. A module that needs another shape defines
-its own fixture of the same name, which wins.
+its own fixture of the same name, which wins. The history goes on live (`carry_on`), so that the
+module's data is as fresh for its last test as for its first, however long a busy machine takes
+over them.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ def prom(
 ) -> Iterator[PromServer]:
     """A real Prometheus holding the module's `world_history(now)`."""
     history = request.module.world_history(now)
-    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history) as server:
+    work = tmp_path_factory.mktemp("prom")
+    with start_prometheus(work, history=history, carry_on=True) as server:
         yield server
 
 

@@ -12,9 +12,11 @@ process has only the cluster to go by.
 - A resume killed before its ResumeJob Command leaves the record, so the next process resumes
   the job: never an aborted job without the record that says the reclaimer must resume it.
 - Killed after a PyTorchJob's stop but before its Event: the next process writes the Event, once.
-- The reclaimed-GPUs counter counts a stop only once it took effect and the pods let go.
+- The reclaimed-GPUs counter counts a stop only once it took effect and the pods let go: not
+  while Volcano has yet to take the Command up, nor while the aborted job's pods terminate.
 
-Volcano's job controller is not running here: a Command stays until the test takes it up.
+Volcano's job controller runs only when a test says so (`fakeapi.volcano`, in Volcano's own
+order, under the fake's lock): until then a Command stays.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ import e2e_world as vc
 import numpy as np
 import pytest
 import safety_world as pt
-from fakeapi import FakeCluster, served_kubeconfig
+from fakeapi import NEVER_S, FakeCluster, served_kubeconfig
+from fakeapi import volcano as volcano_controller
 from promserver import PromServer, free_port, openmetrics, start_prometheus
 from repo_paths import REPO
 
@@ -54,13 +57,15 @@ BUSY_AFTER = "reclaimBusyAfter: 10m\n"  # the busy job is fair game: a second vi
 
 @pytest.fixture(scope="module")
 def vc_prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom-vc"), history=vc.history(now)) as s:
+    work = tmp_path_factory.mktemp("prom-vc")
+    with start_prometheus(work, history=vc.history(now), carry_on=True) as s:
         yield s
 
 
 @pytest.fixture(scope="module")
 def pt_prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom-pt"), history=pt.history(now)) as s:
+    work = tmp_path_factory.mktemp("prom-pt")
+    with start_prometheus(work, history=pt.history(now), carry_on=True) as s:
         yield s
 
 
@@ -126,7 +131,8 @@ def _scratch_pod(now: float) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def bare_prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom-bare"), history=_bare_history(now)) as s:
+    work = tmp_path_factory.mktemp("prom-bare")
+    with start_prometheus(work, history=_bare_history(now), carry_on=True) as s:
         yield s
 
 
@@ -143,10 +149,15 @@ def argv(prom: PromServer, kubeconfig: Path, *extra: str) -> list[str]:
     return [*base, "--kubeconfig", str(kubeconfig), "--apply", *extra]
 
 
+GIVE_UP_S = 300  # only a controller that hangs takes this long, even on a busy machine
+
+
 def cycle(prom: PromServer, kubeconfig: Path, *extra: str) -> dict[str, Any]:
     """One `run --once --json --apply` process; its report."""
     cmd = argv(prom, kubeconfig, "--once", "--json", *extra)
-    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        cmd, cwd=REPO, capture_output=True, text=True, timeout=GIVE_UP_S, check=False
+    )
     assert done.returncode == 0, done.stderr
     report: dict[str, Any] = json.loads(done.stdout)
     return report
@@ -162,11 +173,11 @@ def killed_at(
 
     def kill() -> None:
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        proc.wait(timeout=GIVE_UP_S)
 
     cluster.inject(method, path, 503, before=kill)
     try:
-        _out, err = proc.communicate(timeout=120)
+        _out, err = proc.communicate(timeout=GIVE_UP_S)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -286,12 +297,13 @@ def test_a_command_stored_but_answered_504_or_timed_out_is_a_stop(
     cluster, kubeconfig = volcano
     if answer == "504":
         cluster.inject("POST", "/commands$", 504, store=True)
-    else:  # stored at once, answered after the client's 10 s read timeout
-        cluster.inject("POST", "/commands$", 504, store=True, delay=15.0)
+    else:  # stored at once, never answered: the client's read timeout ends the wait
+        cluster.inject("POST", "/commands$", 504, store=True, delay=NEVER_S)
     first = cycle(vc_prom, kubeconfig, "--policy-file", str(policy))
     (outcome,) = first["outcomes"]
     assert outcome["outcome"] == "applied", outcome
-    assert "read back" in outcome["detail"]
+    heard = "504" if answer == "504" else "no answer"
+    assert f"the create answered {heard}; read back" in outcome["detail"], outcome
     assert notes(cluster, VCJ, "sim-sweep")[r.ROOM_FOR] == vc.PENDING_JOB  # not rolled back
     (cmd,) = cluster.all(*CMD)
     assert cmd["action"] == "AbortJob"
@@ -326,9 +338,9 @@ def test_the_event_of_a_stop_killed_after_the_patch_is_written_by_the_next_proce
 
 def _get(url: str) -> str:
     try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
+        with urllib.request.urlopen(url, timeout=GIVE_UP_S) as resp:
             return str(resp.read().decode())
-    except OSError:
+    except OSError:  # not listening yet
         return ""
 
 
@@ -347,11 +359,22 @@ def _cycles(url: str) -> int:
 
 
 def _wait(what: str, ok: Any, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + GIVE_UP_S
     while not ok():
         assert proc.poll() is None, f"the controller exited while waiting for {what}"
         assert time.monotonic() < deadline, f"gave up waiting for {what}"
         time.sleep(0.3)
+
+
+def _commands(cluster: FakeCluster) -> list[dict[str, Any]]:
+    with cluster.lock:  # the controller may be writing through the server meanwhile
+        return cluster.all(*CMD)
+
+
+def _wait_cycles(metrics: str, n: int, proc: subprocess.Popen[bytes]) -> None:
+    """Until `n` more cycles completed: the last of them began after this was called."""
+    start = _cycles(metrics)
+    _wait(f"{n} more cycles", lambda: _cycles(metrics) >= start + n, proc)
 
 
 def test_reclaimed_gpus_count_only_a_stop_that_took_effect(
@@ -366,16 +389,26 @@ def test_reclaimed_gpus_count_only_a_stop_that_took_effect(
         [*loop, f"--web.listen-address=127.0.0.1:{port}"], cwd=REPO, stdout=log, stderr=log
     )
     try:
-        _wait("the AbortJob Command", lambda: bool(cluster.all(*CMD)), proc)
-        start = _cycles(metrics)
-        _wait("three more cycles", lambda: _cycles(metrics) >= start + 3, proc)
+        _wait("the AbortJob Command", lambda: bool(_commands(cluster)), proc)
+        _wait_cycles(metrics, 3, proc)
         assert _reclaimed(metrics) == 0.0  # asked for, not yet carried out by Volcano
-        # Volcano takes the Command up: the job aborts and its pods go
-        cluster.objects[CMD] = {}
-        cluster.get(*VCJ, "sim-sweep", "research")["status"]["state"]["phase"] = "Aborted"
-        cluster.objects[PODS] = {
-            k: v for k, v in cluster.objects[PODS].items() if not k[1].startswith("sim-sweep-")
-        }
+        (cmd,) = _commands(cluster)
+        uid = cmd["target"]["uid"]
+        steps = volcano_controller.reconcile(cluster)  # Volcano takes the Command up, in its order
+        pods = ["sim-sweep-w-0", "sim-sweep-w-1"]
+        assert steps == [
+            f"Command {cmd['metadata']['name']} deleted",
+            "CommandIssued Event",
+            *[f"Pod {p} {step}" for p in pods for step in ("out of sync", "Terminating 30s")],
+            "Job sim-sweep Aborting",
+            f"PodGroup sim-sweep-{uid} deleted",
+        ]
+        _wait_cycles(metrics, 2, proc)  # one at least read the cluster after that
+        assert _reclaimed(metrics) == 0.0  # the pods hold their GPUs while they terminate
+        with cluster.lock:  # the kubelet: the pods' containers are gone
+            assert sorted(p["metadata"]["name"] for p in cluster.terminating()) == pods
+            assert cluster.finish_termination("research") == 2
+        assert volcano_controller.reconcile(cluster) == ["Job sim-sweep Aborted"]
         _wait("reclaimed GPU-seconds", lambda: (_reclaimed(metrics) or 0.0) > 0.0, proc)
     finally:
         proc.terminate()

@@ -84,7 +84,8 @@ def cycles(c: Controller) -> float:
 
 
 def rejections(cluster: FakeCluster) -> list[dict]:
-    events = cluster.all("", "v1", "events")
+    with cluster.lock:  # the controller writes through the server meanwhile
+        events = cluster.all("", "v1", "events")
     return [e for e in events if e["reason"] == "GpuReclaimPolicyRejected"]
 
 

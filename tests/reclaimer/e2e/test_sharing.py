@@ -43,7 +43,7 @@ world_objects = cluster_objects
 
 def cycle(prom_url: str, kubeconfig: Path) -> dict[str, Any]:
     """One `run --once --apply --json` in a process of its own: its report."""
-    return applied_once(prom_url, kubeconfig, timeout=180)
+    return applied_once(prom_url, kubeconfig)
 
 
 def _suspended(cluster: FakeCluster, key: str) -> bool:

@@ -38,9 +38,10 @@ USER, PASSWORD = "operator", "s3cret"
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PromServer, float]]:
-    """A Prometheus holding the world's day of history, and the time it ends at."""
+    """A Prometheus holding the world's day of history (going on live), and the time it ends at."""
     now = wall_now()
-    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(now)) as server:
+    work = tmp_path_factory.mktemp("prom")
+    with start_prometheus(work, history=history(now), carry_on=True) as server:
         yield server, now
 
 
@@ -102,7 +103,7 @@ def reclaimer(prom: PromServer, kubeconfig: Path, port: int, *extra: str) -> lis
 def wait_ready(url: str, pki: Pki | None = None) -> None:
     """Until /readyz says a cycle has completed (probes need no credentials)."""
     context = pki.client_context() if pki else None
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 300  # a give-up for a hung process, not a bound on speed
     while asyncio.run(_status(url + "/readyz", context)) != 200:
         assert time.monotonic() < deadline, "no cycle completed in time"
         time.sleep(0.5)

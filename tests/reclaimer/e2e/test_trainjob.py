@@ -61,7 +61,8 @@ def prom(tmp_path_factory: pytest.TempPathFactory, now: float) -> Iterator[PromS
         }
         series.append((gc.POD_UTILIZATION, lab, [(float(t), 0.0) for t in times]))
         series.append((gc.POD_ALLOCATED, lab, [(float(t), 1.0) for t in times]))
-    with start_prometheus(tmp_path_factory.mktemp("prom"), history=openmetrics(series)) as s:
+    work = tmp_path_factory.mktemp("prom")
+    with start_prometheus(work, history=openmetrics(series), carry_on=True) as s:
         yield s
 
 

@@ -1,4 +1,4 @@
-"""The fixture cluster's objects and the client timeout the Kubernetes tests use."""
+"""The fixture cluster's objects and the client timeouts the Kubernetes tests use."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ import yaml
 from repo_paths import FIXTURES
 
 CLUSTER_YAML = FIXTURES / "cluster" / "cluster.yaml"
-TIMEOUT_S = 0.5
+TIMEOUT_S = 60.0  # a call's deadline: only a hung fake server reaches it, however busy the machine
+# The deadline of a client that must time out on an answer the fake holds back (`NEVER_S`): short,
+# so the test is quick; the test's other calls are answered by the local fake well within it.
+TIMING_OUT_S = 5.0
 
 
 @functools.cache

@@ -24,7 +24,7 @@ from reclaimer.cli import main
 from reclaimer.prometheus.auth import CredentialError, Credentials, parse_header, redact_url
 from reclaimer.prometheus.client import PromClient, PromError, RetryPolicy
 
-FAST = RetryPolicy(attempts=1, timeout=2.0)
+FAST = RetryPolicy(attempts=1, timeout=60.0)  # only a hung Prometheus takes this long
 
 
 @pytest.mark.parametrize(
@@ -93,7 +93,8 @@ class Gate:
 
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PromServer]:
-    with start_prometheus(tmp_path_factory.mktemp("prom"), history=history(wall_now())) as s:
+    work = tmp_path_factory.mktemp("prom")
+    with start_prometheus(work, history=history(wall_now()), carry_on=True) as s:
         yield s
 
 

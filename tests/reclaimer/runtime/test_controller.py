@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 import pandas as pd
 import pytest
 from clusterviews import job_with_pods, view
-from fakeprom import Reply, fake_prometheus, matrix, vector
+from fakeprom import NEVER_S, Reply, fake_prometheus, matrix, vector
 
 import gpu_contract as gc
 from reclaimer.decisions import Action, ActionKind, ActionResult, Evidence, Outcome, Plan, Reason
@@ -27,7 +27,9 @@ from reclaimer.runtime.controller import Controller, ControllerConfig, gate
 from reclaimer.runtime.telemetry import ReclaimerMetrics
 
 NOW = 1_800_000_000.0
-FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.01, timeout=1.0)
+# Retries at once; a timeout only a hung fake reaches (the answers come at the machine's pace).
+FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.01, timeout=60.0)
+QUICK = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.01, timeout=0.5)  # never answered
 IDLE = view([job_with_pods("team-b", "idle-b", "qb", [("b-0", 1)])], taken_at=NOW)
 
 
@@ -79,9 +81,10 @@ def make(
     actuator: RecordingActuator,
     read: Callable[[], ClusterView] = lambda: IDLE,
     clock: Callable[[], float] = lambda: NOW,
+    retry: RetryPolicy = FAST,
 ) -> tuple[Controller, ReclaimerMetrics, PromClient]:
     metrics = ReclaimerMetrics()
-    prom = PromClient(url, FAST)
+    prom = PromClient(url, retry)
     c = Controller(
         read_cluster=read,
         prom=prom,
@@ -159,7 +162,7 @@ async def test_prometheus_down_is_a_skipped_cycle_not_a_crash() -> None:
             "too many samples",
             id="query-error",
         ),
-        pytest.param(Reply(vector(at=NOW), delay=1.5), "timeout", id="slow"),
+        pytest.param(Reply(vector(at=NOW), delay=NEVER_S), "timeout", id="never-answers"),
         pytest.param(Reply("<html>502</html>", 502), "HTTP 502", id="proxy-error"),
     ],
 )
@@ -168,7 +171,7 @@ async def test_prometheus_errors_and_slowness_are_skipped_cycles(
 ) -> None:
     async with fake_prometheus(default=reply) as fake:
         act = RecordingActuator()
-        c, m, prom = make(fake.url, act)
+        c, m, prom = make(fake.url, act, retry=QUICK if reply.delay else FAST)
         async with prom:
             report = await c.cycle()
     assert report.result is CycleResult.SKIPPED and act.plans == []

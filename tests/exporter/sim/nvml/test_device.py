@@ -24,6 +24,24 @@ def test_energy_and_power_follow_activity(clock: list[float]) -> None:
     assert sm > lib.nvmlDeviceGetClockInfo(h_idle, simnvml.NVML_CLOCK_SM)
 
 
+@pytest.mark.parametrize("into_period", [0.05, 0.5, 0.95])
+@pytest.mark.parametrize("apart", [0.4, 2.0, 2.5])
+def test_energy_between_two_reads_is_power_times_their_distance(
+    clock: list[float], into_period: float, apart: float
+) -> None:
+    """Wherever the reads fall in the driver's sample periods, the counter moves by the power
+    times the time between them, not by the whole periods that ended in between."""
+    gpu = h100(0)
+    gpu.processes.append(SimProcess(1, sm=lambda t: 1.0))
+    lib = emulator(clock, [gpu])
+    handle = lib.nvmlDeviceGetHandleByIndex(0)
+    clock[0] = 1_000.0 + into_period * gpu.sample_period_s
+    first = lib.nvmlDeviceGetTotalEnergyConsumption(handle)
+    clock[0] += apart
+    second = lib.nvmlDeviceGetTotalEnergyConsumption(handle)
+    assert second - first == pytest.approx(gpu.max_watts * apart * 1000.0, abs=1.0)
+
+
 def test_a_gpu_reads_the_same_whenever_its_emulator_was_created() -> None:
     """The first advance integrates `WARMUP_PERIODS` of history, so an emulator created late (a
     fake nvidia-smi) agrees with one that has run all along (the exporter's) on the same GPU."""
