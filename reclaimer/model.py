@@ -190,6 +190,7 @@ class Node:
     load: LoadHistory | None = None  # mean GPU utilization history (days); None: not read
     mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # MIG instances advertised
     reshape_reason: str = ""  # the `Reason` of its last reshape (the gpu-reclaim.io/ annotation)
+    pool: bool = False  # opted into the managed pool (label gpu-reclaim.io/time-slicing-pool)
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ preemption), its `queueShares` set the guaranteed queues' deserved shares.
 
 Time-slicing (`timeslice`, `timeslice-tuned`, `forecast`): `--pool-share` (default 0.5) of the
 nodes of each GPU count, drawn by `--pool-seed`, form the time-sliced pool (`sim_pool.members`), at
-`--replicas` (default 2) per GPU (`forecast` starts there and reshapes; `timeslice-tuned` sets
-its own per GPU model, `sim_pool.tuned`); `--contention` picks how a time-sliced GPU's time is
+`--replicas` (default 2) per GPU (`forecast` starts whole and reshapes, or there with
+`--forecast-start replicas`; `timeslice-tuned` sets its own per GPU model, `sim_pool.tuned`);
+`--contention` picks how a time-sliced GPU's time is
 divided (`fair`, the default, or `pessimistic`: `sim_sharing.contention`), and `--switch-overhead`
 (default 0.05, `fair` only: given with `pessimistic` it exits 2) is the share of a GPU's time
 lost while two or more pods have work on it. `--memory` replays each job's GPU memory
@@ -172,6 +173,13 @@ def _sharing_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"time-slice replicas per pool GPU (default {DEFAULT_REPLICAS})",
     )
     group.add_argument(
+        "--forecast-start",
+        choices=("whole", "replicas"),
+        default="whole",
+        help="forecast's pool starts whole and is raised once the pods' memory is measured, "
+        "or at --replicas (default whole)",
+    )
+    group.add_argument(
         "--pool-share",
         type=_share,
         default=DEFAULT_POOL_SHARE,
@@ -218,6 +226,7 @@ def sharing_settings(args: argparse.Namespace) -> SimSettings:
     return SimSettings(
         strategy=Strategy.NONE,
         replicas=args.replicas,
+        forecast_start_whole=args.forecast_start == "whole",
         pool_share=args.pool_share,
         switch_overhead=DEFAULT_SWITCH_OVERHEAD if overhead is None else overhead,
         contention=Contention(args.contention),

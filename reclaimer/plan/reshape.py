@@ -1,7 +1,9 @@
 """Reshape planning: tune time-slice replicas per node from measured load and workload classes.
 
-Only nodes already time-sliced (`replicas >= 2`) are managed; whole-GPU nodes are left as they are,
-and so is a MIG-enabled node (one advertising MIG instances, `Node.mig`): it is skipped
+Only nodes already time-sliced (`replicas >= 2`) are managed, and whole nodes the operator put in
+the managed pool (`Node.pool`, label `gpu-reclaim.io/time-slicing-pool: "true"`), except one
+handed back whole for a waiting multi-GPU job; other whole-GPU nodes are left as they are, and
+so is a MIG-enabled node (one advertising MIG instances, `Node.mig`): it is skipped
 `MigEnabled`, since its time-slicing config shares MIG instances whose utilization the GPU's device
 metrics do not give. A node's ceiling is `timeSlicing.maxReplicas`, lowered by the most restrictive
 workload class running there (a class allows floor(overcommit / gpuShare) replicas; pods are matched
@@ -22,7 +24,9 @@ pods at their peaks past its memory) lowers it, down to 1 replica (whole GPUs), 
 raises for `harmRaiseHold`; a count above what the raise gate's memory budget lets fit lowers
 it too, down to 1 (`budget`; the lower count wins), and caps every raise; and a multi-GPU job
 that waits for whole GPUs the pool holds gets a pool node lowered to 1 (`handback`). Only these
-go below 2.
+go below 2. A pool node at 1 replica is only ever raised (by the underused rule, through the
+same hold and gates): so a pool installed whole shares nothing until the memory budget is known
+and says its pods fit.
 
 A reshape takes two cycles: the actuator first writes the new config key, and relabels the node
 only once the kubelet has had time to project the key into the device plugin's volume
@@ -52,6 +56,7 @@ from reclaimer.policy.settings import TimeSlicing
 from reclaimer.units import format_duration
 
 MIN_REPLICAS = 2
+NO = Reason.NO_CHANGE
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,7 @@ def plan_reshapes(
     actions: list[Action] = []
     skips: list[Skip] = []
     for node in nodes:
-        if node.replicas < MIN_REPLICAS or node.gpus <= 0:
+        if not managed(node):
             continue
         if node.mig:
             skips.append(_mig_skip(node))
@@ -117,6 +122,15 @@ def plan_reshapes(
         else:
             skips.append(verdict)
     return actions, skips
+
+
+def managed(node: Node) -> bool:
+    """Does reshape manage the node? Time-sliced nodes, and the pool's whole ones (module doc)."""
+    if node.gpus <= 0:
+        return False
+    if node.replicas >= MIN_REPLICAS:
+        return True
+    return node.pool and node.reshape_reason != Reason.WHOLE_GPUS_FOR_PENDING.value
 
 
 def _gate(
@@ -271,6 +285,8 @@ def _load_target(
     """The count the load rules want, and why (`NoChangeNeeded` when they want none)."""
     ceiling, mem_limit = limits
     r = node.replicas
+    if r < MIN_REPLICAS:  # a whole pool node is only ever raised
+        return _underused(r, util, mem, limits, ts) if util <= ts.underused_below else (r, NO)
     if r > ceiling:
         return ceiling, Reason.CLASS_LIMIT
     if mem >= mem_limit:
@@ -279,9 +295,15 @@ def _load_target(
     if util >= ts.saturated_above:
         return max(MIN_REPLICAS, r - 1), Reason.NODE_SATURATED
     if util <= ts.underused_below:
-        aim = (ts.underused_below + ts.saturated_above) / 2
-        ok = [
-            t for t in range(r + 1, ceiling + 1) if util * t / r <= aim and mem * t / r < mem_limit
-        ]
-        return max(ok, default=r), Reason.NODE_UNDERUSED
-    return r, Reason.NO_CHANGE
+        return _underused(r, util, mem, limits, ts)
+    return r, NO
+
+
+def _underused(
+    r: int, util: float, mem: float, limits: tuple[int, float], ts: TimeSlicing
+) -> tuple[int, Reason]:
+    """The most replicas whose projected load stays at the middle of the band."""
+    ceiling, mem_limit = limits
+    aim = (ts.underused_below + ts.saturated_above) / 2
+    ok = [t for t in range(r + 1, ceiling + 1) if util * t / r <= aim and mem * t / r < mem_limit]
+    return max(ok, default=r), Reason.NODE_UNDERUSED

@@ -58,7 +58,7 @@ from reclaimer.simulate.strategies import (
     make_job,
     slots_of,
 )
-from reclaimer.simulate.trace import IntArray, Jobs, Nodes
+from reclaimer.simulate.trace import BoolArray, IntArray, Jobs, Nodes
 
 COMPLETE, ARRIVE, TICK, SHARE, RESTART, WARM = 0, 1, 2, 3, 4, 5
 MIN_SLOWDOWN_PROGRESS = 60.0  # a job cut with less progress than this has no slowdown measured
@@ -119,11 +119,12 @@ class Replay:
         planner: ReplayPlanner | None,
         *,
         replicas: IntArray | None = None,
+        pool: BoolArray | None = None,
     ) -> None:
         self.jobs, self.nodes, self.usage, self.settings = jobs, nodes, usage, settings
         self.planner = planner
         self.threshold = planner.threshold if planner else DEFAULT_POLICY.threshold
-        self.cluster = Cluster(nodes, replicas)
+        self.cluster = Cluster(nodes, replicas, pool)
         queue_names = sorted(set(jobs.queues))
         shares = dict(settings.queue_shares) or default_shares(jobs, settings.reclaimable)
         deserved = {q: shares.get(q, 0.0) * self.cluster.total_gpus for q in queue_names}

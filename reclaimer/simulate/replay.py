@@ -145,10 +145,9 @@ def run_replay(
         )  # `sim_sharing.share_memory`
         shares = memory_shares(jobs, profiles) if capped else None
         usage = replace(usage, memory=memory, memory_share=shares)
-    replicas = (
-        start_replicas(jobs, nodes, usage, settings) if settings.strategy in SLICING else None
-    )
-    replay = Replay(jobs, nodes, usage, settings, planner, replicas=replicas)
+    start = start_replicas(jobs, nodes, usage, settings) if settings.strategy in SLICING else None
+    replicas, pool = (None, None) if start is None else start
+    replay = Replay(jobs, nodes, usage, settings, planner, replicas=replicas, pool=pool)
     replay.on_event = on_event
     for j in range(len(jobs.names)):
         if replay.cluster.fits_anywhere_empty(int(jobs.num_gpu[j]), int(jobs.milli[j])):

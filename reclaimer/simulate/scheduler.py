@@ -8,7 +8,8 @@ free devices that still fits it, a sharing job to the fullest device that fits i
 must open an untouched device, to the node with the fewest untouched devices.
 
 A node of the time-sliced pool (`replicas` >= 2, as the NVIDIA device plugin's time-slicing
-config makes it) advertises GPUs x replicas `nvidia.com/gpu`: a one-GPU pod (whole or sharing)
+config makes it, or a pool node started whole at 1 replica for the controller to raise)
+advertises GPUs x replicas `nvidia.com/gpu`: a one-GPU pod (whole or sharing)
 takes one replica, and multi-GPU pods never go there (a request for more than one replica gains
 no compute: the plugin's `failRequestsGreaterThanOne`). One-GPU pods try the pool first (best-fit:
 the node with the fewest free replicas), keeping whole devices elsewhere for the large pods. Which
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reclaimer.simulate.trace import MILLI, IntArray, Jobs, Nodes
+from reclaimer.simulate.trace import MILLI, BoolArray, IntArray, Jobs, Nodes
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,9 @@ class Placement:
 class Cluster:
     """Free milli-GPUs per device; mutated only by the simulator's event loop."""
 
-    def __init__(self, nodes: Nodes, replicas: IntArray | None = None) -> None:
+    def __init__(
+        self, nodes: Nodes, replicas: IntArray | None = None, pool: BoolArray | None = None
+    ) -> None:
         width = int(nodes.gpus.max())
         self.free: IntArray = np.full((len(nodes.gpus), width), -1, dtype=np.int64)
         self.exists = np.zeros((len(nodes.gpus), width), dtype=bool)
@@ -54,7 +57,8 @@ class Cluster:
         self.replicas: IntArray = (
             np.ones(len(nodes.gpus), dtype=np.int64) if replicas is None else replicas.copy()
         )
-        self.sliced = self.replicas >= 2  # the pool: fixed for a replay
+        # the pool: fixed for a replay; by default the nodes that start time-sliced
+        self.sliced = self.replicas >= 2 if pool is None else pool.copy()
         self.free[self.exists & ~self.sliced[:, None]] = MILLI
         self.holders: IntArray = np.zeros((len(nodes.gpus), width), dtype=np.int64)
         self.total_gpus = int(nodes.gpus.sum())

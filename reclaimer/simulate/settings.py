@@ -34,7 +34,8 @@ class SimSettings:
     checkpoint_seconds: float | None = None
     reclaimable: frozenset[str] = RECLAIMABLE
     queue_shares: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
-    replicas: int = 2  # time-slice replicas per GPU on the pool (`timeslice`; `forecast` starts)
+    replicas: int = 2  # time-slice replicas per GPU on the pool (`timeslice`)
+    forecast_start_whole: bool = True  # `forecast`'s pool starts at 1 replica (else `replicas`)
     pool_share: float = 0.0  # of the nodes of each GPU count (`sim_pool.members.pool_nodes`)
     switch_overhead: float = DEFAULT_SWITCH_OVERHEAD  # `fair` contention only
     contention: Contention = Contention.FAIR  # how a time-sliced GPU's time is divided

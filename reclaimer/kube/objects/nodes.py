@@ -60,6 +60,7 @@ def node(
         reshape_key_at=f.timestamp(f.annotations_of(obj).get(r.RESHAPE_KEY_AT)),
         mig=_mig_offer(labels, devices),
         reshape_reason=f.annotations_of(obj).get(r.RESHAPE_REASON, ""),
+        pool=labels.get(r.POOL_LABEL) == "true",
     )
 
 

@@ -47,6 +47,8 @@ RESHAPE_KEY_AT: Final = PREFIX + "reshape-key-written-at"
 RESHAPE_FROM_KEY: Final = PREFIX + "reshape-from-key"  # kept until GFD shows the new replicas
 RESHAPE_REASON: Final = PREFIX + "reshape-reason"  # the plan's `Reason` for the last reshape
 WORKLOAD_CLASS: Final = PREFIX + "workload-class"
+# on a node, "true": the operator lets the reclaimer raise it from 1 replica (`plan.reshape`)
+POOL_LABEL: Final = PREFIX + "time-slicing-pool"
 # annotations whose value is a time of a reclaimer action (cool-downs)
 ACTION_TIME_KEYS: Final = (SUSPENDED_AT, RESUMED_AT, EVICTED_AT, LAST_RESHAPE)
 CONTROLLER_NAME: Final = "gpu-reclaimer"

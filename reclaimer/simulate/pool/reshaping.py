@@ -28,9 +28,13 @@ the plan's reason, `Node.reshape_reason`). Kills before the node's last reshape,
 the longest hold a policy can set, are dropped: no rule reads them. The pods' memory peaks
 (`sim_sharing.peaklog`) also set the memory budget's cap (`plan.budget`), which lowers a node before
 pods that do not fit are put together; until they name 10 pods the budget is unknown and the
-pool keeps the `--replicas` it started with, as a freshly installed controller leaves the
+pool keeps the replicas it started with, as a freshly installed controller leaves the
 operator's (no pod is measured at the first cycle, and taking the count from later peaks would
-be hindsight). No pending demand is shown, so no pool node is handed back whole
+be hindsight). `forecast` starts its pool whole (`sim_pool.tuned.start_replicas`), each node
+shown to the planner as opted into the managed pool (`Node.pool`), so it shares nothing until
+the budget is known and the raise gates pass; with `--forecast-start replicas` it starts at
+`--replicas`, and pods the scheduler puts together before the budget is known can crash. No
+pending demand is shown, so no pool node is handed back whole
 (`plan.handback`): the replay's pool stays the pool, and its multi-GPU pods run off it
 (`sim_scheduler`).
 """
@@ -184,6 +188,7 @@ def reshape_snapshot(replay: Replay, now: float, readings: PoolReadings | None =
                 reshape_key_at=None if written is None else written[0],
                 load=replay.load_log.history(i, now),
                 reshape_reason=replay.reshape_reasons.get(i, ""),
+                pool=True,
             )
         )
     return Snapshot(

@@ -1,6 +1,8 @@
 """The pool's replicas at the start of a replay, and `timeslice-tuned`'s choice of them.
 
-`timeslice` gives every pool node `--replicas`; `forecast` starts there and reshapes.
+`timeslice` gives every pool node `--replicas`; `forecast` starts whole (1 replica, the pool's
+nodes opted into the controller's managed pool, `Node.pool`) and reshapes, or at `--replicas`
+with `--forecast-start replicas`.
 `timeslice-tuned` is the static time-slicing a careful operator would set for the whole replay,
 knowing the memory its pods will hold: per GPU model of the pool, the largest replica count R in
 1..`MAX_TUNED_REPLICAS` for which R pods at the replay's 99th-percentile pod memory peak fit
@@ -121,9 +123,18 @@ def tuned_pool(
 
 def start_replicas(
     jobs: Jobs, nodes: Nodes, usage: Usage, settings: SimSettings
-) -> IntArray | None:
-    """Replicas per node when a time-slicing strategy's replay starts (None: no pool)."""
+) -> tuple[IntArray, BoolArray] | None:
+    """Replicas per node when a time-slicing strategy's replay starts, and the pool (None: no
+    pool). `forecast`'s pool starts whole unless told otherwise: the controller raises it once
+    the memory budget says its pods fit (`plan.reshape`, `Node.pool`)."""
     if settings.strategy is Strategy.TIMESLICE_TUNED:
-        return tuned_pool(jobs, nodes, usage, settings)[0]
+        tuned = tuned_pool(jobs, nodes, usage, settings)[0]
+        return None if tuned is None else (tuned, tuned >= 2)
     keep = keeps_a_node_whole(jobs, nodes)
-    return pool_replicas(nodes, settings.pool_share, settings.replicas, keep, settings.pool_seed)
+    start = pool_replicas(nodes, settings.pool_share, settings.replicas, keep, settings.pool_seed)
+    if start is None:
+        return None
+    pool = start >= 2
+    if settings.strategy is Strategy.FORECAST and settings.forecast_start_whole:
+        start = np.ones_like(start)
+    return start, pool

@@ -45,8 +45,9 @@ def _memory() -> pd.DataFrame:
     )
 
 
-def _replay(measured: int, seen: list[Plan]) -> tuple[Replay, list[Event]]:
-    """node-0: one T4, the pool (2 replicas); node-1: twenty T4s kept whole for the 2-GPU pods."""
+def _replay(measured: int, seen: list[Plan], whole: bool = False) -> tuple[Replay, list[Event]]:
+    """node-0: one T4, the pool (2 replicas, or 1 started `whole`); node-1: twenty T4s kept
+    whole for the 2-GPU pods."""
     ctl = planner_for(Policy())
 
     def observed(snapshot: Snapshot, forecasts: Mapping[str, Forecast], now: float) -> Plan:
@@ -59,7 +60,9 @@ def _replay(measured: int, seen: list[Plan]) -> tuple[Replay, list[Event]]:
         parse_pods(pods_frame(_pods(measured))),
         parse_nodes(nodes_frame([1, 20])),
         profiles,
-        replace(SimSettings(Strategy.FORECAST), pool_share=1.0, replicas=2),
+        replace(
+            SimSettings(Strategy.FORECAST), pool_share=1.0, replicas=2, forecast_start_whole=whole
+        ),
         planner=replace(ctl, plan_reshapes=observed),
         memory=parse_memory(_memory(), profiles, GIB_HELD),
         on_event=events.append,
@@ -124,3 +127,22 @@ def test_before_ten_pods_are_measured_the_operators_replicas_stand() -> None:
     kills = {replay.keys[e.job] for e in _of(replay, events, EventKind.OOM_KILLED)}
     assert kills == {"ls/ls-b"}
     assert {replay.keys[e.job] for e in _of(replay, events, EventKind.FAILED)} == {"ls/ls-b"}
+
+
+def test_a_pool_started_whole_puts_no_two_pods_together_before_the_budget_is_known() -> None:
+    """The trace that crash-loops ls-b above (9 pods measured, the budget unknown), with the
+    pool started whole: node-0 offers its one GPU once, so ls-b takes a whole GPU on node-1;
+    the planner never raises node-0 (pods that do not fit share nothing), and nothing crashes."""
+    seen: list[Plan] = []
+    replay, events = _replay(8, seen, whole=True)
+    start = _started(replay, events, "ls/ls-b")
+    assert start.placement is not None and (start.placement.node, start.placement.replica) == (
+        1,
+        False,
+    )
+    assert not [a for p in seen for a in p.actions if a.kind is ActionKind.RESHAPE]
+    said = {s.reason for p in seen for s in p.skipped if s.target == "node-0"}
+    assert said and said <= {Reason.NO_CHANGE, Reason.NO_MEMORY_HEADROOM, Reason.NO_LOAD_HISTORY}
+    assert int(replay.cluster.replicas[0]) == 1 and bool(replay.cluster.sliced[0])
+    assert not _of(replay, events, EventKind.OOM_KILLED)
+    assert not _of(replay, events, EventKind.FAILED)

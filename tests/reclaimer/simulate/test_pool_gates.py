@@ -54,7 +54,9 @@ def _run(
         parse_pods(pods_frame(pods)),
         parse_nodes(nodes_frame(gpus)),
         profiles,
-        replace(SimSettings(Strategy.FORECAST), pool_share=1.0, replicas=2),
+        replace(
+            SimSettings(Strategy.FORECAST), pool_share=1.0, replicas=2, forecast_start_whole=False
+        ),
         planner=ctl,
         memory=parse_memory(_memory(gib), profiles, gib),
         on_event=events.append,

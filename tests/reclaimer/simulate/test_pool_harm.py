@@ -55,7 +55,7 @@ def _replay(strategy: Strategy, seen: list[Plan]) -> tuple[Replay, list[Event]]:
         parse_pods(pods_frame(PODS)),
         parse_nodes(nodes_frame([1, 2])),
         profiles,
-        replace(SimSettings(strategy), pool_share=1.0, replicas=2),
+        replace(SimSettings(strategy), pool_share=1.0, replicas=2, forecast_start_whole=False),
         planner=replace(ctl, plan_reshapes=observed),
         memory=parse_memory(_memory(), profiles, GIB_HELD),
         on_event=events.append,

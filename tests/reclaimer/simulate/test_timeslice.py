@@ -321,18 +321,24 @@ def test_without_a_memory_file_no_job_is_oom_killed():
     assert _replay(TWO, [1, 1], Strategy.TIMESLICE, BUSY).oom_kills == 0
 
 
-def test_forecast_raises_an_underused_pool_in_two_cycles_once_its_load_history_allows():
+@pytest.mark.parametrize("whole", [False, True], ids=["started-at-2", "started-whole"])
+def test_forecast_raises_an_underused_pool_in_two_cycles_once_its_load_history_allows(
+    whole: bool,
+) -> None:
     """The raise passes the planner's gates on what the replay reads: device memory in bytes,
     each pod's memory, and the node's hourly load (`sim_sharing.loadlog`): the load outlook needs a
-    week of samples before its calibration origins are covered, so the pool stays at 2 until
-    then, and the raise then takes the actuator's two cycles. Twelve 10-minute jobs in the first
-    hour give the memory gate its pods' peaks (until the hour's read sees them, too few)."""
+    week of samples before its calibration origins are covered, so the pool stays as it started
+    (2 replicas, or whole) until then, and the raise then takes the actuator's two cycles. Twelve
+    10-minute jobs in the first hour give the memory gate its pods' peaks (until the hour's read
+    sees them, too few)."""
     short = [P(f"ls-s{k}", "LS", 0.0, 600.0) for k in range(12)]
     pods = [P("ls-1", "LS", 0.0, 8 * 24 * HOUR), *short]
     profiles = parse_profiles(IDLE)
     nodes = parse_nodes(nodes_frame([1, 1]))
     # half the two nodes: one is the pool (the draw's), the other stays whole
-    settings = replace(SimSettings(Strategy.FORECAST), pool_share=0.5, replicas=2)
+    settings = replace(
+        SimSettings(Strategy.FORECAST), pool_share=0.5, replicas=2, forecast_start_whole=whole
+    )
     pooled = int(np.flatnonzero(pool_nodes(nodes, 0.5))[0])
     ctl = planner_for(Policy())
     seen: list[tuple[float, Plan]] = []
@@ -358,11 +364,14 @@ def test_forecast_raises_an_underused_pool_in_two_cycles_once_its_load_history_a
         if s.target == nodes.names[pooled]
     }
     assert {r for early, r in before if early} == {Reason.NO_MEMORY_HEADROOM}
-    assert {r for early, r in before if not early} == {Reason.NO_LOAD_HISTORY}
+    later = {r for early, r in before if not early}
+    # started whole, its one replica runs the short jobs one at a time: measured later
+    assert later == ({Reason.NO_LOAD_HISTORY} | ({Reason.NO_MEMORY_HEADROOM} if whole else set()))
     raised_at, plan = seen[first]
     assert raised_at > 5 * 24 * HOUR  # a week of hourly load covers enough origins
     assert [(a.target, a.to_replicas) for a in plan.actions] == [(nodes.names[pooled], 4)]
-    # the first cycle writes the key, the next relabels: 2 -> 4
+    assert [a.from_replicas for a in plan.actions] == [1 if whole else 2]
+    # the first cycle writes the key, the next relabels: 2 (or 1) -> 4
     assert replay.last_reshape == {pooled: raised_at + 300.0}
     assert replay.cluster.replicas.tolist() == [4 if i == pooled else 1 for i in range(2)]
     assert replay.reshapes == 1
