@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -18,7 +19,7 @@ from exporter.node.podresources import (
     PodResourcesError,
     decode_list_response,
 )
-from exporter.sources import Allocation
+from exporter.sources import Allocation, ClaimDevice
 
 # --- a minimal protobuf encoder, written independently of the decoder under test ---------------
 
@@ -45,6 +46,21 @@ def devices(resource: str, ids: list[str], numa: int | None = None) -> bytes:
     if numa is not None:  # TopologyInfo { repeated NUMANode nodes = 1 { int64 ID = 1 } }
         body += ld(3, ld(1, varint(1 << 3 | 0) + varint(numa)))
     return body
+
+
+def claim_resource(driver: str, pool: str, device: str, share_id: str | None = None) -> bytes:
+    """ClaimResource as api.proto (kubernetes/kubernetes, staging/src/k8s.io/kubelet/pkg/apis/
+    podresources/v1) has it: cdi_devices = 1 (CDIDevice { name = 1 }), driver_name = 2,
+    pool_name = 3, device_name = 4; share_id = 5 where the kubelet shares by capacity."""
+    body = ld(1, s(1, f"k8s.{driver}/gpu=claim-{device}")) + s(2, driver) + s(3, pool)
+    body += s(4, device)
+    return body + (s(5, share_id) if share_id is not None else b"")
+
+
+def dynamic(claim: str, namespace: str, resources: list[bytes]) -> bytes:
+    """ContainerResources.dynamic_resources = 5: DynamicResource { claim_name = 2,
+    claim_namespace = 3, repeated ClaimResource claim_resources = 4 } (1, class_name, is gone)."""
+    return ld(5, s(2, claim) + s(3, namespace) + b"".join(ld(4, r) for r in resources))
 
 
 def container(name: str, devs: list[bytes], extras: bytes = b"") -> bytes:
@@ -102,6 +118,61 @@ EXPECTED = (
 
 def test_decode_keeps_gpu_allocations_and_skips_everything_else() -> None:
     assert decode_list_response(SAMPLE) == EXPECTED
+
+
+DRA_SAMPLE = response(
+    [
+        pod(
+            "train-dra",
+            "team-a",
+            [
+                container(
+                    "trainer",
+                    [],
+                    dynamic(
+                        "train-dra-gpu-x7k2q",
+                        "team-a",
+                        [
+                            claim_resource("gpu.nvidia.com", "node-1", "gpu-0"),
+                            claim_resource("gpu.nvidia.com", "node-1", "gpu-1"),
+                        ],
+                    )
+                    + CPU_IDS,
+                )
+            ],
+        ),
+        pod(
+            "infer",
+            "team-b",
+            [
+                container(
+                    "server",
+                    [devices("nvidia.com/gpu", ["GPU-eeee"])],
+                    dynamic(
+                        "shared",
+                        "team-b",
+                        [claim_resource("gpu.nvidia.com", "node-1", "gpu-2", share_id="7f3a")],
+                    )
+                    # api.proto: a resource of another kind would leave device_name empty
+                    + dynamic("other", "team-b", [s(2, "example.com") + s(3, "node-1")]),
+                )
+            ],
+        ),
+    ]
+)
+
+
+def test_decode_reads_dynamic_resources_with_their_claim_and_device() -> None:
+    def dra(ns: str, pod: str, c: str, claim: str, device: str, share: str | None = None) -> Any:
+        dev = ClaimDevice(ns, claim, "gpu.nvidia.com", "node-1", device, share)
+        return Allocation(ns, pod, c, "gpu.nvidia.com", (), dev)
+
+    assert decode_list_response(DRA_SAMPLE) == (
+        dra("team-a", "train-dra", "trainer", "train-dra-gpu-x7k2q", "gpu-0"),
+        dra("team-a", "train-dra", "trainer", "train-dra-gpu-x7k2q", "gpu-1"),
+        Allocation("team-b", "infer", "server", "nvidia.com/gpu", ("GPU-eeee",)),
+        dra("team-b", "infer", "server", "shared", "gpu-2", "7f3a"),
+    )
 
 
 def test_decode_empty_response() -> None:
@@ -176,6 +247,12 @@ def test_list_over_a_real_grpc_unix_socket(kubelet: tuple[Path, list[bytes]]) ->
     client = PodResourcesClient(sock, timeout=60)  # a give-up for a hang, not a bound on speed
     try:
         assert client.list() == EXPECTED
+        replies.append(DRA_SAMPLE)  # a kubelet of 1.34+ sends dynamic_resources by default
+        assert [a.claim.device for a in client.list() if a.claim is not None] == [
+            "gpu-0",
+            "gpu-1",
+            "gpu-2",
+        ]
         replies.append(response([]))  # the pods are gone: the next List says so
         assert client.list() == ()
     finally:
@@ -220,3 +297,20 @@ def test_allocations_file_reads_fixtures_and_follows_changes(tmp_path: Path) -> 
     path.write_text("{not json")
     with pytest.raises(PodResourcesError):
         source.list()
+
+
+def test_allocations_file_reads_dra_devices(tmp_path: Path) -> None:
+    path = tmp_path / "podresources.json"
+    claim = {
+        "claim_namespace": "ns",
+        "claim_name": "p-gpu",
+        "driver": "gpu.nvidia.com",
+        "pool": "n1",
+        "device": "gpu-3",
+    }
+    row = {"namespace": "ns", "pod": "p", "container": "c", "device_ids": [], "claim": claim}
+    path.write_text(json.dumps([{**row, "resource_name": "gpu.nvidia.com"}]))
+    device = ClaimDevice("ns", "p-gpu", "gpu.nvidia.com", "n1", "gpu-3")
+    assert AllocationsFile(path).list() == (
+        Allocation("ns", "p", "c", "gpu.nvidia.com", (), device),
+    )
