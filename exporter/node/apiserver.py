@@ -1,4 +1,4 @@
-"""The node's pods and ResourceSlices straight from the Kubernetes API server, standard library only.
+"""The node's pods and ResourceSlices from the Kubernetes API server, standard library only.
 
 The exporter needs a handful of fields per pod of its own node, so instead of the `kubernetes`
 client (about 40 MiB of resident memory, and by house rule reserved to the reclaimer's Kubernetes

@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from exporter.node.apiserver import ApiEndpoint, ApiServerError, list_node_pages
 from exporter.sources import DeviceKey, DeviceUuids
@@ -48,6 +48,18 @@ class SliceLookup:
     uuids: DeviceUuids | None
     ok: bool
     new_errors: int = 0  # failed lists since the previous lookup
+
+
+class SliceSource(Protocol):
+    def lookup(self) -> SliceLookup:
+        """Non-blocking: the last good index and how the lists fared since the last lookup."""
+        ...
+
+    def want(self, keys: Iterable[DeviceKey]) -> None:
+        """Attribution met these DRA devices; list soon if one is unknown."""
+        ...
+
+    def close(self) -> None: ...
 
 
 def _uuid(driver: str, device: Mapping[str, Any]) -> str | None:
@@ -103,7 +115,7 @@ class KubernetesResourceSlices:
         endpoint: ApiEndpoint | None,
         *,
         refresh_seconds: float = 60.0,
-        min_gap_seconds: float = 2.0,
+        min_gap_seconds: float = 10.0,  # a device never published must not hammer the API
         request_timeout: float = 10.0,
         page_limit: int = 500,
         start: bool = True,

@@ -10,6 +10,18 @@ from typing import Any
 
 import grpc
 import pytest
+from fake_kubelet import (
+    claim_resource,
+    container,
+    devices,
+    dynamic,
+    ld,
+    pod,
+    response,
+    s,
+    serve_kubelet,
+    varint,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,60 +32,6 @@ from exporter.node.podresources import (
     decode_list_response,
 )
 from exporter.sources import Allocation, ClaimDevice
-
-# --- a minimal protobuf encoder, written independently of the decoder under test ---------------
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def ld(number: int, payload: bytes) -> bytes:
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
-def s(number: int, text: str) -> bytes:
-    return ld(number, text.encode())
-
-
-def devices(resource: str, ids: list[str], numa: int | None = None) -> bytes:
-    body = s(1, resource) + b"".join(s(2, i) for i in ids)
-    if numa is not None:  # TopologyInfo { repeated NUMANode nodes = 1 { int64 ID = 1 } }
-        body += ld(3, ld(1, varint(1 << 3 | 0) + varint(numa)))
-    return body
-
-
-def claim_resource(driver: str, pool: str, device: str, share_id: str | None = None) -> bytes:
-    """ClaimResource as api.proto (kubernetes/kubernetes, staging/src/k8s.io/kubelet/pkg/apis/
-    podresources/v1) has it: cdi_devices = 1 (CDIDevice { name = 1 }), driver_name = 2,
-    pool_name = 3, device_name = 4; share_id = 5 where the kubelet shares by capacity."""
-    body = ld(1, s(1, f"k8s.{driver}/gpu=claim-{device}")) + s(2, driver) + s(3, pool)
-    body += s(4, device)
-    return body + (s(5, share_id) if share_id is not None else b"")
-
-
-def dynamic(claim: str, namespace: str, resources: list[bytes]) -> bytes:
-    """ContainerResources.dynamic_resources = 5: DynamicResource { claim_name = 2,
-    claim_namespace = 3, repeated ClaimResource claim_resources = 4 } (1, class_name, is gone)."""
-    return ld(5, s(2, claim) + s(3, namespace) + b"".join(ld(4, r) for r in resources))
-
-
-def container(name: str, devs: list[bytes], extras: bytes = b"") -> bytes:
-    return s(1, name) + b"".join(ld(2, d) for d in devs) + extras
-
-
-def pod(name: str, namespace: str, containers: list[bytes]) -> bytes:
-    return s(1, name) + s(2, namespace) + b"".join(ld(3, c) for c in containers)
-
-
-def response(pods: list[bytes]) -> bytes:
-    return b"".join(ld(1, p) for p in pods)
-
 
 CPU_IDS = ld(3, varint(2) + varint(3))  # packed repeated int64 cpu_ids = 3
 MEMORY = ld(4, s(1, "memory") + varint(2 << 3 | 0) + varint(1 << 30))  # ContainerMemory
@@ -219,27 +177,9 @@ def test_decode_round_trips_any_allocation_list(allocs: list[Allocation]) -> Non
 
 @pytest.fixture
 def kubelet(tmp_path: Path) -> Iterator[tuple[Path, list[bytes]]]:
-    """A real gRPC server speaking PodResourcesLister/List on a unix socket."""
     replies = [SAMPLE]
-    sock = tmp_path / "kubelet.sock"
-    server = grpc.server(ThreadPoolExecutor(max_workers=2))
-    handler = grpc.method_handlers_generic_handler(
-        "v1.PodResourcesLister",
-        {
-            "List": grpc.unary_unary_rpc_method_handler(
-                lambda _req, _ctx: replies[-1],
-                request_deserializer=lambda b: b,
-                response_serializer=lambda b: b,
-            )
-        },
-    )
-    server.add_generic_rpc_handlers((handler,))
-    server.add_insecure_port(f"unix://{sock}")
-    server.start()
-    try:
+    with serve_kubelet(tmp_path / "kubelet.sock", replies) as sock:
         yield sock, replies
-    finally:
-        server.stop(grace=None)
 
 
 def test_list_over_a_real_grpc_unix_socket(kubelet: tuple[Path, list[bytes]]) -> None:
