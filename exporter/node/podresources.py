@@ -144,7 +144,9 @@ def _claim_devices(buf: bytes) -> Iterator[ClaimDevice]:
 
 
 def _container(namespace: str, pod: str, buf: bytes) -> Iterator[Allocation]:
-    cname, devices, claims = "", [], []
+    cname = ""
+    devices: list[tuple[str, tuple[str, ...]]] = []
+    claims: list[ClaimDevice] = []
     for number, _, value in _fields(buf):
         if number == 1:
             cname = _text(value)

@@ -126,7 +126,7 @@ class KubernetesResourceSlices:
         self._min_gap = min_gap_seconds
         self._timeout = request_timeout
         self._page_limit = page_limit
-        self._versions = VERSIONS
+        self._versions: tuple[str, ...] = VERSIONS
         self._lock = threading.Lock()
         self._uuids: DeviceUuids | None = None
         self._ok = False
