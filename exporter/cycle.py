@@ -230,14 +230,14 @@ class CollectLoop:
                 cycle.fail(RESOURCESLICES, CALL_SLICES, lookup.new_errors)
         resolved = claims.resolve(allocations, uuids)
         cycle.success[RESOURCESLICES] = ok and not resolved.unknown
-        if resolved.unknown:
+        if resolved.unknown and (src.slices is None or uuids is not None):  # not just unlisted yet
             where = "no API server" if src.slices is None else "not in the node's ResourceSlices"
             self._warn_once(
                 RESOURCESLICES,
                 f"{len(resolved.unknown)} DRA devices cannot be attributed ({where}), "
                 f"e.g. {'/'.join(resolved.unknown[0])}",
             )
-        else:
+        elif not resolved.unknown:
             self._recovered(RESOURCESLICES)
         return resolved.allocations
 

@@ -204,6 +204,6 @@ class KubernetesResourceSlices:
     def _run(self) -> None:
         self._wanted.wait()
         while not self._stop.is_set():
+            self._wake.clear()  # a want that came before this list is answered by it
             self.refresh()
             self._wake.wait(self._refresh)
-            self._wake.clear()
