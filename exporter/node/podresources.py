@@ -16,11 +16,12 @@ small protobuf wire reader below, so no generated code and no `protobuf` package
                          string pool_name = 3; string device_name = 4; string share_id = 5; }
 
 (kubernetes/kubernetes, staging/src/k8s.io/kubelet/pkg/apis/podresources/v1/api.proto; field 1
-of DynamicResource, `class_name`, was removed in 1.31, and `share_id` is sent only by kubelets
-that share devices by consumable capacity.) Of the device plugins' resources only NVIDIA GPU ones
-are kept (`nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-*`). Every DRA device is kept
-(`Allocation.claim`), whatever its driver: whether it is a GPU is known only from the node's
-ResourceSlices (a device with a `uuid` NVML knows), so `exporter.claims` decides that.
+of DynamicResource, `class_name`, was removed in 1.31. `share_id`, field 5, is newer than that
+file: kubelets that share a device by consumable capacity add it; others leave it unset.)
+Of the device plugins' resources only NVIDIA GPU ones are kept (`nvidia.com/gpu`,
+`nvidia.com/gpu.shared`, `nvidia.com/mig-*`). Every DRA device is kept (`Allocation.claim`),
+whatever its driver: whether it is a GPU is known only from the node's ResourceSlices (a device
+with a `uuid` NVML knows), so `exporter.claims` decides that.
 The `sim` and `replay` backends write the same allocations as a JSON fixture instead
 (`AllocationsFile`), which then flows through the same attribution code.
 """
