@@ -30,6 +30,7 @@ from exporter.flags import PROG, UsageError, build_parser
 from exporter.node.apiserver import ApiEndpoint, in_cluster_endpoint
 from exporter.node.podresources import AllocationsFile, PodResourcesClient
 from exporter.node.pods import KubernetesPods, PodsFile, PodSource
+from exporter.node.resourceslices import KubernetesResourceSlices
 from exporter.server import PROBES, make_app
 from exporter.sources import BackendParts
 from webconfig.flags import WebFlagError, web_settings
@@ -110,12 +111,16 @@ def attribution_sources(
     )
     stack.callback(allocations.close)
     pods: PodSource | None = None
+    slices: KubernetesResourceSlices | None = None
     if parts.pods_file is not None:
         pods = PodsFile(parts.pods_file)
     elif config.collector_kubernetes:
-        pods = KubernetesPods(config.node_name, api_endpoint(config, os.environ))
+        endpoint = api_endpoint(config, os.environ)
+        pods = KubernetesPods(config.node_name, endpoint)
         stack.callback(pods.close)
-    return AttributionSources(allocations, pods, parts.proc_root)
+        slices = KubernetesResourceSlices(config.node_name, endpoint)  # lists once DRA is met
+        stack.callback(slices.close)
+    return AttributionSources(allocations, pods, parts.proc_root, slices)
 
 
 async def serve(

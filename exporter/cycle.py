@@ -27,22 +27,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 
-from exporter import health, render
+from exporter import claims, health, render
 from exporter.attribution import attribute
 from exporter.daemon_thread import in_daemon_thread
 from exporter.model import DeviceReading, NodeSnapshot, PodUsage
 from exporter.node.cgroup import parse_cgroup, read_cgroup
 from exporter.node.podresources import AllocationSource, PodResourcesError
 from exporter.node.pods import PodSource
+from exporter.node.resourceslices import SliceSource
 from exporter.sources import Allocation, CgroupRef, DeviceSource, DeviceSweep, PodIndex
 
 log = logging.getLogger(__name__)
 
 PODRESOURCES = "podresources"
 KUBERNETES = "kubernetes"
+RESOURCESLICES = "resourceslices"
 PROC = "proc"
 CALL_PODRESOURCES = "podresources_list"
 CALL_PODS = "kubernetes_list_pods"
+CALL_SLICES = "kubernetes_list_resourceslices"
 CALL_CGROUP = "proc_cgroup_read"
 CALL_DEVICES = "device_read"
 CALL_CYCLE = "collect_cycle"
@@ -57,6 +60,7 @@ class AttributionSources:
     allocations: AllocationSource
     pods: PodSource | None  # None: no API; fall back to single-holder devices
     proc_root: Path
+    slices: SliceSource | None = None  # None: no API; DRA devices cannot be named
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,7 @@ class CollectLoop:
         allocations = self._allocations(src, cycle)
         if allocations is None:
             return ()  # without allocations nothing can be named: device metrics only
+        allocations = self._resolve_claims(src, allocations, cycle)
         index = self._pod_index(src, cycle)
         owners = self._owners(src.proc_root, devices, cycle)
         known = {pid: ref for pid, ref in owners.items() if ref is not None}
@@ -205,6 +210,36 @@ class CollectLoop:
         self._recovered(PODRESOURCES)
         cycle.success[PODRESOURCES] = True
         return allocations
+
+    def _resolve_claims(
+        self, src: AttributionSources, allocations: tuple[Allocation, ...], cycle: _Cycle
+    ) -> tuple[Allocation, ...]:
+        """DRA allocations named by UUID (`exporter.claims`); the slices are read only on a
+        node where the kubelet reports DRA devices, and fail their collector while a device
+        stays unknown (its pod then has no series for it: unknown, not idle)."""
+        keys = [a.claim.key for a in allocations if a.claim is not None]
+        if not keys:
+            return allocations
+        uuids = None
+        ok = src.slices is not None
+        if src.slices is not None:
+            src.slices.want(keys)
+            lookup = src.slices.lookup()
+            uuids, ok = lookup.uuids, lookup.ok
+            if lookup.new_errors:
+                cycle.fail(RESOURCESLICES, CALL_SLICES, lookup.new_errors)
+        resolved = claims.resolve(allocations, uuids)
+        cycle.success[RESOURCESLICES] = ok and not resolved.unknown
+        if resolved.unknown and (src.slices is None or uuids is not None):  # not just unlisted yet
+            where = "no API server" if src.slices is None else "not in the node's ResourceSlices"
+            self._warn_once(
+                RESOURCESLICES,
+                f"{len(resolved.unknown)} DRA devices cannot be attributed ({where}), "
+                f"e.g. {'/'.join(resolved.unknown[0])}",
+            )
+        elif not resolved.unknown:
+            self._recovered(RESOURCESLICES)
+        return resolved.allocations
 
     def _pod_index(self, src: AttributionSources, cycle: _Cycle) -> PodIndex | None:
         if src.pods is None:

@@ -40,14 +40,43 @@ class DeviceSource(Protocol):
 
 
 @dataclass(frozen=True)
+class ClaimDevice:
+    """One device a container holds through a ResourceClaim (Dynamic Resource Allocation), as
+    PodResources v1 names it: by driver, pool and device, never by UUID (a node's
+    ResourceSlices give the UUID). `share_id` is set when the device is shared by capacity."""
+
+    claim_namespace: str
+    claim_name: str
+    driver: str  # e.g. gpu.nvidia.com
+    pool: str
+    device: str  # e.g. gpu-0, or a MIG device's name
+    share_id: str | None = None
+
+    @property
+    def key(self) -> DeviceKey:
+        return (self.driver, self.pool, self.device)
+
+
+DeviceKey = tuple[str, str, str]  # driver, pool, device: how DRA names a device
+# A node's DRA devices (driver, pool, device) -> the UUID NVML knows them by (GPU-..., MIG-...);
+# None for a published device without a `uuid` attribute (a NIC, say: not a GPU, not an error).
+DeviceUuids = Mapping[DeviceKey, str | None]
+
+
+@dataclass(frozen=True)
 class Allocation:
-    """One container's devices, as the kubelet's PodResources `List` reports them."""
+    """One container's devices, as the kubelet's PodResources `List` reports them.
+
+    A device plugin's allocation names its resource and device ids. A DRA allocation names its
+    driver as `resource_name` and the device in `claim`; its `device_ids` stay empty until the
+    node's ResourceSlices give the device's UUID (`exporter.claims.resolve`)."""
 
     namespace: str
     pod: str
     container: str
-    resource_name: str  # nvidia.com/gpu or nvidia.com/mig-1g.10gb ...
+    resource_name: str  # nvidia.com/gpu or nvidia.com/mig-1g.10gb ..., or a DRA driver's name
     device_ids: tuple[str, ...]  # GPU-<uuid>, GPU-<uuid>::<n>, MIG-<uuid>
+    claim: ClaimDevice | None = None
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
-"""The node's pod list straight from the Kubernetes API server, with the standard library only.
+"""The node's pods and ResourceSlices from the Kubernetes API server, standard library only.
 
 The exporter needs a handful of fields per pod of its own node, so instead of the `kubernetes`
 client (about 40 MiB of resident memory, and by house rule reserved to the reclaimer's Kubernetes
 modules) it issues `GET /api/v1/pods?fieldSelector=spec.nodeName%3D<node>&limit=N` itself with
-`urllib.request` and follows `metadata.continue` page by page; each page is decoded and handed
+`urllib.request` (the same for the node's ResourceSlices under `/apis/resource.k8s.io/...`) and
+follows `metadata.continue` page by page; each page is decoded and handed
 to the caller before the next is fetched, so memory stays at one page.
 
 An `ApiEndpoint` says where and how: in-cluster (`KUBERNETES_SERVICE_HOST`/`_PORT`, the
@@ -28,6 +29,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 IN_CLUSTER_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+PODS_PATH = "/api/v1/pods"
 PAGE_LIMIT = 500
 MAX_PAGES = 10_000  # a guard against a server that never stops handing out continue tokens
 _ERROR_BODY_BYTES = 4096
@@ -42,7 +44,12 @@ class ApiEndpoint:
 
 
 class ApiServerError(Exception):
-    """A list call failed; the message says why in a few words."""
+    """A list call failed; the message says why in a few words, `status` the HTTP status when
+    the server answered one (404: the server does not serve that resource or version)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def in_cluster_endpoint(
@@ -58,22 +65,43 @@ def in_cluster_endpoint(
     return ApiEndpoint(f"https://{host}:{port}", sa_dir / "token", sa_dir / "ca.crt")
 
 
-def pods_url(base_url: str, node: str, limit: int, continue_token: str | None) -> str:
-    """Pure: the URL of one page of the node's pods (query values percent-encoded)."""
+def node_list_url(
+    base_url: str, path: str, node: str, limit: int, continue_token: str | None
+) -> str:
+    """Pure: the URL of one page of the objects at `path` whose `spec.nodeName` is `node`
+    (query values percent-encoded)."""
     query: dict[str, str | int] = {"fieldSelector": f"spec.nodeName={node}", "limit": limit}
     if continue_token:
         query["continue"] = continue_token
-    return f"{base_url.rstrip('/')}/api/v1/pods?{urlencode(query)}"
+    return f"{base_url.rstrip('/')}{path}?{urlencode(query)}"
+
+
+def pods_url(base_url: str, node: str, limit: int, continue_token: str | None) -> str:
+    """Pure: the URL of one page of the node's pods (query values percent-encoded)."""
+    return node_list_url(base_url, PODS_PATH, node, limit, continue_token)
 
 
 def list_pod_pages(
     endpoint: ApiEndpoint, node: str, *, timeout: float, page_limit: int = PAGE_LIMIT
 ) -> Iterator[Mapping[str, Any]]:
     """Blocking: yield each decoded `PodList` page of the node's pods, first to last."""
+    return list_node_pages(endpoint, PODS_PATH, node, timeout=timeout, page_limit=page_limit)
+
+
+def list_node_pages(
+    endpoint: ApiEndpoint,
+    path: str,
+    node: str,
+    *,
+    timeout: float,
+    page_limit: int = PAGE_LIMIT,
+) -> Iterator[Mapping[str, Any]]:
+    """Blocking: yield each decoded page of the list at `path` (`/api/v1/pods`, a group's
+    `/apis/<group>/<version>/<resource>`) selected by `spec.nodeName`, first to last."""
     opener = _opener(endpoint)
     token: str | None = None
     for _ in range(MAX_PAGES):
-        url = pods_url(endpoint.base_url, node, page_limit, token)
+        url = node_list_url(endpoint.base_url, path, node, page_limit, token)
         page = _get_json(opener, url, endpoint.token_file, timeout)
         yield page
         meta = page.get("metadata")
@@ -135,7 +163,7 @@ def _get_json(
             data = json.load(response)
     except urllib.error.HTTPError as exc:
         with exc:
-            raise ApiServerError(f"HTTP {exc.code}: {_status_message(exc)}") from exc
+            raise ApiServerError(f"HTTP {exc.code}: {_status_message(exc)}", exc.code) from exc
     except urllib.error.URLError as exc:
         raise ApiServerError(f"cannot reach the API server: {exc.reason}") from exc
     except TimeoutError as exc:

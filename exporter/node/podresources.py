@@ -7,10 +7,21 @@ small protobuf wire reader below, so no generated code and no `protobuf` package
     ListPodResourcesResponse { repeated PodResources pod_resources = 1; }
     PodResources       { string name = 1; string namespace = 2;
                          repeated ContainerResources containers = 3; }
-    ContainerResources { string name = 1; repeated ContainerDevices devices = 2; ... }
+    ContainerResources { string name = 1; repeated ContainerDevices devices = 2; ...
+                         repeated DynamicResource dynamic_resources = 5; }
     ContainerDevices   { string resource_name = 1; repeated string device_ids = 2; ... }
+    DynamicResource    { string claim_name = 2; string claim_namespace = 3;
+                         repeated ClaimResource claim_resources = 4; }
+    ClaimResource      { repeated CDIDevice cdi_devices = 1; string driver_name = 2;
+                         string pool_name = 3; string device_name = 4; string share_id = 5; }
 
-Only NVIDIA GPU resources are kept (`nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-*`).
+(kubernetes/kubernetes, staging/src/k8s.io/kubelet/pkg/apis/podresources/v1/api.proto; field 1
+of DynamicResource, `class_name`, was removed in 1.31. `share_id`, field 5, is newer than that
+file: kubelets that share a device by consumable capacity add it; others leave it unset.)
+Of the device plugins' resources only NVIDIA GPU ones are kept (`nvidia.com/gpu`,
+`nvidia.com/gpu.shared`, `nvidia.com/mig-*`). Every DRA device is kept (`Allocation.claim`),
+whatever its driver: whether it is a GPU is known only from the node's ResourceSlices (a device
+with a `uuid` NVML knows), so `exporter.claims` decides that.
 The `sim` and `replay` backends write the same allocations as a JSON fixture instead
 (`AllocationsFile`), which then flows through the same attribution code.
 """
@@ -22,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from exporter.sources import Allocation
+from exporter.sources import Allocation, ClaimDevice
 
 LIST_METHOD = "/v1.PodResourcesLister/List"
 DEFAULT_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
@@ -110,6 +121,47 @@ def _devices(buf: bytes) -> tuple[str, tuple[str, ...]]:
     return resource, tuple(ids)
 
 
+def _claim_devices(buf: bytes) -> Iterator[ClaimDevice]:
+    """The devices of one `DynamicResource` (one claim); a resource without a device name is
+    not a device (api.proto: other kinds of DRA resources would leave it empty)."""
+    name = namespace = ""
+    resources: list[bytes] = []
+    for number, _, value in _fields(buf):
+        if number == 2:
+            name = _text(value)
+        elif number == 3:
+            namespace = _text(value)
+        elif number == 4:
+            resources.append(_message(value))
+    for resource in resources:
+        fields: dict[int, str] = {}
+        for number, _, value in _fields(resource):
+            if number in (2, 3, 4, 5):
+                fields[number] = _text(value)
+        if fields.get(4):
+            yield ClaimDevice(
+                namespace, name, fields.get(2, ""), fields.get(3, ""), fields[4], fields.get(5)
+            )
+
+
+def _container(namespace: str, pod: str, buf: bytes) -> Iterator[Allocation]:
+    cname = ""
+    devices: list[tuple[str, tuple[str, ...]]] = []
+    claims: list[ClaimDevice] = []
+    for number, _, value in _fields(buf):
+        if number == 1:
+            cname = _text(value)
+        elif number == 2:
+            devices.append(_devices(_message(value)))
+        elif number == 5:
+            claims.extend(_claim_devices(_message(value)))
+    for resource, ids in devices:
+        if is_gpu_resource(resource) and ids:
+            yield Allocation(namespace, pod, cname, resource, ids)
+    for claim in claims:
+        yield Allocation(namespace, pod, cname, claim.driver, (), claim)
+
+
 def _pod(buf: bytes) -> Iterator[Allocation]:
     name = namespace = ""
     containers: list[bytes] = []
@@ -121,15 +173,7 @@ def _pod(buf: bytes) -> Iterator[Allocation]:
         elif number == 3:
             containers.append(_message(value))
     for container in containers:
-        cname, devices = "", []
-        for number, _, value in _fields(container):
-            if number == 1:
-                cname = _text(value)
-            elif number == 2:
-                devices.append(_devices(_message(value)))
-        for resource, ids in devices:
-            if is_gpu_resource(resource) and ids:
-                yield Allocation(namespace, name, cname, resource, ids)
+        yield from _container(namespace, name, container)
 
 
 def decode_list_response(data: bytes) -> tuple[Allocation, ...]:
@@ -191,12 +235,28 @@ def parse_allocations_json(text: str) -> tuple[Allocation, ...]:
                 container=str(r["container"]),
                 resource_name=str(r["resource_name"]),
                 device_ids=tuple(str(d) for d in r["device_ids"]),
+                claim=_claim_json(r.get("claim")),
             )
             for r in rows
-            if is_gpu_resource(str(r["resource_name"]))
+            if is_gpu_resource(str(r["resource_name"])) or r.get("claim")
         )
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise PodResourcesError(f"bad allocations fixture: {exc}") from exc
+
+
+def _claim_json(row: Any) -> ClaimDevice | None:
+    """A fixture row's DRA device: an object with `ClaimDevice`'s field names, or absent."""
+    if row is None:
+        return None
+    share = row.get("share_id")
+    return ClaimDevice(
+        str(row["claim_namespace"]),
+        str(row["claim_name"]),
+        str(row["driver"]),
+        str(row["pool"]),
+        str(row["device"]),
+        None if share is None else str(share),
+    )
 
 
 class AllocationsFile:

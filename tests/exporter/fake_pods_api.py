@@ -1,9 +1,12 @@
-"""A stateful fake of the API server's `GET /api/v1/pods`, served over HTTP(S) on loopback.
+"""A stateful fake of the API server's `GET /api/v1/pods` and `GET /apis/resource.k8s.io/<v>/
+resourceslices`, served over HTTP(S) on loopback.
 
 It honours `fieldSelector=spec.nodeName=<node>`, `limit` and `continue` (the token is an
 offset), records what every request carried (query, Authorization header) and can be told to
 misbehave: answer a status code with a Kubernetes `Status` body, answer a raw body (bad JSON),
-or stall until released (timeouts).
+or stall until released (timeouts). ResourceSlices are served only in `slice_versions` (a 404
+otherwise, as from a server that lacks the version), with the field labels the API server
+accepts for them (`fake_slices`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from fake_slices import SLICES_PREFIX, select_slices
 
 
 def pod_json(uid: str, ns: str, name: str, node: str, container_ids: dict[str, str]) -> Any:
@@ -49,10 +54,15 @@ class FakePodsApi:
     stall: bool = False  # hold every answer until `release` is set
     release: threading.Event = field(default_factory=threading.Event)
     seen: list[Seen] = field(default_factory=list)
+    slices: list[Any] = field(default_factory=list)  # ResourceSlices, resource.k8s.io/v1 schema
+    slice_versions: tuple[str, ...] = ("v1",)  # the resource.k8s.io versions served
 
     def answer(self, path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
         if self.raw_body is not None:
             return 200, self.raw_body
+        if self.status == 200 and path.startswith(SLICES_PREFIX):
+            code, body = select_slices(self.slices, self.slice_versions, path, query)
+            return code, json.dumps(body).encode()
         if self.status != 200 or path != "/api/v1/pods":
             code = self.status if self.status != 200 else 404
             message = f"pods is forbidden ({code})" if code == 403 else f"failure {code}"

@@ -163,6 +163,11 @@ RECLAIMER_DRY_RUN = {
     *(("gpu-operator", "", "configmaps", v) for v in READ),
     *(("gpu-reclaim", "coordination.k8s.io", "leases", v) for v in ("get", "create", "update")),
 }
+# the node's pods, and its DRA devices' ResourceSlices: listed, never watched or fetched one by one
+EXPORTER = {
+    *(("cluster", "", "pods", v) for v in READ),
+    ("cluster", "resource.k8s.io", "resourceslices", "list"),
+}
 RESHAPE_WRITES = {
     ("gpu-operator", "", "configmaps", "patch"),
     ("cluster", "", "nodes", "patch"),
@@ -170,8 +175,8 @@ RESHAPE_WRITES = {
 EXPECTED_GRANTS = {
     ("dry-run", "gpu-reclaimer"): RECLAIMER_DRY_RUN,
     ("enforce", "gpu-reclaimer"): RECLAIMER_DRY_RUN | RESHAPE_WRITES,
-    ("dry-run", "gpu-exporter"): {("cluster", "", "pods", v) for v in READ},
-    ("enforce", "gpu-exporter"): {("cluster", "", "pods", v) for v in READ},
+    ("dry-run", "gpu-exporter"): EXPORTER,
+    ("enforce", "gpu-exporter"): EXPORTER,
 }
 
 

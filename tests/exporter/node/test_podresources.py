@@ -6,9 +6,22 @@ import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
+from fake_kubelet import (
+    claim_resource,
+    container,
+    devices,
+    dynamic,
+    ld,
+    pod,
+    response,
+    s,
+    serve_kubelet,
+    varint,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,46 +31,7 @@ from exporter.node.podresources import (
     PodResourcesError,
     decode_list_response,
 )
-from exporter.sources import Allocation
-
-# --- a minimal protobuf encoder, written independently of the decoder under test ---------------
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def ld(number: int, payload: bytes) -> bytes:
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
-def s(number: int, text: str) -> bytes:
-    return ld(number, text.encode())
-
-
-def devices(resource: str, ids: list[str], numa: int | None = None) -> bytes:
-    body = s(1, resource) + b"".join(s(2, i) for i in ids)
-    if numa is not None:  # TopologyInfo { repeated NUMANode nodes = 1 { int64 ID = 1 } }
-        body += ld(3, ld(1, varint(1 << 3 | 0) + varint(numa)))
-    return body
-
-
-def container(name: str, devs: list[bytes], extras: bytes = b"") -> bytes:
-    return s(1, name) + b"".join(ld(2, d) for d in devs) + extras
-
-
-def pod(name: str, namespace: str, containers: list[bytes]) -> bytes:
-    return s(1, name) + s(2, namespace) + b"".join(ld(3, c) for c in containers)
-
-
-def response(pods: list[bytes]) -> bytes:
-    return b"".join(ld(1, p) for p in pods)
-
+from exporter.sources import Allocation, ClaimDevice
 
 CPU_IDS = ld(3, varint(2) + varint(3))  # packed repeated int64 cpu_ids = 3
 MEMORY = ld(4, s(1, "memory") + varint(2 << 3 | 0) + varint(1 << 30))  # ContainerMemory
@@ -104,6 +78,61 @@ def test_decode_keeps_gpu_allocations_and_skips_everything_else() -> None:
     assert decode_list_response(SAMPLE) == EXPECTED
 
 
+DRA_SAMPLE = response(
+    [
+        pod(
+            "train-dra",
+            "team-a",
+            [
+                container(
+                    "trainer",
+                    [],
+                    dynamic(
+                        "train-dra-gpu-x7k2q",
+                        "team-a",
+                        [
+                            claim_resource("gpu.nvidia.com", "node-1", "gpu-0"),
+                            claim_resource("gpu.nvidia.com", "node-1", "gpu-1"),
+                        ],
+                    )
+                    + CPU_IDS,
+                )
+            ],
+        ),
+        pod(
+            "infer",
+            "team-b",
+            [
+                container(
+                    "server",
+                    [devices("nvidia.com/gpu", ["GPU-eeee"])],
+                    dynamic(
+                        "shared",
+                        "team-b",
+                        [claim_resource("gpu.nvidia.com", "node-1", "gpu-2", share_id="7f3a")],
+                    )
+                    # api.proto: a resource of another kind would leave device_name empty
+                    + dynamic("other", "team-b", [s(2, "example.com") + s(3, "node-1")]),
+                )
+            ],
+        ),
+    ]
+)
+
+
+def test_decode_reads_dynamic_resources_with_their_claim_and_device() -> None:
+    def dra(ns: str, pod: str, c: str, claim: str, device: str, share: str | None = None) -> Any:
+        dev = ClaimDevice(ns, claim, "gpu.nvidia.com", "node-1", device, share)
+        return Allocation(ns, pod, c, "gpu.nvidia.com", (), dev)
+
+    assert decode_list_response(DRA_SAMPLE) == (
+        dra("team-a", "train-dra", "trainer", "train-dra-gpu-x7k2q", "gpu-0"),
+        dra("team-a", "train-dra", "trainer", "train-dra-gpu-x7k2q", "gpu-1"),
+        Allocation("team-b", "infer", "server", "nvidia.com/gpu", ("GPU-eeee",)),
+        dra("team-b", "infer", "server", "shared", "gpu-2", "7f3a"),
+    )
+
+
 def test_decode_empty_response() -> None:
     assert decode_list_response(b"") == ()
 
@@ -148,27 +177,9 @@ def test_decode_round_trips_any_allocation_list(allocs: list[Allocation]) -> Non
 
 @pytest.fixture
 def kubelet(tmp_path: Path) -> Iterator[tuple[Path, list[bytes]]]:
-    """A real gRPC server speaking PodResourcesLister/List on a unix socket."""
     replies = [SAMPLE]
-    sock = tmp_path / "kubelet.sock"
-    server = grpc.server(ThreadPoolExecutor(max_workers=2))
-    handler = grpc.method_handlers_generic_handler(
-        "v1.PodResourcesLister",
-        {
-            "List": grpc.unary_unary_rpc_method_handler(
-                lambda _req, _ctx: replies[-1],
-                request_deserializer=lambda b: b,
-                response_serializer=lambda b: b,
-            )
-        },
-    )
-    server.add_generic_rpc_handlers((handler,))
-    server.add_insecure_port(f"unix://{sock}")
-    server.start()
-    try:
+    with serve_kubelet(tmp_path / "kubelet.sock", replies) as sock:
         yield sock, replies
-    finally:
-        server.stop(grace=None)
 
 
 def test_list_over_a_real_grpc_unix_socket(kubelet: tuple[Path, list[bytes]]) -> None:
@@ -176,6 +187,12 @@ def test_list_over_a_real_grpc_unix_socket(kubelet: tuple[Path, list[bytes]]) ->
     client = PodResourcesClient(sock, timeout=60)  # a give-up for a hang, not a bound on speed
     try:
         assert client.list() == EXPECTED
+        replies.append(DRA_SAMPLE)  # a kubelet of 1.34+ sends dynamic_resources by default
+        assert [a.claim.device for a in client.list() if a.claim is not None] == [
+            "gpu-0",
+            "gpu-1",
+            "gpu-2",
+        ]
         replies.append(response([]))  # the pods are gone: the next List says so
         assert client.list() == ()
     finally:
@@ -220,3 +237,20 @@ def test_allocations_file_reads_fixtures_and_follows_changes(tmp_path: Path) -> 
     path.write_text("{not json")
     with pytest.raises(PodResourcesError):
         source.list()
+
+
+def test_allocations_file_reads_dra_devices(tmp_path: Path) -> None:
+    path = tmp_path / "podresources.json"
+    claim = {
+        "claim_namespace": "ns",
+        "claim_name": "p-gpu",
+        "driver": "gpu.nvidia.com",
+        "pool": "n1",
+        "device": "gpu-3",
+    }
+    row = {"namespace": "ns", "pod": "p", "container": "c", "device_ids": [], "claim": claim}
+    path.write_text(json.dumps([{**row, "resource_name": "gpu.nvidia.com"}]))
+    device = ClaimDevice("ns", "p-gpu", "gpu.nvidia.com", "n1", "gpu-3")
+    assert AllocationsFile(path).list() == (
+        Allocation("ns", "p", "c", "gpu.nvidia.com", (), device),
+    )
