@@ -2,7 +2,8 @@
 
 Only nodes already time-sliced (`replicas >= 2`) are managed, and whole nodes the operator put in
 the managed pool (`Node.pool`, label `gpu-reclaim.io/time-slicing-pool: "true"`), except one
-handed back whole for a waiting multi-GPU job; other whole-GPU nodes are left as they are, and
+handed back whole for a waiting multi-GPU job, or one where a pod holds several GPUs whole (a
+raise would put replicas on them); other whole-GPU nodes are left as they are, and
 so is a MIG-enabled node (one advertising MIG instances, `Node.mig`): it is skipped
 `MigEnabled`, since its time-slicing config shares MIG instances whose utilization the GPU's device
 metrics do not give. A node's ceiling is `timeSlicing.maxReplicas`, lowered by the most restrictive
@@ -49,7 +50,7 @@ from reclaimer.model import (
     Pod,
     PodGpuUsage,
 )
-from reclaimer.plan import budget, harm
+from reclaimer.plan import budget, harm, whole_pool
 from reclaimer.plan.handback import Handback, handbacks
 from reclaimer.plan.raises import load_gate, memory_gate
 from reclaimer.policy.settings import TimeSlicing
@@ -88,6 +89,7 @@ def plan_reshapes(
     found = pressure or Pressure()
     slot = budget.slot(peaks, ts)  # one budget for every node of the cycle
     classes = _classes_by_node(pods, ts.class_label)
+    wide = whole_pool.wide_pods(pods)
     crashed = harm.by_node(found.crashes)
     idle = [n for n in nodes if _cooling(n, ts, now, last_actions.get(n.name)) is None]
     handed = handbacks(idle, pods, found.pending, now=now, wait=found.wait)
@@ -97,10 +99,13 @@ def plan_reshapes(
     actions: list[Action] = []
     skips: list[Skip] = []
     for node in nodes:
-        if not managed(node):
+        if not whole_pool.managed(node, MIN_REPLICAS):
             continue
         if node.mig:
             skips.append(_mig_skip(node))
+            continue
+        if node.replicas < MIN_REPLICAS and node.name in wide:
+            skips.append(whole_pool.wide_skip(node, wide[node.name]))
             continue
         node_classes = sorted(set(node.workload_classes) | classes.get(node.name, set()))
         verdict = _decide(
@@ -122,15 +127,6 @@ def plan_reshapes(
         else:
             skips.append(verdict)
     return actions, skips
-
-
-def managed(node: Node) -> bool:
-    """Does reshape manage the node? Time-sliced nodes, and the pool's whole ones (module doc)."""
-    if node.gpus <= 0:
-        return False
-    if node.replicas >= MIN_REPLICAS:
-        return True
-    return node.pool and node.reshape_reason != Reason.WHOLE_GPUS_FOR_PENDING.value
 
 
 def _gate(

@@ -17,6 +17,11 @@ GPU of the node a replica lands on is the plugin's `distributedAlloc` (NVIDIA/k8
 internal/rm/allocate.go at 5f516c90): the GPU with the fewest replicas already allocated (ties
 here: the lowest index, where the plugin's unstable sort leaves it open). A node whose replicas
 are lowered below what its pods hold keeps them running and takes no new pod until they drain.
+A pool node at 1 replica offers whole GPUs, as the device plugin then does: a multi-GPU pod may
+take the ones no pod holds there (held as its replicas, `Placement.pooled`), and the controller
+raises no such node while a pod holds several of its GPUs (`plan.reshape`). A sharing pod
+(`gpu_milli` < 1000) there takes a whole replica, as on any pool node: the milli-GPU packing of
+the nodes off the pool is not replayed on it.
 
 Queues are ordered the way Volcano's proportion plugin orders them: the queue with the lowest
 allocated/deserved ratio first, so guaranteed queues go before the best-effort queue, whose
@@ -41,6 +46,7 @@ class Placement:
     devices: tuple[int, ...]
     milli: int  # 0 for a time-slice replica
     replica: bool = False  # one replica of a time-sliced GPU
+    pooled: bool = False  # whole GPUs of a pool node at 1 replica (held as its replicas)
 
 
 class Cluster:
@@ -80,6 +86,19 @@ class Cluster:
         self.holders[node, device] += 1
         return Placement(node, (device,), 0, replica=True)
 
+    def whole_pool(self) -> IntArray:
+        """Per node, the GPUs no pod holds on a pool node at 1 replica (0 elsewhere): whole
+        GPUs a multi-GPU pod may take, as on any node that does not time-slice."""
+        whole = self.exists & self.sliced[:, None] & (self.replicas[:, None] == 1)
+        result: IntArray = (whole & (self.holders == 0)).sum(axis=1)
+        return result
+
+    def _place_pooled(self, node: int, num_gpu: int) -> Placement:
+        unheld = self.exists[node] & (self.holders[node] == 0)
+        devices = tuple(int(d) for d in np.flatnonzero(unheld)[:num_gpu])
+        self.holders[node, list(devices)] += 1
+        return Placement(node, devices, MILLI, pooled=True)
+
     def fits_anywhere_empty(self, num_gpu: int, milli: int) -> bool:
         """Could this shape run on some node of the empty cluster?"""
         if num_gpu == 1 and self.sliced.any():
@@ -103,10 +122,14 @@ class Cluster:
                 return None
             self.free[node, device] -= milli
             return Placement(node, (device,), milli)
+        if num_gpu > 1:
+            whole = whole + self.whole_pool()
         candidates = np.where(whole >= num_gpu, whole, np.iinfo(np.int64).max)
         node = int(candidates.argmin())
         if whole[node] < num_gpu:
             return None
+        if self.sliced[node]:
+            return self._place_pooled(node, num_gpu)
         devices = tuple(int(d) for d in np.flatnonzero(self.free[node] == MILLI)[:num_gpu])
         self.free[node, list(devices)] = 0
         return Placement(node, devices, MILLI)
@@ -122,8 +145,8 @@ class Cluster:
         return bool((self.free > free).any() or (self.free_replicas() > replicas).any())
 
     def release(self, placement: Placement) -> None:
-        if placement.replica:
-            self.holders[placement.node, placement.devices[0]] -= 1
+        if placement.replica or placement.pooled:
+            self.holders[placement.node, list(placement.devices)] -= 1
             return
         self.free[placement.node, list(placement.devices)] += placement.milli
 
@@ -136,13 +159,14 @@ class Cluster:
         free = self.free.copy()
         holders = self.holders.copy()
         for p in released:
-            if p.replica:
-                holders[p.node, p.devices[0]] -= 1
+            if p.replica or p.pooled:
+                holders[p.node, list(p.devices)] -= 1
             else:
                 free[p.node, list(p.devices)] += p.milli
         room = np.where(self.exists & self.sliced[:, None], self.replicas[:, None], 0) - holders
         replica = bool((room > 0).any())
-        whole = (free == MILLI).sum(axis=1)
+        pooled = self.exists & self.sliced[:, None] & (self.replicas[:, None] == 1)
+        whole = (free == MILLI).sum(axis=1) + (pooled & (holders == 0)).sum(axis=1)
         return any(
             replica or bool((free >= milli).any()) if num == 1 else bool((whole >= num).any())
             for num, milli in shapes

@@ -1,7 +1,8 @@
 """The time-sliced pool as the controller's planner sees it, and its reshapes in the replay.
 
 **Preempt and resume view.** The device view (`sim_devices`) shows the planner one node per
-GPU, in tenths. A time-sliced GPU at `R` replicas is shown as `R` nodes `node/gpuN#rK` of one GPU
+GPU, in tenths (a pool GPU a multi-GPU pod holds whole, `pooled_devices`, as one such node). A
+time-sliced GPU at `R` replicas is shown as `R` nodes `node/gpuN#rK` of one GPU
 each, and each pod holding a replica holds one of them whole (in the order the pods started, those
 restarting or loading their model last; pods beyond `R`, after a lowering, all sit on the last
 one, which then shows less than nothing free):
@@ -53,6 +54,7 @@ from reclaimer.model import (
     Node,
     Pod,
     PodGpuUsage,
+    PodPhase,
     Snapshot,
 )
 from reclaimer.policy.fields import MAX_DURATION_SECONDS
@@ -71,11 +73,12 @@ def pool_view(replay: Replay) -> tuple[tuple[Node, ...], Mapping[int, str]]:
     each replica-holding job is shown on."""
     cluster = replay.cluster
     holders = replica_holders(replay)
+    whole = pooled_devices(replay)
     nodes: list[Node] = []
     shown: dict[int, str] = {}
     for i, name in enumerate(replay.nodes.names):
         for d in range(int(replay.nodes.gpus[i])):
-            if not cluster.sliced[i]:
+            if not cluster.sliced[i] or (i, d) in whole:
                 nodes.append(Node(name=device_name(name, d), gpus=1, replicas=SLOTS_PER_GPU))
                 continue
             count = int(cluster.replicas[i])
@@ -86,6 +89,29 @@ def pool_view(replay: Replay) -> tuple[tuple[Node, ...], Mapping[int, str]]:
             for r, job in enumerate(holders.get((i, d), [])):
                 shown[job] = replica_name(name, d, min(r, count - 1))
     return tuple(nodes), shown
+
+
+def pooled_devices(replay: Replay) -> set[tuple[int, int]]:
+    """The pool's GPUs a multi-GPU pod holds whole (a pool node at 1 replica): shown as whole
+    devices, as off the pool."""
+    return {
+        (run.placement.node, d)
+        for run in replay.runs.values()
+        if run.placement.pooled
+        for d in run.placement.devices
+    }
+
+
+def wide_pods(replay: Replay) -> tuple[Pod, ...]:
+    """The pods of the multi-GPU jobs holding pool GPUs whole, on their nodes."""
+    names = replay.nodes.names
+    out = []
+    for job, run in replay.runs.items():
+        if run.placement.pooled:
+            namespace, name = replay.keys[job].split("/", 1)
+            node, gpus = names[run.placement.node], len(run.placement.devices)
+            out.append(Pod(replay.keys[job], namespace, name, node, gpus, PodPhase.RUNNING))
+    return tuple(out)
 
 
 def replica_holders(replay: Replay) -> dict[tuple[int, int], list[int]]:
@@ -167,8 +193,10 @@ def reshape_snapshot(replay: Replay, now: float, readings: PoolReadings | None =
     (`sim_sharing.peaklog`): the raise's memory-headroom gate; each node's load history
     (`sim_sharing.loadlog`: the raise's load-outlook gate).
 
-    No pod is shown: the reshape plan reads pods only for their workload-class label, which no
-    trace pod carries, so the plan is the same without them (and far cheaper every cycle).
+    Only the multi-GPU pods holding a pool node's GPUs whole are shown (`wide_pods`: no raise
+    while they run, `plan.whole_pool`): the reshape plan reads other pods only for their
+    workload-class label, which no trace pod carries, so the plan is the same without them (and
+    far cheaper every cycle).
     """
     cluster = replay.cluster
     readings = pool_readings(replay, now) if readings is None else readings
@@ -195,7 +223,7 @@ def reshape_snapshot(replay: Replay, now: float, readings: PoolReadings | None =
         taken_at=now,
         queues=replay.queue_objects,
         jobs=(),
-        pods=(),
+        pods=wide_pods(replay),
         nodes=tuple(nodes),
         pending=(),
         quality=DataQuality(metrics_at=now, complete=True),

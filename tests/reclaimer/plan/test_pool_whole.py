@@ -20,11 +20,16 @@ def _verdict(
     memory: float = 0.1,
     peaks: MemoryPeaks | None = None,
     crashes: tuple[ContainerCrash, ...] = (),
+    pods: dict[str, int] | None = None,
     **node: object,
 ) -> tuple[Reason, tuple[int | None, int | None] | None, str]:
-    """n1: one 16 GiB GPU at `util` and `memory`, 1 replica, in the pool unless told."""
+    """n1: 16 GiB GPUs at `util` and `memory`, 1 replica, in the pool unless told; `pods`:
+    a running job's pods on it (pod GPUs by node)."""
     kw: dict[str, object] = {"replicas": 1, "pool": True} | node
-    world = World().node("n1", gpus=1, **kw).stats("n1", (util, memory))
+    gpus = max([1, *(pods or {}).values()])
+    world = World().node("n1", gpus=gpus, **kw).stats("n1", *[(util, memory)] * gpus)
+    if pods:
+        world.job("batch/wide", "batch", pods)
     world.memory_peaks = fleet_peaks(*[3.0] * 20) if peaks is None else peaks
     snapshot = replace(world.snapshot(), crashes=crashes)
     p = plan(snapshot, world.forecasts, Policy(), NOW)
@@ -85,3 +90,14 @@ def test_crashes_on_a_whole_node_lower_nothing_and_hold_raises() -> None:
 def test_other_whole_nodes_are_not_looked_at(node: dict[str, object]) -> None:
     reason, change, text = _verdict(**node)
     assert (reason, change, text) == (Reason.NO_CHANGE, None, "")
+
+
+def test_a_whole_pool_node_is_not_raised_while_a_pod_holds_several_of_its_gpus() -> None:
+    reason, change, text = _verdict(pods={"n1": 2})
+    assert (reason, change) == (Reason.NO_CHANGE, None), text
+    assert "batch/wide-0 holds 2 GPUs here" in text
+
+
+def test_a_one_gpu_pod_does_not_keep_the_pool_node_whole() -> None:
+    reason, change, text = _verdict(pods={"n1": 1})
+    assert (reason, change) == (Reason.NODE_UNDERUSED, (1, 4)), text
