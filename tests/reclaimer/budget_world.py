@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+from fakeapi import FakeCluster
 from promserver import openmetrics
 
 import gpu_contract as gc
@@ -126,3 +127,17 @@ def history(now: float) -> str:
         lab = {"namespace": "batch", "pod": f"done-{k}", "container": "main", **_device(LARGE)}
         series.append((gc.POD_MEMORY, lab, [(t, ENDED_GIB * 1024 * MIB) for t in ran]))
     return openmetrics(series)
+
+
+def reshapes(report: dict[str, Any]) -> dict[str, tuple[int, int, str, str]]:
+    """Node -> (from, to, reason, outcome) of each reshape the cycle planned and applied."""
+    outcomes = {o["action"]["target"]: o["outcome"] for o in report["outcomes"]}
+    return {
+        a["target"]: (a["from_replicas"], a["to_replicas"], a["reason"], outcomes[a["target"]])
+        for a in report["plan"]["actions"]
+        if a["kind"] == "reshape"
+    }
+
+
+def node_events(cluster: FakeCluster, node: str) -> list[dict[str, Any]]:
+    return [e for e in cluster.all("", "v1", "events") if e["involvedObject"]["name"] == node]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from budget_world import LARGE, SMALL, cluster_objects, history, ts
+from budget_world import LARGE, SMALL, cluster_objects, history, node_events, reshapes, ts
 from fakeapi import FakeCluster
 from promserver import PromServer
 from runonce import applied_once
@@ -29,22 +29,8 @@ world_history = history
 world_objects = cluster_objects
 
 
-def _reshapes(report: dict[str, Any]) -> dict[str, tuple[int, int, str, str]]:
-    """Node -> (from, to, reason, outcome) of each reshape the cycle planned and applied."""
-    outcomes = {o["action"]["target"]: o["outcome"] for o in report["outcomes"]}
-    return {
-        a["target"]: (a["from_replicas"], a["to_replicas"], a["reason"], outcomes[a["target"]])
-        for a in report["plan"]["actions"]
-        if a["kind"] == "reshape"
-    }
-
-
-def _events(cluster: FakeCluster, node: str) -> list[dict[str, Any]]:
-    return [e for e in cluster.all("", "v1", "events") if e["involvedObject"]["name"] == node]
-
-
 def _lowered_small_kept_large(report: dict[str, Any]) -> None:
-    assert _reshapes(report) == {SMALL: (2, 1, "MemoryBudgetExceeded", "applied")}
+    assert reshapes(report) == {SMALL: (2, 1, "MemoryBudgetExceeded", "applied")}
     kept = {s["target"]: s for s in report["plan"]["skipped"]}[LARGE]
     assert kept["reason"] == "NoChangeNeeded", kept
 
@@ -72,9 +58,9 @@ def test_a_node_whose_gpu_cannot_hold_two_pods_at_the_budget_goes_to_one_replica
         "1",
         "MemoryBudgetExceeded",
     )
-    events = _events(cluster, SMALL)
+    events = node_events(cluster, SMALL)
     assert [(e["reason"], e["type"]) for e in events] == [("GpuReclaimReshaped", "Normal")] * 2
     assert all("MemoryBudgetExceeded" in e["message"] for e in events), events
     assert all("replicas 2 -> 1" in e["message"] for e in events), events
     large = cluster.get(*NODES, LARGE)["metadata"]["labels"]["nvidia.com/device-plugin.config"]
-    assert (large, _events(cluster, LARGE)) == ("ts-2", [])
+    assert (large, node_events(cluster, LARGE)) == ("ts-2", [])

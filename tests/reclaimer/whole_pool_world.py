@@ -1,0 +1,96 @@
+"""A pool installed whole: one 16 GiB T4 at 1 replica, labelled into the managed pool, whose
+pods' week peaks say four fit it, and 15 days of quiet load, for the end-to-end raise from 1.
+
+- gpu-pool-16 (one 16 GiB T4, no device-plugin config label: it runs without time-slicing;
+  `gpu-reclaim.io/time-slicing-pool: "true"`): `prod/infer-0` holds its GPU, 3 GiB now.
+- The device plugin's ConfigMap (`gpu-operator/time-slicing-config`) holds no key yet.
+- The week's peaks: infer-0 and 12 `batch` pods of three days ago, each at 3 GiB: a slot is
+  budgeted at 3 GiB, and four (12 GiB) stay within the raise's 90% headroom (14.4 GiB).
+- The GPU's utilization: 10% for 15 days (every 10 minutes; every 30 s over the last 20
+  minutes), which the load outlook (`LOAD_DAYS`) reads hourly: underused, and staying so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from budget_world import DAY, MIB, VOLCANO, ts
+from promserver import openmetrics
+
+import gpu_contract as gc
+
+NODE, POD = "gpu-pool-16", "prod/infer-0"
+ENDED = 12
+POOL_LABEL = "gpu-reclaim.io/time-slicing-pool"
+
+
+def _node() -> dict[str, Any]:
+    labels = {"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "1", POOL_LABEL: "true"}
+    offered = {"nvidia.com/gpu": "1"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": NODE, "labels": labels},
+        "status": {"capacity": offered, "allocatable": offered},
+    }
+
+
+def _pod(now: float) -> dict[str, Any]:
+    ns, name = POD.split("/")
+    container = {"name": "main", "image": "m:1", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    running = {"running": {"startedAt": ts(now - 3600)}}
+    status = {"name": "main", "ready": True, "restartCount": 0, "state": running}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "uid": f"uid-{name}",
+            "creationTimestamp": ts(now - 7200),
+            "annotations": {"scheduling.volcano.sh/queue-name": ns},
+        },
+        "spec": {"nodeName": NODE, "containers": [container]},
+        "status": {"phase": "Running", "startTime": ts(now - 7200), "containerStatuses": [status]},
+    }
+
+
+def cluster_objects(now: float) -> list[dict[str, Any]]:
+    queue = {
+        "apiVersion": VOLCANO,
+        "kind": "Queue",
+        "metadata": {"name": "prod"},
+        "spec": {"deserved": {"nvidia.com/gpu": "1"}, "reclaimable": False},
+        "status": {"state": "Open"},
+    }
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "time-slicing-config", "namespace": "gpu-operator"},
+        "data": {},
+    }
+    return [queue, config, _node(), _pod(now)]
+
+
+def history(now: float) -> str:
+    dev = {"gpu": "0", "UUID": f"GPU-{NODE}", "Hostname": NODE}
+    old = np.arange(now - 15 * DAY, now - 1200, 600.0)
+    times = [float(t) for t in np.concatenate([old, np.arange(now - 1200, now - 15.0, 30.0)])]
+    recent = [t for t in times if t >= now - 1200]
+    model = dev | {"modelName": "Tesla T4"}
+    ns, name = POD.split("/")
+    own = {"namespace": ns, "pod": name, "container": "main", **dev}
+    series = [
+        (gc.DCGM_GPU_UTIL, model, [(t, 10.0) for t in times]),
+        (gc.DCGM_FB_USED, model, [(t, 3 * 1024.0) for t in recent]),
+        (gc.DCGM_FB_FREE, model, [(t, 13 * 1024.0) for t in recent]),
+        (gc.POD_ALLOCATED, own, [(t, 1.0) for t in recent]),
+        (gc.POD_UTILIZATION, own, [(t, 0.1) for t in recent]),
+        (gc.POD_MEMORY, own, [(t, 3 * 1024 * MIB) for t in recent]),
+    ]
+    ran = [float(t) for t in np.arange(now - 3 * DAY, now - 3 * DAY + 600, 60)]
+    for k in range(ENDED):
+        lab = {"namespace": "batch", "pod": f"done-{k}", "container": "main", **dev}
+        series.append((gc.POD_MEMORY, lab, [(t, 3 * 1024 * MIB) for t in ran]))
+    return openmetrics(series)
