@@ -17,11 +17,14 @@ GPU of the node a replica lands on is the plugin's `distributedAlloc` (NVIDIA/k8
 internal/rm/allocate.go at 5f516c90): the GPU with the fewest replicas already allocated (ties
 here: the lowest index, where the plugin's unstable sort leaves it open). A node whose replicas
 are lowered below what its pods hold keeps them running and takes no new pod until they drain.
-A pool node at 1 replica offers whole GPUs, as the device plugin then does: a multi-GPU pod may
-take the ones no pod holds there (held as its replicas, `Placement.pooled`), and the controller
-raises no such node while a pod holds several of its GPUs (`plan.reshape`). A sharing pod
-(`gpu_milli` < 1000) there takes a whole replica, as on any pool node: the milli-GPU packing of
-the nodes off the pool is not replayed on it.
+A pool node at 1 replica offers whole GPUs, as the device plugin then does, and the scheduler
+treats it as any node that does not time-slice: one-GPU pods try only the raised pool nodes
+first, then take a whole GPU best-fit among every node's (there, one replica, priced with any
+pods a raise lets in); a multi-GPU pod may take the ones no pod holds (held as its replicas,
+`Placement.pooled`), and the controller raises no such node while a pod holds several of its
+GPUs (`plan.whole_pool`). A sharing pod (`gpu_milli` < 1000) packs onto the devices off the pool
+first, then takes a whole GPU of a whole pool node: the milli-GPU packing is not replayed on a
+pool node.
 
 Queues are ordered the way Volcano's proportion plugin orders them: the queue with the lowest
 allocated/deserved ratio first, so guaranteed queues go before the best-effort queue, whose
@@ -75,8 +78,9 @@ class Cluster:
         result: IntArray = np.maximum(room - self.holders, 0)
         return result
 
-    def _place_replica(self) -> Placement | None:
-        room = self.free_replicas()
+    def _place_replica(self, nodes: BoolArray) -> Placement | None:
+        """A replica on one of `nodes` (best fit: the node with the fewest free replicas)."""
+        room = np.where(nodes[:, None], self.free_replicas(), 0)
         per_node = room.sum(axis=1)
         if not per_node.any():
             return None
@@ -88,15 +92,19 @@ class Cluster:
 
     def whole_pool(self) -> IntArray:
         """Per node, the GPUs no pod holds on a pool node at 1 replica (0 elsewhere): whole
-        GPUs a multi-GPU pod may take, as on any node that does not time-slice."""
+        GPUs, as on any node that does not time-slice."""
         whole = self.exists & self.sliced[:, None] & (self.replicas[:, None] == 1)
         result: IntArray = (whole & (self.holders == 0)).sum(axis=1)
         return result
 
     def _place_pooled(self, node: int, num_gpu: int) -> Placement:
+        """GPUs of a whole pool node: one as a replica (priced with any pods a raise lets in),
+        several whole (held as its replicas)."""
         unheld = self.exists[node] & (self.holders[node] == 0)
         devices = tuple(int(d) for d in np.flatnonzero(unheld)[:num_gpu])
         self.holders[node, list(devices)] += 1
+        if num_gpu == 1:
+            return Placement(node, devices, 0, replica=True)
         return Placement(node, devices, MILLI, pooled=True)
 
     def fits_anywhere_empty(self, num_gpu: int, milli: int) -> bool:
@@ -107,23 +115,31 @@ class Cluster:
         return bool((devices >= num_gpu).any()) if milli >= MILLI else bool(devices.any())
 
     def place(self, num_gpu: int, milli: int) -> Placement | None:
-        if num_gpu == 1 and self.sliced.any():
-            spot = self._place_replica()
+        raised = self.sliced & (self.replicas >= 2)
+        if num_gpu == 1 and raised.any():
+            spot = self._place_replica(raised)
             if spot is not None:
                 return spot
         whole = (self.free == MILLI).sum(axis=1)
-        if milli < MILLI:
-            # fullest device that fits; among untouched devices, the node with fewest of them
-            score = self.free * (self.free.shape[1] + 1) + whole[:, None]
-            masked = np.where(self.free >= milli, score, np.iinfo(np.int64).max)
-            flat = int(masked.argmin())
-            node, device = divmod(flat, self.free.shape[1])
-            if self.free[node, device] < milli:
-                return None
-            self.free[node, device] -= milli
-            return Placement(node, (device,), milli)
-        if num_gpu > 1:
-            whole = whole + self.whole_pool()
+        if milli >= MILLI:
+            return self._take_whole(num_gpu, whole + self.whole_pool())
+        spot = self._pack(milli, whole)
+        return spot if spot is not None else self._take_whole(1, self.whole_pool())
+
+    def _pack(self, milli: int, whole: IntArray) -> Placement | None:
+        """The fullest device off the pool that fits; among untouched devices, the node with
+        the fewest of them."""
+        score = self.free * (self.free.shape[1] + 1) + whole[:, None]
+        masked = np.where(self.free >= milli, score, np.iinfo(np.int64).max)
+        flat = int(masked.argmin())
+        node, device = divmod(flat, self.free.shape[1])
+        if self.free[node, device] < milli:
+            return None
+        self.free[node, device] -= milli
+        return Placement(node, (device,), milli)
+
+    def _take_whole(self, num_gpu: int, whole: IntArray) -> Placement | None:
+        """`num_gpu` whole GPUs of one node, best fit (`whole`: the node's whole GPUs)."""
         candidates = np.where(whole >= num_gpu, whole, np.iinfo(np.int64).max)
         node = int(candidates.argmin())
         if whole[node] < num_gpu:

@@ -74,3 +74,27 @@ def test_forecasts_whole_pool_runs_a_multi_gpu_job_the_raised_pool_keeps_waiting
     assert _started(Strategy.FORECAST, whole=True) == {"burstable/bu-1": 0.0, "burstable/bu-2": 0.0}
     at_two = _started(Strategy.FORECAST, whole=False)
     assert at_two["burstable/bu-1"] == 0.0 and at_two["burstable/bu-2"] >= HOUR
+
+
+def test_a_whole_pool_node_is_any_whole_node_to_a_one_gpu_pod() -> None:
+    """Best fit over whole GPUs, the pool's whole nodes among them: a one-GPU pod takes the
+    off-pool node's single GPU and leaves the pool node's two whole for a 2-GPU pod; the next
+    one-GPU pod takes a replica of the pool node, and a sharing pod, with no room off the pool,
+    a whole GPU there too."""
+    cluster = _whole_pool([2, 1, 2], [True, False, True])
+    first = cluster.place(1, 1000)
+    assert first is not None and (first.node, first.replica) == (1, False)
+    wide = cluster.place(2, 1000)
+    assert wide is not None and (wide.node, wide.pooled) == (0, True)
+    second = cluster.place(1, 1000)
+    assert second is not None and (second.node, second.replica) == (2, True)
+    shared = cluster.place(1, 300)
+    assert shared is not None and (shared.node, shared.replica) == (2, True)
+    assert cluster.place(1, 300) is None
+
+
+def test_raised_pool_nodes_still_come_first_for_one_gpu_pods() -> None:
+    cluster = _whole_pool([1, 1], [False, True])
+    cluster.replicas[1] = 2
+    spot = cluster.place(1, 1000)
+    assert spot is not None and (spot.node, spot.replica) == (1, True)
