@@ -59,6 +59,8 @@ class Search:
     chosen: set[str] = field(default_factory=set)
     held_back: dict[str, Skip] = field(default_factory=dict)
     memo: Memo = field(default_factory=Memo)
+    # (victim, resource, gang GPUs) -> whether stopping it pays (`costAwareStops`)
+    worth: dict[tuple[str, str, int], bool] = field(default_factory=dict)
 
     def find(self, d: PendingDemand, victims: Sequence[Victim], busy: bool) -> list[Victim] | Skip:
         """Victims to preempt for `d`, or the skip saying why none make room."""
@@ -97,12 +99,15 @@ class Search:
         """The victims whose stop pays for `d` (all of them without the cost rule)."""
         kept: list[Victim] = []
         for v in holding:
-            cost = v.stop_cost(resource, d.gpus)
-            if cost is None or cost.worth:
+            shape = (v.key, resource, d.gpus)
+            if shape not in self.worth:
+                cost = v.stop_cost(resource, d.gpus)
+                self.worth[shape] = cost is None or cost.worth
+                if not self.worth[shape] and cost is not None and v.key not in self.held_back:
+                    detail = f"for {d.job}: {cost.text()}"
+                    self.held_back[v.key] = Skip(v.key, Reason.STOP_NOT_WORTH, detail)
+            if self.worth[shape]:
                 kept.append(v)
-                continue
-            detail = f"for {d.job}: {cost.text()}"
-            self.held_back.setdefault(v.key, Skip(v.key, Reason.STOP_NOT_WORTH, detail))
         return kept
 
     def left_standing(self, v: Victim) -> Skip:
