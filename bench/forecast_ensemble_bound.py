@@ -9,6 +9,7 @@ through `forecast-eval`'s walk-forward protocol) on the shared GenTD26 pods, for
 - `rule`: the same model with decayed-p95's own verdict as features: whether the job's decayed
   busy share (half-life 1 h) is below 5% (which is when its decayed 95th percentile is below the
   threshold) and below 1%;
+- `long`: the same model with the job's decayed busy share at a 12 h half-life too;
 - the rule `decayed-p95` itself.
 
 For each it prints pooled precision and recall at the shipped cut, the idle GPU-hours found, the
@@ -46,7 +47,19 @@ def with_rule(busy, valid, cols, grid, p):  # type: ignore[no-untyped-def]
     return np.concatenate((base, np.stack(extra, axis=2)), axis=2)
 
 
-VARIANTS: dict[str, Callable[..., FloatArray]] = {"base": BASE, "rule": with_rule}
+def with_long(busy, valid, cols, grid, p):  # type: ignore[no-untyped-def]
+    """The default's job features plus the decayed busy share at a 12 h half-life: the pod's
+    slowly changing idle propensity."""
+    base = BASE(busy, valid, cols, grid, p)
+    share = decayed_fraction(busy, valid, 43200.0 / grid.step)[:, cols]
+    return np.concatenate((base, np.log(share + 0.005)[:, :, None]), axis=2)
+
+
+VARIANTS: dict[str, Callable[..., FloatArray]] = {
+    "base": BASE,
+    "rule": with_rule,
+    "long": with_long,
+}
 
 
 def variant(features: Callable[..., FloatArray]) -> Forecaster:
