@@ -1,7 +1,7 @@
 """Planning-cycle benchmark (not a test): forecast + plan for 10,000 GPU jobs on 1,000 nodes.
 
     .venv/bin/python bench/plan_bench.py [--jobs 10000] [--nodes 1000] [--days 7] [--seed 1]
-                                         [--synthetic-forecasts]
+                                         [--synthetic-forecasts] [--cost-aware-stops]
 
 Builds a cluster the size of the issue's target: 1,000 nodes of 8 GPUs (a third of them
 time-sliced 4 ways), filled with 10,000 GPU jobs (whole-node and multi-node gangs, small jobs,
@@ -13,6 +13,7 @@ the controller keeps, 77 MiB; `--frame` passes the same points as the long frame
 once took) and plans on its answers; `--synthetic-forecasts` skips that and draws forecasts at
 random (plan alone). Reports wall and CPU seconds for each step, the plan's size, the history's
 bytes, and the peak RSS of the whole process (`ru_maxrss`: run one scale per process).
+`--cost-aware-stops` plans under the policy's `costAwareStops` (`reclaimer.plan.stop_cost`).
 Budget (issue 16): forecast + plan < 30 s and peak RSS <= 400 MiB on 2 cores.
 """
 
@@ -194,7 +195,7 @@ def model_forecasts(
     return result, wall, cpu, size
 
 
-def policy() -> Policy:
+def policy(cost_aware: bool = False) -> Policy:
     classes = (WorkloadClass("inference", gpu_share=0.25, overcommit=1.5, max_memory=0.8),)
     return Policy(
         limits=Limits(
@@ -206,6 +207,7 @@ def policy() -> Policy:
             max_reshapes_per_cycle=100,
         ),
         time_slicing=TimeSlicing(max_replicas=8, workloads=classes),
+        cost_aware_stops=cost_aware,
     )
 
 
@@ -218,6 +220,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--synthetic-forecasts", action="store_true")
     parser.add_argument("--frame", action="store_true", help="history as the old long frame")
+    parser.add_argument("--cost-aware-stops", action="store_true", help="costAwareStops: true")
     args = parser.parse_args()
     report: dict[str, object] = {"jobs": args.jobs, "nodes": args.nodes}
     if args.synthetic_forecasts:
@@ -237,7 +240,7 @@ def main() -> None:
     snapshot = build_snapshot(args.jobs, args.nodes, args.pending, args.seed)
     report.update(snapshot_jobs=len(snapshot.jobs), snapshot_pods=len(snapshot.pods))
     wall, cpu = time.perf_counter(), time.process_time()
-    result = plan(snapshot, forecasts, policy(), NOW)
+    result = plan(snapshot, forecasts, policy(args.cost_aware_stops), NOW)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     kinds = [a.kind.value for a in result.actions]
     report.update(

@@ -76,6 +76,8 @@ class Reason(StrEnum):
     WHOLE_GPUS_FOR_PENDING = "WholeGpusForPendingJob"  # action: to 1 replica for multi-GPU pods
     # action: more replicas than the raise gate's memory budget lets fit (`plan.budget`)
     MEMORY_BUDGET_EXCEEDED = "MemoryBudgetExceeded"
+    # skip (`costAwareStops`): P(idle) x GPU-seconds freed <= (1 - P) x work and cold start risked
+    STOP_NOT_WORTH = "StopCostsMoreThanItFrees"
 
 
 @dataclass(frozen=True)

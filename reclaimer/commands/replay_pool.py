@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TextIO
 
+from reclaimer.forecast.forecaster import DEFAULT_METHOD
 from reclaimer.policy.settings import Policy
 from reclaimer.report.replay_data import RunRecord
 from reclaimer.simulate.planning import planner_for
@@ -45,6 +46,7 @@ class Inputs:
     # bytes as measured, on a node list that gives device memory, where no value applies
     # per `--memory-peak-gib` value, its memory series (a task's `memory_gib` picks one)
     memories: Mapping[float, FloatArray] = field(default_factory=dict)
+    forecaster: str = DEFAULT_METHOD  # which method answers the planner (`simulate --forecaster`)
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ def default_jobs() -> int:
 
 
 def _start(inputs: Inputs) -> None:
-    _worker[:] = [(inputs, planner_for(inputs.policy))]
+    _worker[:] = [(inputs, planner_for(inputs.policy, forecaster=inputs.forecaster))]
 
 
 def _replay(task: Task) -> Outcome:

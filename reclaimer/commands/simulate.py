@@ -43,6 +43,11 @@ GPU keep the correlation the trace's pods have; `random` at a seeded offset. `--
 X` transforms every profile to a fleet mean busy share of X before any replay (without it, the
 trace's own mean).
 
+Forecaster: `--forecaster NAME` has the planner act on any method `forecast-eval` scores
+(`reclaimer.forecast.forecaster.METHODS`: the default `pooled-logistic`, `burst-rate`, or a
+baseline rule such as `decayed-p95`), so the replay judges each by the same plans: its wrongful
+stops, lost GPU-hours and waits. It applies to the strategies that forecast (`forecast`).
+
 Restarts (`sim_sharing.restarts`): an OOM-killed container restarts in its pod, on the same node and
 device, after the kubelet's back-off, until its Job's `backoffLimit` (6) fails the job. Every
 such restart, and every start of a job that ran before, first loads its model: a cold start drawn
@@ -63,6 +68,7 @@ from typing import TextIO
 
 from reclaimer.commands import memory_flags, simulate_sweep, trace_paths
 from reclaimer.commands.flag_values import number_in
+from reclaimer.forecast.forecaster import DEFAULT_METHOD, METHODS
 from reclaimer.policy.settings import Policy, PolicyError, load_policy
 from reclaimer.simulate.planning import planner_for
 from reclaimer.simulate.pool.members import empty_pool
@@ -136,6 +142,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="threshold policy: idle this long before eviction (default 30m)",
     )
     parser.add_argument("--json", action="store_true", help="print only JSON on stdout")
+    parser.add_argument(
+        "--forecaster",
+        choices=list(METHODS),
+        default=DEFAULT_METHOD,
+        help=f"the method the planner acts on, any forecast-eval scores (default {DEFAULT_METHOD})",
+    )
     _sharing_arguments(parser)
     _load_arguments(parser)
     _restart_arguments(parser)
@@ -338,7 +350,7 @@ def run(args: argparse.Namespace) -> int:
         nodes,
         profiles,
         settings,
-        planner=planner_for(policy),
+        planner=planner_for(policy, forecaster=args.forecaster),
         on_progress=bar,
         memory=memory,
     )

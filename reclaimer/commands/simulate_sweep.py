@@ -284,6 +284,7 @@ def run(
         sharing=sharing[0],
         memory=sharing[1].get(None),
         memories={gib: m for gib, m in sharing[1].items() if gib is not None},
+        forecaster=args.forecaster,
     )
     first = sweep_grid.settings(args, every_node.measured_memory)[0]
     progress = replay_pool.Progress(sys.stderr, sweep_grid.distinct(tasks, first))

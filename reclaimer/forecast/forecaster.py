@@ -5,7 +5,9 @@ history (a `reclaimer.forecast.history.History`, or a long frame) at or before `
 (`reclaimer.forecast.features`), runs the default forecaster
 (`reclaimer.forecast.idle_model.pooled_logistic`, a logistic model refitted on the windows the
 history already settled, pooled over all jobs) and turns its answer into one `Forecast` per job.
-The controller and the simulator consume these through `plan()`.
+The controller and the simulator consume these through `plan()`. `method` names another of
+`METHODS` (every forecaster and baseline `forecast-eval` scores), so that the backtest can replay
+the same plan on a baseline's answers (`simulate --forecaster`).
 
 - `confidence` is the model's probability that every sample of the next horizon stays below the
   threshold; `idle` is `confidence >= min_confidence` (the operating point).
@@ -24,6 +26,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from reclaimer.forecast.baselines import BASELINES
 from reclaimer.forecast.features import Grid, at_or_above, build_grid
 from reclaimer.forecast.history import History
 from reclaimer.forecast.idle_model import (
@@ -41,6 +44,7 @@ from reclaimer.model import Forecast
 __all__ = [
     "DEFAULT_METHOD",
     "FORECASTERS",
+    "METHODS",
     "ForecastParams",
     "forecast",
     "forecasts_from",
@@ -48,18 +52,24 @@ __all__ = [
 
 DEFAULT_METHOD = POOLED_LOGISTIC
 FORECASTERS: dict[str, Forecaster] = {POOLED_LOGISTIC: pooled_logistic, BURST_RATE: burst_rate}
+# Every method `forecast-eval` scores, by name: the learned forecasters, then the baselines.
+METHODS: dict[str, Forecaster] = {**FORECASTERS, **BASELINES}
 
 
 def forecast(
-    history: History | pd.DataFrame, params: ForecastParams, now: float
+    history: History | pd.DataFrame,
+    params: ForecastParams,
+    now: float,
+    method: str = DEFAULT_METHOD,
 ) -> dict[str, Forecast]:
     """One `Forecast` per job in `history` (a `History` of jobs, or a long frame with columns
-    job, timestamp, value: both give the same answer for the same points); pure."""
+    job, timestamp, value: both give the same answer for the same points), by the forecaster
+    `method` names (a key of `METHODS`); pure."""
     if isinstance(history, History):
         grid = history.grid(now, params.lookback_seconds)
     else:
         grid = build_grid(history, now, params.lookback_seconds)
-    return forecasts_from(grid, FORECASTERS[DEFAULT_METHOD](grid, params), params)
+    return forecasts_from(grid, METHODS[method](grid, params), params)
 
 
 def predicted_idle_seconds(confidence: float, busy_now: bool, params: ForecastParams) -> float:

@@ -125,6 +125,9 @@ def _preempt_action(v: Victim, d: PendingDemand, ledger: Ledger, waited: float) 
         for r, by_node in v.placement.resources.items()
     )
     why = idle_note(v)
+    cost = v.stop_cost(resource_key(d.gpus, d.mig), d.gpus)
+    if cost is not None and v.idle:
+        why = f"{why}; {cost.text()}"
     if not v.idle:
         why = f"{v.busy_note}, taken because {d.job} has waited {format_duration(waited)}"
     detail = (

@@ -7,6 +7,8 @@ instance of one profile for a job asking another.
 Selection is greedy on pods gained per node (`free // pod_size`), each victim's gain capped at
 what is still missing so that among victims that would each suffice the most confidently idle
 wins; then victims the fit no longer needs are dropped again, which keeps the set small.
+With `costAwareStops`, an idle victim is usable for a gang only where stopping it is worth it for
+that gang (`reclaimer.plan.stop_cost`); one that is not is held back, saying both sides.
 Searches are memoised between pending jobs (see `Memo`) so that thousands of pending jobs do not
 each rescan every candidate.
 """
@@ -57,6 +59,8 @@ class Search:
     chosen: set[str] = field(default_factory=set)
     held_back: dict[str, Skip] = field(default_factory=dict)
     memo: Memo = field(default_factory=Memo)
+    # (victim, resource, gang GPUs) -> whether stopping it pays (`costAwareStops`)
+    worth: dict[tuple[str, str, int], bool] = field(default_factory=dict)
 
     def find(self, d: PendingDemand, victims: Sequence[Victim], busy: bool) -> list[Victim] | Skip:
         """Victims to preempt for `d`, or the skip saying why none make room."""
@@ -80,12 +84,31 @@ class Search:
             self.memo.pools[key] = known
             self.memo.stale.discard(key)
         holding = [v for v in known if v.placement.on(resource)]
+        if not busy:
+            holding = self._worth_stopping(d, resource, holding)
         free = self.ledger.free.of(resource)
         picked = _pick(holding, _Bins(free, resource), pod_gpus, pods, self.budget)
         if picked is None:
             self.memo.no_room[shape] = _unserved_skip(d, holding, self.budget, busy)
             return self.memo.no_room[shape]
         return picked
+
+    def _worth_stopping(
+        self, d: PendingDemand, resource: str, holding: list[Victim]
+    ) -> list[Victim]:
+        """The victims whose stop pays for `d` (all of them without the cost rule)."""
+        kept: list[Victim] = []
+        for v in holding:
+            shape = (v.key, resource, d.gpus)
+            if shape not in self.worth:
+                cost = v.stop_cost(resource, d.gpus)
+                self.worth[shape] = cost is None or cost.worth
+                if not self.worth[shape] and cost is not None and v.key not in self.held_back:
+                    detail = f"for {d.job}: {cost.text()}"
+                    self.held_back[v.key] = Skip(v.key, Reason.STOP_NOT_WORTH, detail)
+            if self.worth[shape]:
+                kept.append(v)
+        return kept
 
     def left_standing(self, v: Victim) -> Skip:
         if not v.idle:

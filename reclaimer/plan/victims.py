@@ -17,6 +17,10 @@ planner offers only to pending jobs that have waited that long, and only when th
 cannot make room. Candidates are ranked idle first, then by confidence, then by the least work a
 preemption would lose, then by lowest priority, then by key.
 
+With `costAwareStops`, `minConfidence` is not the cut: a forecast at or above `costAwareFloor` makes
+an idle candidate carrying the policy's `CostRule`, and the victim search stops it for a pending
+gang only when what it frees outweighs what it risks (`reclaimer.plan.stop_cost`).
+
 Confidence can be ranked in bands (`confidenceTieBand`, counted down from 1: with 0.05 the bands
 are (0.95, 1], (0.90, 0.95], ...), so that near-equal confidences tie and the work lost decides.
 Bands are fixed, not relative to the best candidate, so the ranking stays a total order
@@ -38,6 +42,7 @@ from reclaimer.decisions import Reason, Skip
 from reclaimer.forecast import wording
 from reclaimer.model import Forecast, Job, Queue, Snapshot, spares_a_retry
 from reclaimer.plan.capacity import Placement, is_opted_out
+from reclaimer.plan.stop_cost import CostRule, StopCost, stop_cost
 from reclaimer.policy.settings import VOLCANO_COOLDOWN, Policy
 from reclaimer.units import format_duration, parse_duration
 
@@ -52,6 +57,21 @@ class Victim:
     work_lost_seconds: float
     tie_band: float = 0.0  # the policy's confidenceTieBand
     busy_note: str = ""  # why it is not forecast idle; empty for an idle victim
+    cost_rule: CostRule | None = None  # `costAwareStops`: stopped only where it pays
+
+    def stop_cost(self, resource: str, gang_gpus: float) -> StopCost | None:
+        """What stopping it for a gang of `gang_gpus` on `resource` frees and risks; None
+        without the cost rule."""
+        if self.cost_rule is None:
+            return None
+        freed = min(float(sum(self.placement.on(resource).values())), gang_gpus)
+        return stop_cost(
+            self.forecast,
+            self.cost_rule,
+            gpus_freed=freed,
+            gpus_held=self.gpus,
+            work_lost_seconds=self.work_lost_seconds,
+        )
 
     @property
     def idle(self) -> bool:
@@ -174,11 +194,24 @@ def screen(
     busy = _busy_note(forecast, policy)
     if busy and policy.reclaim_busy_after_seconds is None:
         return Skip(job.key, Reason.NOT_IDLE, busy)
-    return Victim(job, forecast, placement, lost, policy.confidence_tie_band, busy)
+    rule = cost_rule(policy)
+    return Victim(job, forecast, placement, lost, policy.confidence_tie_band, busy, rule)
+
+
+def cost_rule(policy: Policy) -> CostRule | None:
+    """The policy's cost rule, or None when `costAwareStops` is off."""
+    if not policy.cost_aware_stops:
+        return None
+    return CostRule(policy.cold_start_seconds, policy.cost_aware_floor)
 
 
 def _busy_note(f: Forecast, policy: Policy) -> str:
     """Why a usable forecast does not call the job idle; empty when it does."""
+    if policy.cost_aware_stops:
+        if f.confidence < policy.cost_aware_floor:
+            floor = policy.cost_aware_floor
+            return f"{wording.odds_text(f)} below costAwareFloor {floor:.2f}"
+        return ""
     if not f.idle:
         return f"forecast busy: {wording.odds_text(f)}"
     if f.confidence < policy.min_confidence:

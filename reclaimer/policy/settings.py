@@ -167,6 +167,13 @@ class Policy:
     reclaim_busy_after_seconds: float | None = setting(
         None, as_optional_duration, "reclaimBusyAfter"
     )
+    # Opt-in cost-aware stops (`reclaimer.plan.stop_cost`): an idle job is stopped for a waiting
+    # gang only when P(idle) x the GPU-seconds it frees for it over the horizon exceed
+    # (1 - P) x its GPUs x (busy work since its checkpoint + `coldStart`). The rule replaces
+    # `minConfidence` as the cut, never below `costAwareFloor`.
+    cost_aware_stops: bool = setting(False, as_bool, "costAwareStops")
+    cold_start_seconds: float = setting(60.0, as_duration, "coldStart")
+    cost_aware_floor: float = setting(0.5, as_ratio, "costAwareFloor")
     # Room made for a pending job is in flight until the stopped job's pods are gone; one still
     # in flight after this long is reported (Event, metric, plan warning), never doubled.
     release_timeout_seconds: float = setting(600.0, as_positive_duration, "releaseTimeout")

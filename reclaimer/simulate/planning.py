@@ -9,6 +9,8 @@ time-sliced pool's reshapes in a fourth that only reshapes, on the pool's nodes:
 `SLOTS_PER_GPU` because that view shows the planner tenth-of-a-GPU slots (the node view for
 multi-GPU pods counts whole devices, so there it applies as written). The forecaster reads the
 policy's threshold and horizon, and the history it is given is capped at its own `lookback_seconds`.
+`forecaster` names the method that answers (`reclaimer.forecast.forecaster.METHODS`; the
+controller's default unless given), so a baseline can be judged by the same plans.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import replace
 import pandas as pd
 
 from reclaimer.decisions import Plan
-from reclaimer.forecast.forecaster import forecast
+from reclaimer.forecast.forecaster import DEFAULT_METHOD, forecast
 from reclaimer.forecast.params import ForecastParams, for_policy
 from reclaimer.model import Forecast, Snapshot
 from reclaimer.plan.planner import plan
@@ -51,8 +53,10 @@ def replay_policy(
     return replace(policy, limits=limits, actions=actions)
 
 
-def planner_for(policy: Policy, params: ForecastParams | None = None) -> ReplayPlanner:
-    """A `ReplayPlanner` running `forecast()` and `plan()` under `policy`."""
+def planner_for(
+    policy: Policy, params: ForecastParams | None = None, forecaster: str = DEFAULT_METHOD
+) -> ReplayPlanner:
+    """A `ReplayPlanner` running `forecast()` (by `forecaster`) and `plan()` under `policy`."""
     params = for_policy(policy, params)  # the controller's one conversion: minConfidence too
     applied = replay_policy(policy)
     in_devices = replay_policy(policy, 1)
@@ -60,7 +64,7 @@ def planner_for(policy: Policy, params: ForecastParams | None = None) -> ReplayP
     reshaping = replay_policy(policy, reshapes=True)
 
     def run_forecast(history: pd.DataFrame, now: float) -> Mapping[str, Forecast]:
-        return forecast(history, params, now)
+        return forecast(history, params, now, forecaster)
 
     def run_plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], now: float) -> Plan:
         return plan(snapshot, forecasts, applied, now)
