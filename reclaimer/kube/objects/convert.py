@@ -271,7 +271,7 @@ def to_cluster_view(
         priorities[f.name(pc)] = f.int_field(pc.get("value"), 0)
     owners = OwnerIndex([*objs.workloads, *objs.volcano_jobs, *objs.controllers])
     ctx = _Context(
-        _jobs(objs, owners, priorities, problems),
+        _jobs(_with_template_claims(objs, gpu_classes), owners, priorities, problems),
         {f.key(pg): pg for pg in objs.podgroups},
         priorities,
         owners,
@@ -303,6 +303,21 @@ def to_cluster_view(
         problems=tuple(problems),
         unmanaged=MappingProxyType(dict(sorted(ctx.unmanaged.items()))),
         crashes=crashed,
+    )
+
+
+def _with_template_claims(objs: ClusterObjects, gpus: dra.GpuClasses | None) -> ClusterObjects:
+    """The workloads and Volcano Jobs as their GPU count reads them, with the GPUs their pod
+    templates' ResourceClaimTemplates ask for (`dra.with_claimed_gpus`)."""
+    slots = dra.template_slots(
+        objs.resource_claim_templates, objs.resource_slices, objs.device_classes, gpus
+    )
+    if not slots:
+        return objs
+    return dataclasses.replace(
+        objs,
+        workloads=[dra.with_claimed_gpus(o, slots) for o in objs.workloads],
+        volcano_jobs=[dra.with_claimed_gpus(o, slots) for o in objs.volcano_jobs],
     )
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from reclaimer.devices import MIG_PREFIX, WHOLE_GPU
+from reclaimer.devices import dra_resource
 from reclaimer.kube.objects import fields as f
 from reclaimer.model import Node
 
@@ -90,10 +90,9 @@ def _attr(device: Obj, name: str) -> str:
     return ""
 
 
-def _resource(device: Obj) -> str:
-    if _attr(device, "type") == "mig" and _attr(device, "profile"):
-        return MIG_PREFIX + _attr(device, "profile")
-    return WHOLE_GPU
+def _resource(driver: str, device: Obj) -> str:
+    profile = _attr(device, "profile") if _attr(device, "type") == "mig" else ""
+    return dra_resource(driver, profile)
 
 
 def index_slices(slices: Iterable[Obj], gpus: GpuClasses) -> _Index:
@@ -106,7 +105,7 @@ def index_slices(slices: Iterable[Obj], gpus: GpuClasses) -> _Index:
             continue
         pool = str(f.dig(spec, "pool", "name") or "")
         for device in spec.get("devices") or []:
-            res = _resource(device)
+            res = _resource(driver, device)
             index.devices[(driver, pool, str(device.get("name", "")))] = _Device(node, res)
             mine = index.offers.setdefault(node, {})
             mine[res] = mine.get(res, 0) + 1
@@ -118,31 +117,33 @@ def node_offers(slices: Iterable[Obj], gpus: GpuClasses) -> dict[str, dict[str, 
     return index_slices(slices, gpus).offers
 
 
-def gpu_classes(device_classes: Iterable[Obj], gpus: GpuClasses) -> frozenset[str]:
-    """The policy's GPU classes, and any DeviceClass whose CEL selector picks a GPU driver."""
-    names = set(gpus.classes)
+def gpu_classes(device_classes: Iterable[Obj], gpus: GpuClasses) -> dict[str, str]:
+    """GPU device class -> the driver whose devices it selects: the policy's classes (NVIDIA's
+    `gpu.nvidia.com` and `mig.nvidia.com` both select `gpu.nvidia.com` devices), and any
+    DeviceClass whose CEL selector names a GPU driver (`device.driver == "..."`)."""
+    out = dict.fromkeys(gpus.classes, gpus.drivers[0] if gpus.drivers else "")
     for dc in device_classes:
         for sel in f.dig(dc, "spec", "selectors") or []:
             expr = str(f.dig(sel, "cel", "expression") or "")
-            if any(d in gpus.drivers for d in _DRIVER.findall(expr)):
-                names.add(f.name(dc))
-    return frozenset(names)
+            named = [d for d in _DRIVER.findall(expr) if d in gpus.drivers]
+            if named:
+                out[f.name(dc)] = named[0]
+    return out
 
 
-def _requested(spec: Any, classes: frozenset[str], index: _Index) -> dict[str, int]:
-    """GPU slots by resource a ResourceClaimSpec asks for (its first alternative, if any)."""
+def _requested(spec: Any, classes: Mapping[str, str], index: _Index) -> dict[str, int]:
+    """GPU slots by resource a ResourceClaimSpec asks for (its first alternative, if any); a
+    MIG profile is read from the request's CEL selectors."""
     out: dict[str, int] = {}
     for req in f.dig(spec, "devices", "requests") or []:
         alternatives = req.get("firstAvailable") or [req.get("exactly") or req]
         ask = alternatives[0]
-        cls = str(ask.get("deviceClassName", ""))
-        if cls not in classes:
+        driver = classes.get(str(ask.get("deviceClassName", "")))
+        if driver is None:
             continue
-        text = " ".join(
-            str(f.dig(s, "cel", "expression") or "") for s in ask.get("selectors") or []
-        )
-        profile = _PROFILE.search(text)
-        res = MIG_PREFIX + profile.group(1) if profile else WHOLE_GPU
+        exprs = (str(f.dig(s, "cel", "expression") or "") for s in ask.get("selectors") or [])
+        profile = _PROFILE.search(" ".join(exprs))
+        res = dra_resource(driver, profile.group(1) if profile else "")
         if ask.get("allocationMode") == "All":
             n = max((o.get(res, 0) for o in index.offers.values()), default=0)
         else:
@@ -158,7 +159,7 @@ def _allocated(claim: Obj, index: _Index, gpus: GpuClasses) -> list[_Device]:
         if driver not in gpus.drivers:
             continue
         key = (driver, str(r.get("pool", "")), str(r.get("device", "")))
-        out.append(index.devices.get(key) or _Device(str(r.get("pool", "")), WHOLE_GPU))
+        out.append(index.devices.get(key) or _Device("", dra_resource(driver)))
     return out
 
 
@@ -236,7 +237,7 @@ class _Asked:
 
     claims: Mapping[str, Obj]
     templates: Mapping[str, Obj]
-    classes: frozenset[str]
+    classes: Mapping[str, str]
     index: _Index
 
     def of_pod(self, pod: Obj, problems: list[str]) -> dict[str, int]:
@@ -255,6 +256,54 @@ class _Asked:
             for res, n in _requested(spec, self.classes, self.index).items():
                 out[res] = out.get(res, 0) + n
         return out
+
+
+def template_slots(
+    templates: Sequence[Obj],
+    slices: Sequence[Obj],
+    device_classes: Sequence[Obj],
+    gpus: GpuClasses | None = None,
+) -> dict[str, dict[str, int]]:
+    """ "namespace/name" of each ResourceClaimTemplate -> the GPU slots its claims ask for."""
+    gpus = gpus or GpuClasses()
+    index = index_slices(slices, gpus)
+    classes = gpu_classes(device_classes, gpus)
+    out = {f.key(t): _requested(f.dig(t, "spec", "spec"), classes, index) for t in templates}
+    return {k: v for k, v in out.items() if v}
+
+
+def with_claimed_gpus(obj: Obj, slots: Mapping[str, Mapping[str, int]]) -> Obj:
+    """A workload whose pod templates get GPUs from ResourceClaimTemplates, as the slot
+    counters read it: a copy in which each such pod template carries its templates' GPUs as one
+    more container's limits (`fields.pod_spec_slots` counts containers). A claim named by
+    `resourceClaimName` is shared and outlives the pods: a new pod needs no devices for it.
+    Only for counting; the object is never written back. Without template claims: `obj`."""
+    ns = f.namespace(obj)
+
+    def walk(node: Any) -> tuple[Any, bool]:
+        if isinstance(node, list):
+            items = [walk(v) for v in node]
+            return [v for v, _ in items], any(c for _, c in items)
+        if not isinstance(node, dict):
+            return node, False
+        items_ = {k: walk(v) for k, v in node.items()}
+        out = {k: v for k, (v, _) in items_.items()}
+        changed = any(c for _, c in items_.values())
+        claimed: dict[str, int] = {}
+        if isinstance(node.get("containers"), list):
+            for ref in node.get("resourceClaims") or []:
+                name = ref.get("resourceClaimTemplateName") if isinstance(ref, dict) else None
+                for res, n in slots.get(f"{ns}/{name}", {}).items() if name else ():
+                    claimed[res] = claimed.get(res, 0) + n
+        if claimed:
+            limits = {res: str(n) for res, n in claimed.items()}
+            extra = {"name": "gpu-reclaim.io/dra-claims", "resources": {"limits": limits}}
+            out["containers"] = [*out["containers"], extra]
+            changed = True
+        return out, changed
+
+    copied, changed = walk(obj)
+    return copied if changed else obj
 
 
 def no_claims() -> ClaimCounts:

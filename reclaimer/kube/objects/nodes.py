@@ -73,18 +73,17 @@ def node(
 def _dra_node(
     obj: Obj, classes: Iterable[str], devices: Mapping[str, float], dra: Mapping[str, int]
 ) -> Node:
-    """A node whose GPUs (all, or some beside the device plugin's) come from DRA: its slots are
-    its devices, one each, with no time-slice replicas (sharing under DRA is per claim)."""
+    """A node whose GPUs (all, or some beside the device plugin's) come from DRA: one slot per
+    device, by resource (`Node.mig`), with no time-slice replicas (DRA shares per claim)."""
     offered = {name: int(n) for name, n in devices.items() if n > 0}
-    for name, n in dra.items():
-        offered[name] = offered.get(name, 0) + n
-    whole_only = set(offered) <= {WHOLE_GPU}
+    offered.update(dra)
+    whole = offered.get(WHOLE_GPU, 0) + sum(n for r, n in dra.items() if "/mig-" not in r)
     return Node(
         name=f.name(obj),
-        gpus=offered.get(WHOLE_GPU, 0),
+        gpus=whole,
         workload_classes=tuple(sorted(set(classes))),
         last_reshape=f.timestamp(f.annotations_of(obj).get(r.LAST_RESHAPE)),
-        mig=MappingProxyType({}) if whole_only else MappingProxyType(dict(sorted(offered.items()))),
+        mig=MappingProxyType(dict(sorted(offered.items()))),
         dra=True,
     )
 

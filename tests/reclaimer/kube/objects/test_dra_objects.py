@@ -12,7 +12,7 @@ from draobjects import claim, device_class, pod_with_claim, resource_slice, temp
 from reclaimer.kube.objects.convert import ClusterObjects, group_by_kind, to_cluster_view
 from reclaimer.kube.objects.dra import GpuClasses
 
-GPU = "nvidia.com/gpu"
+DRA = "dra:gpu.nvidia.com"  # a resource of its own: no device-plugin slot holds it
 
 
 def _pod(name: str, node: str | None = "n1", ns: str = "ns") -> dict[str, Any]:
@@ -63,7 +63,8 @@ def test_running_pod_holds_its_claims_devices_and_the_node_its_slices() -> None:
     (job,) = view.jobs  # a bare GPU pod is its own gang, of its claim's 2 GPUs
     assert job.gpus == 2
     (node,) = view.nodes
-    assert (node.name, node.gpus, node.dra, dict(node.mig)) == ("n1", 4, True, {})
+    assert (node.name, node.gpus, node.dra, dict(node.mig)) == ("n1", 4, True, {DRA: 4})
+    assert dict(p.mig) == {DRA: 2}
 
 
 def test_pending_pod_asks_what_its_template_asks_until_its_claim_is_made() -> None:
@@ -103,7 +104,7 @@ def test_claim_two_pods_share_is_held_on_its_node_and_no_pods() -> None:
     view = to_cluster_view(_objects(pods, [shared]), 0.0)
     assert [(p.key, p.gpus) for p in view.pods] == []  # bare pods with no GPU of their own
     (node,) = view.nodes
-    assert (dict(node.claims_held), dict(node.claims_releasing)) == ({GPU: 1}, {})
+    assert (dict(node.claims_held), dict(node.claims_releasing)) == ({DRA: 1}, {})
 
 
 def test_claim_no_live_pod_reserves_is_releasing_on_its_node() -> None:
@@ -111,7 +112,7 @@ def test_claim_no_live_pod_reserves_is_releasing_on_its_node() -> None:
     left = claim("left", "ns", node="n1", devices=(0, 1), reserved_for=(gone,))
     view = to_cluster_view(_objects([], [left]), 0.0)
     (node,) = view.nodes
-    assert (dict(node.claims_held), dict(node.claims_releasing)) == ({}, {GPU: 2})
+    assert (dict(node.claims_held), dict(node.claims_releasing)) == ({}, {DRA: 2})
 
 
 def test_devices_of_other_drivers_are_not_gpus() -> None:
@@ -160,7 +161,7 @@ def test_mig_devices_are_slots_of_their_profile() -> None:
         **{**objs.__dict__, "resource_slices": [resource_slice("n1", 7, mig="1g.10gb")]}
     )
     (node,) = to_cluster_view(objs, 0.0).nodes
-    assert dict(node.mig) == {"nvidia.com/mig-1g.10gb": 7}
+    assert dict(node.mig) == {"dra:gpu.nvidia.com/mig-1g.10gb": 7}
 
 
 @pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
@@ -186,3 +187,25 @@ def test_beta_objects_read_the_same(version: str) -> None:
     assert [(p.key, p.gpus) for p in view.pods] == [("ns/a", 2), ("ns/w", 2)]
     assert [(d.job, d.gpus) for d in view.pending] == [("ns/w", 2)]
     assert [(n.name, n.gpus) for n in view.nodes] == [("n1", 4)]
+
+
+def test_a_workload_counts_the_gpus_its_pod_templates_claims_ask_for() -> None:
+    """A suspended job has no pods: its size, what a resume must fit, is its templates'."""
+    pod_spec = pod_with_claim({"spec": {"containers": [{"name": "main"}]}}, template_name="gpus")
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "train", "namespace": "ns", "uid": "u1", "creationTimestamp": 10},
+        "spec": {
+            "runPolicy": {"suspend": True},
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": {"spec": pod_spec["spec"]}},
+                "Worker": {"replicas": 3, "template": {"spec": copy.deepcopy(pod_spec["spec"])}},
+            },
+        },
+    }
+    objs = _objects([], [])
+    view = to_cluster_view(ClusterObjects(**{**objs.__dict__, "workloads": [job]}), 0.0)
+    (found,) = view.jobs
+    assert (found.key, found.gpus, found.suspended) == ("ns/train", 8, True)  # 4 pods x 2
+    assert "gpu-reclaim.io/dra-claims" not in str(job)  # counted on a copy
