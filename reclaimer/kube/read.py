@@ -21,6 +21,7 @@ from reclaimer.kube.client import KubeApi, KubeError, call
 from reclaimer.kube.objects import kinds
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.objects.convert import ClusterObjects, to_cluster_view
+from reclaimer.kube.objects.dra import GpuClasses
 from reclaimer.model import ClusterView
 
 log = logging.getLogger(__name__)
@@ -211,15 +212,22 @@ def list_objects(api: KubeApi, device_plugin: r.ConfigMapRef) -> ClusterObjects:
 
 
 def read_cluster_sync(
-    api: KubeApi, now: float, device_plugin: r.ConfigMapRef | None = None
+    api: KubeApi,
+    now: float,
+    device_plugin: r.ConfigMapRef | None = None,
+    gpu_classes: GpuClasses | None = None,
 ) -> ClusterView:
-    """List and convert (blocking). Raises `ClusterReadError` on incomplete data."""
+    """List and convert (blocking). Raises `ClusterReadError` on incomplete data.
+    `gpu_classes`: which DRA drivers and device classes are GPUs (the policy's `dra`)."""
     ref = device_plugin or r.ConfigMapRef()
-    return to_cluster_view(list_objects(api, ref), now, ref)
+    return to_cluster_view(list_objects(api, ref), now, ref, gpu_classes)
 
 
 async def read_cluster(
-    api: KubeApi, now: float, device_plugin: r.ConfigMapRef | None = None
+    api: KubeApi,
+    now: float,
+    device_plugin: r.ConfigMapRef | None = None,
+    gpu_classes: GpuClasses | None = None,
 ) -> ClusterView:
     """`read_cluster_sync` in a worker thread, for the controller's event loop."""
-    return await asyncio.to_thread(read_cluster_sync, api, now, device_plugin)
+    return await asyncio.to_thread(read_cluster_sync, api, now, device_plugin, gpu_classes)

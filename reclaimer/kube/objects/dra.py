@@ -26,7 +26,8 @@ How the reclaimer counts them:
 - A pod whose claim is not allocated yet (or not created yet) asks for what its claim, or its
   template, requests: `exactly.count` devices (1 by default) of a GPU device class, or, for
   `allocationMode: All`, as many as the largest node offers of that class.
-Which drivers and device classes are GPUs is `GpuClasses` (NVIDIA's by default).
+Which drivers and device classes are GPUs is the policy's `dra` section (`GpuClasses`, NVIDIA's
+by default).
 """
 
 from __future__ import annotations
@@ -41,20 +42,13 @@ from typing import Any
 from reclaimer.devices import dra_resource
 from reclaimer.kube.objects import fields as f
 from reclaimer.model import Node
+from reclaimer.policy.settings import Dra
+
+GpuClasses = Dra  # which DRA drivers and device classes are GPUs: the policy says
 
 Obj = f.Obj
-NVIDIA_DRIVERS = ("gpu.nvidia.com",)
-NVIDIA_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com")
 _PROFILE = re.compile(r"profile\W[^=]*==\s*['\"]([0-9a-z.+]+)['\"]")
 _DRIVER = re.compile(r"device\.driver\s*==\s*['\"]([^'\"]+)['\"]")
-
-
-@dataclass(frozen=True)
-class GpuClasses:
-    """The DRA drivers whose devices are GPUs, and the device classes that ask for them."""
-
-    drivers: tuple[str, ...] = NVIDIA_DRIVERS
-    classes: tuple[str, ...] = NVIDIA_CLASSES
 
 
 @dataclass(frozen=True)
@@ -101,7 +95,7 @@ def index_slices(slices: Iterable[Obj], gpus: GpuClasses) -> _Index:
     for s in slices:
         spec = s.get("spec") or {}
         driver, node = str(spec.get("driver", "")), str(spec.get("nodeName") or "")
-        if driver not in gpus.drivers or not node:
+        if driver not in gpus.gpu_drivers or not node:
             continue
         pool = str(f.dig(spec, "pool", "name") or "")
         for device in spec.get("devices") or []:
@@ -121,11 +115,11 @@ def gpu_classes(device_classes: Iterable[Obj], gpus: GpuClasses) -> dict[str, st
     """GPU device class -> the driver whose devices it selects: the policy's classes (NVIDIA's
     `gpu.nvidia.com` and `mig.nvidia.com` both select `gpu.nvidia.com` devices), and any
     DeviceClass whose CEL selector names a GPU driver (`device.driver == "..."`)."""
-    out = dict.fromkeys(gpus.classes, gpus.drivers[0] if gpus.drivers else "")
+    out = dict.fromkeys(gpus.gpu_device_classes, gpus.gpu_drivers[0] if gpus.gpu_drivers else "")
     for dc in device_classes:
         for sel in f.dig(dc, "spec", "selectors") or []:
             expr = str(f.dig(sel, "cel", "expression") or "")
-            named = [d for d in _DRIVER.findall(expr) if d in gpus.drivers]
+            named = [d for d in _DRIVER.findall(expr) if d in gpus.gpu_drivers]
             if named:
                 out[f.name(dc)] = named[0]
     return out
@@ -156,7 +150,7 @@ def _allocated(claim: Obj, index: _Index, gpus: GpuClasses) -> list[_Device]:
     out = []
     for r in f.dig(claim, "status", "allocation", "devices", "results") or []:
         driver = str(r.get("driver", ""))
-        if driver not in gpus.drivers:
+        if driver not in gpus.gpu_drivers:
             continue
         key = (driver, str(r.get("pool", "")), str(r.get("device", "")))
         out.append(index.devices.get(key) or _Device("", dra_resource(driver)))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from dra_world import dra_objects
 from fakeapi import FakeCluster
 from fakeapi import resourceclaims as rc
@@ -93,3 +94,23 @@ def test_an_idle_dra_job_is_stopped_held_in_flight_until_its_claim_is_freed_and_
     assert [(a["kind"], a["target"]) for a in fifth["plan"]["actions"]] == [("resume", IDLE)]
     assert [o["outcome"] for o in fifth["outcomes"]] == ["applied"], fifth["outcomes"]
     assert not _suspended(cluster, "notebook")
+
+
+def test_a_dump_with_dra_objects_plans_as_the_live_cluster(
+    prom: PromServer, kubeconfig: Path, cluster: FakeCluster, tmp_path: Path, now: float
+) -> None:
+    """`kubectl get ... -o yaml` of the same objects, read with `--cluster-file`."""
+    rc.reconcile(cluster)
+    dump = tmp_path / "dump.yaml"
+    items = [o for objs in cluster.objects.values() for o in objs.values()]
+    dump.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    code, live, err = cycle(prom.url, kubeconfig)
+    assert code == 0, err
+    code, offline, err = cycle(prom.url, kubeconfig, "--cluster-file", str(dump))
+    assert code == 0, err
+    assert preempted(live) == [IDLE]
+    assert [(a["kind"], a["target"], a["reason"]) for a in offline["plan"]["actions"]] == [
+        (a["kind"], a["target"], a["reason"]) for a in live["plan"]["actions"]
+    ]
+    assert skips(offline) == skips(live)
+    assert offline["fleet"] == live["fleet"]

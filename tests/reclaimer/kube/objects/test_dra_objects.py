@@ -134,7 +134,7 @@ def test_gpu_drivers_and_classes_are_a_setting() -> None:
     objs = ClusterObjects(
         **{**objs.__dict__, "resource_slices": [resource_slice("n1", 2, driver="gpu.example.com")]}
     )
-    view = to_cluster_view(objs, 0.0, gpu_classes=GpuClasses(drivers=("gpu.example.com",)))
+    view = to_cluster_view(objs, 0.0, gpu_classes=GpuClasses(gpu_drivers=("gpu.example.com",)))
     assert [(p.key, p.gpus) for p in view.pods] == [("ns/a", 1)]
     assert [(n.name, n.gpus) for n in view.nodes] == [("n1", 2)]
 
