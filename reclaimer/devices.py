@@ -44,6 +44,11 @@ def is_dra(resource: str) -> bool:
     return resource.startswith(DRA_PREFIX)
 
 
+def is_dra_gpu(resource: str) -> bool:
+    """A whole GPU allocated through DRA (not one of its MIG devices)."""
+    return is_dra(resource) and "/mig-" not in resource
+
+
 def slots_by_resource(gpus: int, mig: Mapping[str, int]) -> dict[str, int]:
     """Slots per device resource for `gpus` slots of which `mig` ask for MIG profiles."""
     out = {WHOLE_GPU: gpus - sum(mig.values())}

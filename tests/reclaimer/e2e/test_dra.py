@@ -61,6 +61,7 @@ def test_an_idle_dra_job_is_stopped_held_in_flight_until_its_claim_is_freed_and_
     detail = first["plan"]["actions"][0]["evidence"]["detail"]
     assert "frees 2 GPUs through DRA (gpu.nvidia.com)" in detail, detail
     assert skips(first)[BUSY] == "NotForecastIdle"
+    assert (first["fleet"]["allocated_gpu_slots"], first["fleet"]["allocated_gpus"]) == (4, 4.0)
     assert _suspended(cluster, "notebook") and not _suspended(cluster, "train")
 
     cluster.delete(PODS, "research", "notebook-master-0", dry=False)  # its operator's part
