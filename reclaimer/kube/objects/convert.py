@@ -17,7 +17,16 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from reclaimer.devices import slots_by_resource
-from reclaimer.kube.objects import crashes, disruption, dra, gangs, kinds, trainjob, workloads
+from reclaimer.kube.objects import (
+    crashes,
+    disruption,
+    dra,
+    dra_templates,
+    gangs,
+    kinds,
+    trainjob,
+    workloads,
+)
 from reclaimer.kube.objects import fields as f
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.objects.nodes import device_plugin_data, node
@@ -308,16 +317,16 @@ def to_cluster_view(
 
 def _with_template_claims(objs: ClusterObjects, gpus: dra.GpuClasses | None) -> ClusterObjects:
     """The workloads and Volcano Jobs as their GPU count reads them, with the GPUs their pod
-    templates' ResourceClaimTemplates ask for (`dra.with_claimed_gpus`)."""
-    slots = dra.template_slots(
+    templates' ResourceClaimTemplates ask for (`dra_templates.with_claimed_gpus`)."""
+    slots = dra_templates.template_slots(
         objs.resource_claim_templates, objs.resource_slices, objs.device_classes, gpus
     )
     if not slots:
         return objs
     return dataclasses.replace(
         objs,
-        workloads=[dra.with_claimed_gpus(o, slots) for o in objs.workloads],
-        volcano_jobs=[dra.with_claimed_gpus(o, slots) for o in objs.volcano_jobs],
+        workloads=[dra_templates.with_claimed_gpus(o, slots) for o in objs.workloads],
+        volcano_jobs=[dra_templates.with_claimed_gpus(o, slots) for o in objs.volcano_jobs],
     )
 
 

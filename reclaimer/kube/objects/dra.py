@@ -73,9 +73,10 @@ class _Index:
     offers: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> resource -> n
 
 
-def _attr(device: Obj, name: str) -> str:
+def _attr(driver: str, device: Obj, name: str) -> str:
+    """A device's string attribute, by its name alone or qualified by the driver's domain."""
     attrs = device.get("attributes") or f.dig(device, "basic", "attributes") or {}
-    for key in (name, f"gpu.nvidia.com/{name}"):
+    for key in (name, f"{driver}/{name}"):
         value = attrs.get(key) if isinstance(attrs, dict) else None
         if isinstance(value, dict):
             found = value.get("string", value.get("version"))
@@ -85,19 +86,30 @@ def _attr(device: Obj, name: str) -> str:
 
 
 def _resource(driver: str, device: Obj) -> str:
-    profile = _attr(device, "profile") if _attr(device, "type") == "mig" else ""
+    mig = _attr(driver, device, "type") == "mig"
+    profile = _attr(driver, device, "profile") if mig else ""
     return dra_resource(driver, profile)
 
 
 def index_slices(slices: Iterable[Obj], gpus: GpuClasses) -> _Index:
-    """Every GPU device the node-local ResourceSlices publish, by (driver, pool, device)."""
+    """Every GPU device the node-local ResourceSlices publish, by (driver, pool, device); of a
+    pool only the slices of its newest `pool.generation` count, as the scheduler's allocator
+    does (k8s.io/dynamic-resource-allocation structured/pools.go)."""
     index = _Index()
-    for s in slices:
+    gpu_slices = [s for s in slices if str(f.dig(s, "spec", "driver") or "") in gpus.gpu_drivers]
+    newest: dict[tuple[str, str], int] = {}
+    for s in gpu_slices:  # a pool's slices of an older generation are stale (being replaced)
+        key = (str(f.dig(s, "spec", "driver")), str(f.dig(s, "spec", "pool", "name") or ""))
+        newest[key] = max(
+            newest.get(key, 0), f.int_field(f.dig(s, "spec", "pool", "generation"), 0)
+        )
+    for s in gpu_slices:
         spec = s.get("spec") or {}
         driver, node = str(spec.get("driver", "")), str(spec.get("nodeName") or "")
-        if driver not in gpus.gpu_drivers or not node:
-            continue
         pool = str(f.dig(spec, "pool", "name") or "")
+        generation = f.int_field(f.dig(spec, "pool", "generation"), 0)
+        if not node or generation < newest[(driver, pool)]:
+            continue
         for device in spec.get("devices") or []:
             res = _resource(driver, device)
             index.devices[(driver, pool, str(device.get("name", "")))] = _Device(node, res)
@@ -125,7 +137,7 @@ def gpu_classes(device_classes: Iterable[Obj], gpus: GpuClasses) -> dict[str, st
     return out
 
 
-def _requested(spec: Any, classes: Mapping[str, str], index: _Index) -> dict[str, int]:
+def requested(spec: Any, classes: Mapping[str, str], index: _Index) -> dict[str, int]:
     """GPU slots by resource a ResourceClaimSpec asks for (its first alternative, if any); a
     MIG profile is read from the request's CEL selectors."""
     out: dict[str, int] = {}
@@ -247,57 +259,9 @@ class _Asked:
             if spec is None:
                 problems.append(f"Pod {f.key(pod)}: a resource claim it names is not found")
                 continue
-            for res, n in _requested(spec, self.classes, self.index).items():
+            for res, n in requested(spec, self.classes, self.index).items():
                 out[res] = out.get(res, 0) + n
         return out
-
-
-def template_slots(
-    templates: Sequence[Obj],
-    slices: Sequence[Obj],
-    device_classes: Sequence[Obj],
-    gpus: GpuClasses | None = None,
-) -> dict[str, dict[str, int]]:
-    """ "namespace/name" of each ResourceClaimTemplate -> the GPU slots its claims ask for."""
-    gpus = gpus or GpuClasses()
-    index = index_slices(slices, gpus)
-    classes = gpu_classes(device_classes, gpus)
-    out = {f.key(t): _requested(f.dig(t, "spec", "spec"), classes, index) for t in templates}
-    return {k: v for k, v in out.items() if v}
-
-
-def with_claimed_gpus(obj: Obj, slots: Mapping[str, Mapping[str, int]]) -> Obj:
-    """A workload whose pod templates get GPUs from ResourceClaimTemplates, as the slot
-    counters read it: a copy in which each such pod template carries its templates' GPUs as one
-    more container's limits (`fields.pod_spec_slots` counts containers). A claim named by
-    `resourceClaimName` is shared and outlives the pods: a new pod needs no devices for it.
-    Only for counting; the object is never written back. Without template claims: `obj`."""
-    ns = f.namespace(obj)
-
-    def walk(node: Any) -> tuple[Any, bool]:
-        if isinstance(node, list):
-            items = [walk(v) for v in node]
-            return [v for v, _ in items], any(c for _, c in items)
-        if not isinstance(node, dict):
-            return node, False
-        items_ = {k: walk(v) for k, v in node.items()}
-        out = {k: v for k, (v, _) in items_.items()}
-        changed = any(c for _, c in items_.values())
-        claimed: dict[str, int] = {}
-        if isinstance(node.get("containers"), list):
-            for ref in node.get("resourceClaims") or []:
-                name = ref.get("resourceClaimTemplateName") if isinstance(ref, dict) else None
-                for res, n in slots.get(f"{ns}/{name}", {}).items() if name else ():
-                    claimed[res] = claimed.get(res, 0) + n
-        if claimed:
-            limits = {res: str(n) for res, n in claimed.items()}
-            extra = {"name": "gpu-reclaim.io/dra-claims", "resources": {"limits": limits}}
-            out["containers"] = [*out["containers"], extra]
-            changed = True
-        return out, changed
-
-    copied, changed = walk(obj)
-    return copied if changed else obj
 
 
 def no_claims() -> ClaimCounts:

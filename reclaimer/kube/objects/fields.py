@@ -116,7 +116,7 @@ def gpu_amount(resources: object, resource: str = WHOLE_GPU) -> float | None:
 
 def device_amounts(resources: object) -> dict[str, float]:
     """Device resources (`nvidia.com/gpu`, `nvidia.com/mig-*`; `dra:*`, only ever in what
-    `dra.with_claimed_gpus` derives) in a resource list."""
+    `dra_templates.with_claimed_gpus` derives) in a resource list."""
     if not isinstance(resources, dict):
         return {}
     names = [str(r) for r in resources if r == WHOLE_GPU or is_mig(str(r)) or is_dra(str(r))]

@@ -209,3 +209,14 @@ def test_a_workload_counts_the_gpus_its_pod_templates_claims_ask_for() -> None:
     (found,) = view.jobs
     assert (found.key, found.gpus, found.suspended) == ("ns/train", 8, True)  # 4 pods x 2
     assert "gpu-reclaim.io/dra-claims" not in str(job)  # counted on a copy
+
+
+def test_a_pools_older_generation_of_slices_is_stale() -> None:
+    """A driver republishing a pool bumps `pool.generation`; the old slices are being replaced."""
+    old, new = resource_slice("n1", 8), resource_slice("n1", 4)
+    old["metadata"]["name"] += "-old"
+    new["spec"]["pool"]["generation"] = 2
+    objs = _objects([], [])
+    objs = ClusterObjects(**{**objs.__dict__, "resource_slices": [old, new]})
+    (node,) = to_cluster_view(objs, 0.0).nodes
+    assert dict(node.mig) == {DRA: 4}
