@@ -20,7 +20,9 @@ How the reclaimer counts them:
 - An allocated claim reserved by exactly one live pod is that pod's: its GPUs are the pod's
   slots, freed when the pod goes (room in flight while it terminates).
 - An allocated claim that several pods reserve is shared: its devices stay taken until every
-  one of them is gone, so they are counted on the node as *held*, never as any job's room.
+  one of them is gone, so they are counted on the node as *held*, never as any job's room. So is
+  a device several claims hold (each result with its `shareID`: consumable capacity), once.
+  An `adminAccess` result (monitoring beside the device's user) holds nothing.
 - An allocated claim no live pod reserves is waiting for the controller to deallocate it: its
   devices are counted on the node as *releasing*, room that is coming.
 - A pod whose claim is not allocated yet (or not created yet) asks for what its claim, or its
@@ -67,9 +69,12 @@ class _Device:
     resource: str
 
 
+_DeviceKey = tuple[str, str, str]  # (driver, pool, device)
+
+
 @dataclass
 class _Index:
-    devices: dict[tuple[str, str, str], _Device] = field(default_factory=dict)
+    devices: dict[_DeviceKey, _Device] = field(default_factory=dict)
     offers: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> resource -> n
 
 
@@ -145,7 +150,7 @@ def requested(spec: Any, classes: Mapping[str, str], index: _Index) -> dict[str,
         alternatives = req.get("firstAvailable") or [req.get("exactly") or req]
         ask = alternatives[0]
         driver = classes.get(str(ask.get("deviceClassName", "")))
-        if driver is None:
+        if driver is None or ask.get("adminAccess"):
             continue
         exprs = (str(f.dig(s, "cel", "expression") or "") for s in ask.get("selectors") or [])
         profile = _PROFILE.search(" ".join(exprs))
@@ -158,14 +163,16 @@ def requested(spec: Any, classes: Mapping[str, str], index: _Index) -> dict[str,
     return out
 
 
-def _allocated(claim: Obj, index: _Index, gpus: GpuClasses) -> list[_Device]:
+def _allocated(claim: Obj, index: _Index, gpus: GpuClasses) -> list[tuple[_DeviceKey, _Device]]:
+    """The GPU devices a claim's allocation holds; an `adminAccess` result (monitoring access
+    beside whoever holds the device) holds none."""
     out = []
     for r in f.dig(claim, "status", "allocation", "devices", "results") or []:
         driver = str(r.get("driver", ""))
-        if driver not in gpus.gpu_drivers:
+        if driver not in gpus.gpu_drivers or r.get("adminAccess"):
             continue
         key = (driver, str(r.get("pool", "")), str(r.get("device", "")))
-        out.append(index.devices.get(key) or _Device("", dra_resource(driver)))
+        out.append((key, index.devices.get(key) or _Device("", dra_resource(driver))))
     return out
 
 
@@ -212,17 +219,23 @@ def count_claims(
     by_pod: dict[str, dict[str, int]] = {}
     held: dict[str, dict[str, int]] = {}
     releasing: dict[str, dict[str, int]] = {}
+    users: dict[_DeviceKey, list[tuple[_Device, frozenset[str]]]] = {}
     for claim in claims:
-        reservers = {
+        reservers = frozenset(
             live[str(r.get("uid", ""))]
             for r in f.dig(claim, "status", "reservedFor") or []
             if r.get("resource") == "pods" and str(r.get("uid", "")) in live
-        }
-        for d in _allocated(claim, index, gpus):
-            if len(reservers) == 1:
-                _add(by_pod, next(iter(reservers)), d.resource)
-            else:
-                _add(held if reservers else releasing, d.node, d.resource)
+        )
+        for key, d in _allocated(claim, index, gpus):
+            users.setdefault(key, []).append((d, reservers))
+    for found in users.values():
+        # a device several claims hold (shareID: consumable capacity) is as shared as a claim
+        # several pods reserve; counted once, on its node
+        d, reservers = found[0][0], frozenset().union(*(r for _, r in found))
+        if len(reservers) == 1 and len(found) == 1:
+            _add(by_pod, next(iter(reservers)), d.resource)
+        else:
+            _add(held if reservers else releasing, d.node, d.resource)
     asked = _Asked(
         {f.key(c): c for c in claims},
         {f.key(t): t for t in templates},

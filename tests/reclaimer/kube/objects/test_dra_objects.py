@@ -220,3 +220,24 @@ def test_a_pools_older_generation_of_slices_is_stale() -> None:
     objs = ClusterObjects(**{**objs.__dict__, "resource_slices": [old, new]})
     (node,) = to_cluster_view(objs, 0.0).nodes
     assert dict(node.mig) == {DRA: 4}
+
+
+def test_a_device_two_claims_share_is_held_once_on_its_node() -> None:
+    """Consumable capacity: each claim's result names the device with a `shareID` of its own."""
+    a, b = _pod("a"), _pod("b")
+    mine = claim("mine", "ns", node="n1", devices=(2,), reserved_for=(a["metadata"],))
+    yours = claim("yours", "ns", node="n1", devices=(2,), reserved_for=(b["metadata"],))
+    for c, share in ((mine, "s-1"), (yours, "s-2")):
+        c["status"]["allocation"]["devices"]["results"][0]["shareID"] = share
+    pods = [pod_with_claim(a, claim_name="mine"), pod_with_claim(b, claim_name="yours")]
+    view = to_cluster_view(_objects(pods, [mine, yours]), 0.0)
+    assert view.pods == ()  # no pod holds the device alone
+    (node,) = view.nodes
+    assert dict(node.claims_held) == {DRA: 1}
+
+
+def test_admin_access_holds_no_device() -> None:
+    pod, made = _running("a", (0, 1))
+    made["status"]["allocation"]["devices"]["results"][1]["adminAccess"] = True
+    view = to_cluster_view(_objects([pod], [made]), 0.0)
+    assert [(p.key, p.gpus) for p in view.pods] == [("ns/a", 1)]
