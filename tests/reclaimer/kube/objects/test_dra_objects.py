@@ -241,3 +241,21 @@ def test_admin_access_holds_no_device() -> None:
     made["status"]["allocation"]["devices"]["results"][1]["adminAccess"] = True
     view = to_cluster_view(_objects([pod], [made]), 0.0)
     assert [(p.key, p.gpus) for p in view.pods] == [("ns/a", 1)]
+
+
+def test_a_volcano_job_counts_its_tasks_template_claims() -> None:
+    spec = pod_with_claim({"spec": {"containers": [{"name": "main"}]}}, template_name="gpus")
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "sweep", "namespace": "ns", "uid": "u2", "creationTimestamp": 10},
+        "spec": {
+            "queue": "research",
+            "tasks": [{"name": "w", "replicas": 3, "template": {"spec": spec["spec"]}}],
+        },
+        "status": {"state": {"phase": "Running"}},
+    }
+    objs = _objects([], [])
+    view = to_cluster_view(ClusterObjects(**{**objs.__dict__, "volcano_jobs": [job]}), 0.0)
+    (found,) = view.jobs
+    assert (found.key, found.gpus, dict(found.mig)) == ("ns/sweep", 6, {DRA: 6})
