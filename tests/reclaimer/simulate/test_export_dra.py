@@ -1,5 +1,6 @@
 """`export-history` reads jobs whose GPUs come from DRA like any other: their pods' GPUs from
-their claims, the node's from its ResourceSlices, written as a trace `simulate` reads back."""
+their claims, the node's from its ResourceSlices, written as a trace `simulate` reads back and
+replays."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from reclaimer.kube.objects.convert import group_by_kind, to_cluster_view
 from reclaimer.prometheus.arrivals import none_found
 from reclaimer.prometheus.window import WindowRead
 from reclaimer.simulate.export import build_export, write_export
-from reclaimer.simulate.trace import read_nodes, read_pods
+from reclaimer.simulate.jobs import EventKind
+from reclaimer.simulate.replay import simulate
+from reclaimer.simulate.settings import SimSettings
+from reclaimer.simulate.strategies import Strategy
+from reclaimer.simulate.trace import read_nodes, read_pods, read_profiles
 
 STEP = 60.0
 T0 = 1.7e9
@@ -62,3 +67,14 @@ def test_dra_pods_and_nodes_are_exported_with_their_gpus(tmp_path):
     jobs, nodes = read_pods(paths["pods"]), read_nodes(paths["nodes"])
     assert set(jobs.names) == {"research/notebook-master-0", "research/train-master-0"}
     assert nodes.gpus.sum() == 4
+
+    seen: list[tuple[str, EventKind]] = []
+    simulate(
+        jobs,
+        nodes,
+        read_profiles(paths["utilization"]),
+        SimSettings(strategy=Strategy.NONE),
+        on_event=lambda e: seen.append((jobs.names[e.job], e.kind)),
+    )
+    started = sorted(name for name, kind in seen if kind is EventKind.STARTED)
+    assert started == ["research/notebook-master-0", "research/train-master-0"]  # both fit
