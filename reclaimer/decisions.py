@@ -62,6 +62,7 @@ class Reason(StrEnum):
     DISABLED = "ActionDisabled"  # the policy turned this kind of action off
     CONFIG_PROJECTING = "WaitingForConfigProjection"  # new key written; relabel after projection
     MIG_ENABLED = "MigEnabled"  # reshape leaves a node with MIG instances alone
+    DRA_DEVICES = "DraDevices"  # reshape leaves a node whose GPUs come from DRA alone
     # raise gates (time-slice sharing)
     NO_MEMORY_HEADROOM = "NoMemoryHeadroom"  # the new pods' memory would not leave the headroom
     LOAD_FORECAST_HIGH = "LoadForecastHigh"  # the node's load will rise within the raise horizon

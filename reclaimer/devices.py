@@ -5,8 +5,13 @@ With the NVIDIA device plugin's `mixed` MIG strategy a pod asks for `nvidia.com/
 `single` strategy the node's MIG instances are advertised as `nvidia.com/gpu`. Capacity and demand
 are therefore counted per resource: a slot of one resource never holds a pod asking for another.
 
+GPUs allocated through Dynamic Resource Allocation are resources of their own (`dra_resource`):
+`dra:<driver>` for whole GPUs, `dra:<driver>/mig-<profile>` for MIG devices
+(`reclaimer.kube.objects.dra`).
+
 `Pod.gpus`, `Job.gpus` and `PendingDemand.gpus` count slots of every device resource together
-(what queue shares count); their `mig` maps the part that asks for MIG profiles. A gang whose pods
+(what queue shares count); their `mig` maps the part that asks for any resource other than
+`nvidia.com/gpu` (MIG profiles, DRA devices). A gang whose pods
 ask for more than one resource is *mixed*: its resource key joins the names with `+` (no resource
 name holds one), and room is never made for it (see docs/planning.md).
 """
@@ -19,12 +24,29 @@ from typing import Final
 
 WHOLE_GPU: Final = "nvidia.com/gpu"
 MIG_PREFIX: Final = "nvidia.com/mig-"
+DRA_PREFIX: Final = "dra:"  # no extended resource name holds a colon
 MIXED_SEPARATOR: Final = "+"
 NO_MIG: Mapping[str, int] = MappingProxyType({})
 
 
 def is_mig(resource: str) -> bool:
     return resource.startswith(MIG_PREFIX)
+
+
+def dra_resource(driver: str, profile: str = "") -> str:
+    """GPUs a DRA driver allocates, as a device resource of their own: `dra:gpu.nvidia.com`,
+    and `dra:gpu.nvidia.com/mig-<profile>` for its MIG devices. A pod whose claim asks for them
+    cannot use a device-plugin slot, nor the other way round, so they are never counted as one."""
+    return f"{DRA_PREFIX}{driver}" + (f"/mig-{profile}" if profile else "")
+
+
+def is_dra(resource: str) -> bool:
+    return resource.startswith(DRA_PREFIX)
+
+
+def is_dra_gpu(resource: str) -> bool:
+    """A whole GPU allocated through DRA (not one of its MIG devices)."""
+    return is_dra(resource) and "/mig-" not in resource
 
 
 def slots_by_resource(gpus: int, mig: Mapping[str, int]) -> dict[str, int]:
@@ -60,6 +82,9 @@ def amount(n: int | float, resource: str) -> str:
         return count(n, "GPU slots")
     if is_mig(resource):
         return f"{count(n, 'MIG instances')} ({resource})"
+    if is_dra(resource):
+        noun = "MIG devices" if "/mig-" in resource else "GPUs"
+        return f"{count(n, noun)} through DRA ({resource.removeprefix(DRA_PREFIX)})"
     return f"{count(n, 'slots')} ({resource})"
 
 

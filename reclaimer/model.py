@@ -191,6 +191,12 @@ class Node:
     mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # MIG instances advertised
     reshape_reason: str = ""  # the `Reason` of its last reshape (the gpu-reclaim.io/ annotation)
     pool: bool = False  # opted into the managed pool (label gpu-reclaim.io/time-slicing-pool)
+    # GPUs from DRA ResourceSlices (`kube.objects.dra`): no per-node replicas to reshape
+    dra: bool = False
+    # DRA slots by resource that no one pod's stop frees: claims several pods share (held), and
+    # claims no pod reserves any more, which the control plane is deallocating (releasing)
+    claims_held: Mapping[str, int] = field(default_factory=lambda: NO_MIG)
+    claims_releasing: Mapping[str, int] = field(default_factory=lambda: NO_MIG)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from reclaimer.kube.objects.convert import ClusterObjects, group_by_kind, to_cluster_view
+from reclaimer.kube.objects.dra import GpuClasses
 from reclaimer.kube.objects.resources import ConfigMapRef
 from reclaimer.model import ClusterView
 
@@ -68,18 +69,25 @@ def parse_objects(text: str, source: str = "<dump>") -> ClusterObjects:
 
 
 def load_cluster_view(
-    text: str, taken_at: float, source: str = "<dump>", device_plugin: ConfigMapRef | None = None
+    text: str,
+    taken_at: float,
+    source: str = "<dump>",
+    device_plugin: ConfigMapRef | None = None,
+    gpu_classes: GpuClasses | None = None,
 ) -> ClusterView:
     """A `ClusterView` from dump text (raises `ClusterFileError` on malformed input)."""
-    return to_cluster_view(parse_objects(text, source), taken_at, device_plugin)
+    return to_cluster_view(parse_objects(text, source), taken_at, device_plugin, gpu_classes)
 
 
 def load_cluster_file(
-    path: str | Path, taken_at: float, device_plugin: ConfigMapRef | None = None
+    path: str | Path,
+    taken_at: float,
+    device_plugin: ConfigMapRef | None = None,
+    gpu_classes: GpuClasses | None = None,
 ) -> ClusterView:
     """A `ClusterView` from a dump file (raises `ClusterFileError`, also for unreadable files)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ClusterFileError(f"{path}: cannot read: {exc}") from exc
-    return load_cluster_view(text, taken_at, str(path), device_plugin)
+    return load_cluster_view(text, taken_at, str(path), device_plugin, gpu_classes)

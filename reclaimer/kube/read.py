@@ -12,6 +12,7 @@ other failure raises `ClusterReadError`, which the loop turns into "incomplete d
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,7 @@ from reclaimer.kube.client import KubeApi, KubeError, call
 from reclaimer.kube.objects import kinds
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.objects.convert import ClusterObjects, to_cluster_view
+from reclaimer.kube.objects.dra import GpuClasses
 from reclaimer.model import ClusterView
 
 log = logging.getLogger(__name__)
@@ -149,6 +151,28 @@ def _optional(api: KubeApi, resources: list[r.Resource], problems: list[str]) ->
     return found
 
 
+def list_dra(api: KubeApi) -> dict[str, list[Any]]:
+    """ResourceClaims, their templates, ResourceSlices and DeviceClasses, each at the first of
+    `resource.k8s.io` v1, v1beta2, v1beta1 the server serves (v1 from Kubernetes 1.34, v1beta1
+    only on 1.32); a server that serves none has no DRA: nothing to read, nothing noted."""
+    out: dict[str, list[Any]] = {}
+    for res in r.DRA_RESOURCES:
+        out[res.plural] = []
+        for version in r.DRA_VERSIONS:
+            served = dataclasses.replace(res, version=version)
+            what = f"{res.plural}.{res.group}/{version}"
+            method = api.custom.list_cluster_custom_object
+            try:
+                items = _paged(api, what, method, res.group, version, res.plural)
+            except KubeError as exc:
+                if exc.status == 404:
+                    continue
+                raise ClusterReadError(f"listing {what}: {exc}") from exc
+            out[res.plural] = _with_kind(items, served)
+            break
+    return out
+
+
 def _list_core(api: KubeApi, res: r.Resource, method: Callable[..., Any], **kw: Any) -> list[Any]:
     try:
         return _with_kind(_paged(api, res.plural, method, **kw), res)
@@ -163,6 +187,7 @@ def list_objects(api: KubeApi, device_plugin: r.ConfigMapRef) -> ClusterObjects:
     queues = list_custom(api, r.QUEUES, problems)
     podgroups = list_custom(api, r.PODGROUPS, problems)
     volcano_jobs = list_custom(api, r.VOLCANO_JOBS, problems)
+    dra = list_dra(api)
     return ClusterObjects(
         queues=queues,
         podgroups=podgroups,
@@ -179,19 +204,30 @@ def list_objects(api: KubeApi, device_plugin: r.ConfigMapRef) -> ClusterObjects:
         pdbs=_list_core(api, r.PDBS, api.policy.list_pod_disruption_budget_for_all_namespaces),
         priority_classes=_list_core(api, r.PRIORITY_CLASSES, api.scheduling.list_priority_class),
         problems=tuple(problems),
+        resource_claims=dra[r.RESOURCE_CLAIMS.plural],
+        resource_claim_templates=dra[r.RESOURCE_CLAIM_TEMPLATES.plural],
+        resource_slices=dra[r.RESOURCE_SLICES.plural],
+        device_classes=dra[r.DEVICE_CLASSES.plural],
     )
 
 
 def read_cluster_sync(
-    api: KubeApi, now: float, device_plugin: r.ConfigMapRef | None = None
+    api: KubeApi,
+    now: float,
+    device_plugin: r.ConfigMapRef | None = None,
+    gpu_classes: GpuClasses | None = None,
 ) -> ClusterView:
-    """List and convert (blocking). Raises `ClusterReadError` on incomplete data."""
+    """List and convert (blocking). Raises `ClusterReadError` on incomplete data.
+    `gpu_classes`: which DRA drivers and device classes are GPUs (the policy's `dra`)."""
     ref = device_plugin or r.ConfigMapRef()
-    return to_cluster_view(list_objects(api, ref), now, ref)
+    return to_cluster_view(list_objects(api, ref), now, ref, gpu_classes)
 
 
 async def read_cluster(
-    api: KubeApi, now: float, device_plugin: r.ConfigMapRef | None = None
+    api: KubeApi,
+    now: float,
+    device_plugin: r.ConfigMapRef | None = None,
+    gpu_classes: GpuClasses | None = None,
 ) -> ClusterView:
     """`read_cluster_sync` in a worker thread, for the controller's event loop."""
-    return await asyncio.to_thread(read_cluster_sync, api, now, device_plugin)
+    return await asyncio.to_thread(read_cluster_sync, api, now, device_plugin, gpu_classes)

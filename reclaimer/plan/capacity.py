@@ -14,6 +14,9 @@ confirms it is gone, possibly minutes for a checkpointing job. Its slots are *re
 now, but free soon, and never worth a second preemption. The planner counts them as future free
 (Volcano's FutureIdle = idle + releasing), and they belong to no job's placement, so a stopping
 job is never a victim again.
+A DRA claim no pod reserves any more is releasing too, on its node (the resourceclaim controller
+deallocates it); one that several pods share holds its devices until the last of them is gone,
+so no stop counts it as room (`reclaimer.kube.objects.dra`).
 
 Fit is checked per node and resource: a gang of `n` equal pods of `p` slots fits when the nodes'
 free slots, each rounded down to whole pods (`free // p`), add up to at least `n`. That is exact for
@@ -155,11 +158,15 @@ def releasing(snapshot: Snapshot) -> Releasing:
             _add(by_resource, resource, pod.node, n)
         if job is not None:
             _add(by_job, job, pod.node, pod.gpus)
+    for node in snapshot.nodes:  # DRA claims no pod reserves: the control plane frees them
+        for resource, n in node.claims_releasing.items():
+            by_node[node.name] = by_node.get(node.name, 0) + n
+            _add(by_resource, resource, node.name, n)
     return Releasing(MappingProxyType(by_node), _frozen(by_job), _frozen(by_resource))
 
 
 def free_slots(snapshot: Snapshot) -> dict[str, dict[str, int]]:
-    """Device resource -> node name -> slots not held by any bound pod.
+    """Device resource -> node name -> slots not held by any bound pod, nor by a DRA claim.
 
     Negative when pods hold more than the node offers (replicas were just lowered under them):
     freeing such a node's pods first pays back the overdraft.
@@ -168,6 +175,9 @@ def free_slots(snapshot: Snapshot) -> dict[str, dict[str, int]]:
     for n in snapshot.nodes:
         for resource, slots in node_capacity(n).items():
             free.setdefault(resource, {})[n.name] = slots
+        for taken in (n.claims_held, n.claims_releasing):  # DRA claims held by no one pod
+            for resource, slots in taken.items():
+                _add(free, resource, n.name, -slots)
     known = {n.name for n in snapshot.nodes}
     for pod in snapshot.pods:
         if pod.node is not None and pod.node in known and pod.phase in _BOUND:

@@ -11,10 +11,12 @@ above `timeSlicing.contentionBusyAbove`, every running job of a reclaimable queu
 at or above it too is a candidate; it is stopped `ContentionRelief` when every safety rule of any
 stop passes (`victims.safety_skip`: opt-outs, PDBs, minimum runtime, cool-down, ...) and within the
 cycle's preemption budget, shared with the preemptions that follow. No forecast is needed: the
-measured contention is the reason. A guaranteed job is never a candidate (and the actuator refuses
-to stop one). A pod whose busy reading is unknown (None) decides nothing: unknown is not busy.
-Candidates are taken busiest first, then by least work lost, then by key, so the order is fixed.
-Pure.
+measured contention is the reason. Two jobs whose pods share one DRA claim share its device the same
+way (the driver's time-slicing or MPS); the reclaimable one is stopped though it frees no slot of
+its own (`reclaimer.kube.objects.dra`). A guaranteed job is never a candidate (and the actuator
+refuses to stop one). A pod whose busy reading is unknown (None) decides nothing: unknown is not
+busy. Candidates are taken busiest first, then by least work lost, then by key, so the order is
+fixed. Pure.
 """
 
 from __future__ import annotations
@@ -117,7 +119,9 @@ def plan_contention_relief(
     skips: list[Skip] = []
     for c in order:
         placement = where.get(c.job.key)
-        if placement is None or placement.gpus <= 0:
+        # a job whose pods share a DRA claim holds no slots of its own (the claim's devices are
+        # held on the node until its last pod goes), yet its stop still relieves the contention
+        if placement is None or not placement.pods_by_node:
             continue
         last = snap.last_actions.get(c.job.key)
         unsafe = safety_skip(

@@ -3,22 +3,24 @@
 Only nodes already time-sliced (`replicas >= 2`) are managed, and whole nodes the operator put in
 the managed pool (`Node.pool`, label `gpu-reclaim.io/time-slicing-pool: "true"`), except one
 handed back whole for a waiting multi-GPU job, or one where a pod holds several GPUs whole (a
-raise would put replicas on them); other whole-GPU nodes are left as they are, and
-so is a MIG-enabled node (one advertising MIG instances, `Node.mig`): it is skipped
-`MigEnabled`, since its time-slicing config shares MIG instances whose utilization the GPU's device
-metrics do not give. A node's ceiling is `timeSlicing.maxReplicas`, lowered by the most restrictive
-workload class running there (a class allows floor(overcommit / gpuShare) replicas; pods are matched
-to a class by `timeSlicing.classLabel`), never below 2; its memory limit is the lowest of
-`memoryPressureAbove` and the classes' `maxMemory`. Load is the mean utilization over the node's
-GPUs and the fullest GPU's memory fill, since every GPU gets the same replica count. In order: above
-the ceiling -> lower to it; memory at or over its limit -> lower until the projected fill (fill
-scaled by new/old replicas, as each replica holds its own memory) is under the limit; utilization at
-or over `saturatedAbove` -> one replica less; utilization at or under `underusedBelow` -> raise to
-the most replicas whose projected utilization stays at the middle of the band and projected memory
-under the limit. A raise then passes the gates of `raises` (memory headroom for the new pods,
-budgeted from the pods' memory peaks over days, and the node's load outlook over
-`raiseHorizon`), which lower it or refuse it with their reason.
-A node changes at most once per node cool-down, and only when the count actually changes.
+raise would put replicas on them); other whole-GPU nodes are left as they are, and so is a
+MIG-enabled node (one advertising MIG instances, `Node.mig`): it is skipped `MigEnabled`, since
+its time-slicing config shares MIG instances whose utilization the GPU's device metrics do not
+give. A node whose GPUs come from DRA ResourceSlices (`Node.dra`) is skipped `DraDevices`: DRA
+shares a device per claim, with no per-node replica count. A node's ceiling is
+`timeSlicing.maxReplicas`, lowered by the most restrictive workload class running there (a class
+allows floor(overcommit / gpuShare) replicas; pods are matched to a class by
+`timeSlicing.classLabel`), never below 2; its memory limit is the lowest of `memoryPressureAbove`
+and the classes' `maxMemory`. Load is the mean utilization over the node's GPUs and the fullest
+GPU's memory fill, since every GPU gets the same replica count. In order: above the ceiling ->
+lower to it; memory at or over its limit -> lower until the projected fill (fill scaled by new/old
+replicas, as each replica holds its own memory) is under the limit; utilization at or over
+`saturatedAbove` -> one replica less; utilization at or under `underusedBelow` -> raise to the most
+replicas whose projected utilization stays at the middle of the band and projected memory under the
+limit. A raise then passes the gates of `raises` (memory headroom for the new pods, budgeted from
+the pods' memory peaks over days, and the node's load outlook over `raiseHorizon`), which lower it
+or refuse it with their reason. A node changes at most once per node cool-down, and only when the
+count actually changes.
 
 Before any of that, evidence that the node's pods do not fit it (`harm`: crashes, or a GPU's
 pods at their peaks past its memory) lowers it, down to 1 replica (whole GPUs), and holds its
@@ -99,6 +101,9 @@ def plan_reshapes(
     actions: list[Action] = []
     skips: list[Skip] = []
     for node in nodes:
+        if node.dra:
+            skips.append(_dra_skip(node))
+            continue
         if not whole_pool.managed(node, MIN_REPLICAS):
             continue
         if node.mig:
@@ -154,6 +159,14 @@ def _mig_skip(node: Node) -> Skip:
     offered = ", ".join(f"{r}: {n}" for r, n in sorted(node.mig.items()))
     why = f"MIG-enabled ({offered}): reshape leaves MIG GPUs alone"
     return Skip(node.name, Reason.MIG_ENABLED, why)
+
+
+def _dra_skip(node: Node) -> Skip:
+    why = (
+        "GPUs allocated through DRA ResourceSlices: there are no per-node time-slice replicas"
+        " to reshape (sharing under DRA is set per claim)"
+    )
+    return Skip(node.name, Reason.DRA_DEVICES, why)
 
 
 def _classes_by_node(pods: Sequence[Pod], label: str) -> dict[str, set[str]]:

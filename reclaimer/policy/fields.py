@@ -207,3 +207,20 @@ def as_label_key(value: object) -> str:
     if not _LABEL_KEY.fullmatch(text) or len(text.rpartition("/")[2]) > 63:
         raise ValueError(f"not a valid label/annotation key: {text!r}")
     return text
+
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def as_dns_names(value: object) -> tuple[str, ...]:
+    """A list of DNS subdomains (what DRA driver and DeviceClass names are), at least one."""
+    if not isinstance(value, list) or not value:
+        got = "an empty list" if isinstance(value, list) else _kind(value)
+        raise ValueError(f"expected a non-empty list of names, got {got}")
+    out = []
+    for item in value:
+        text = as_string(item)
+        if len(text) > 253 or not _DNS_SUBDOMAIN.fullmatch(text):
+            raise ValueError(f"not a DNS subdomain: {text!r}")
+        out.append(text)
+    return tuple(out)

@@ -20,6 +20,7 @@ from reclaimer.policy.fields import (
     CrossCheck,
     as_bool,
     as_count,
+    as_dns_names,
     as_duration,
     as_label_key,
     as_optional_duration,
@@ -139,6 +140,18 @@ class Actions:
 
 
 @dataclass(frozen=True)
+class Dra:
+    """Which devices allocated through Dynamic Resource Allocation are GPUs: those of these
+    drivers, asked for through these device classes (or any DeviceClass whose CEL selector
+    names one of the drivers). NVIDIA's by default (kubernetes-sigs/dra-driver-nvidia-gpu)."""
+
+    gpu_drivers: tuple[str, ...] = setting(("gpu.nvidia.com",), as_dns_names, "gpuDrivers")
+    gpu_device_classes: tuple[str, ...] = setting(
+        ("gpu.nvidia.com", "mig.nvidia.com"), as_dns_names, "gpuDeviceClasses"
+    )
+
+
+@dataclass(frozen=True)
 class Policy:
     """Every knob of the reclaimer; `Policy()` is the safe default."""
 
@@ -183,6 +196,7 @@ class Policy:
     limits: Limits = setting(Limits(), None, "limits", section=Limits)  # noqa: RUF009 (frozen)
     time_slicing: TimeSlicing = setting(TimeSlicing(), None, "timeSlicing", section=TimeSlicing)  # noqa: RUF009
     actions: Actions = setting(Actions(), None, "actions", section=Actions)  # noqa: RUF009
+    dra: Dra = setting(Dra(), None, "dra", section=Dra)  # noqa: RUF009
 
     def problems(self) -> list[CrossCheck]:
         total = sum(self.queue_shares.values())

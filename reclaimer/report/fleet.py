@@ -8,7 +8,8 @@ exporter could not read in the window, are counted as unmeasured, never as idle.
 Units, each for what it counts (docs/planning.md, "The fleet summary"):
 
 - *GPU slots*: what pods ask for as `nvidia.com/gpu` on a node without MIG; on a time-sliced node
-  a slot is one replica, 1/replicas of a GPU.
+  a slot is one replica, 1/replicas of a GPU. A whole GPU allocated through a DRA claim is a slot
+  and a GPU (`reclaimer.devices.is_dra_gpu`); a DRA MIG device is a MIG instance.
 - *GPUs*: physical GPUs. A pod's slots count as slots / replicas of its node's GPU, so the pods
   sharing a GPU add up to at most that GPU, idle ones included.
 - *MIG instances*: what pods ask for as `nvidia.com/mig-*`, or as `nvidia.com/gpu` on a node with
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reclaimer.devices import WHOLE_GPU, count
+from reclaimer.devices import WHOLE_GPU, count, is_dra_gpu
 from reclaimer.forecast.history import History, columns_between
 from reclaimer.model import ClusterView, Node, Pod, PodPhase
 
@@ -42,11 +43,12 @@ class Held:
 def held(pod: Pod, node: Node | None) -> Held:
     """A pod's devices in each unit (an unknown node counts as unshared, without MIG)."""
     whole = pod.gpus - sum(pod.mig.values())
-    mig = sum(pod.mig.values())
+    dra = sum(n for r, n in pod.mig.items() if is_dra_gpu(r))  # a slot each, a whole GPU
+    mig = sum(pod.mig.values()) - dra
     if node is not None and WHOLE_GPU in node.mig:  # single strategy: nvidia.com/gpu is MIG
-        return Held(mig=mig + whole)
+        return Held(slots=dra, gpus=float(dra), mig=mig + whole)
     replicas = max(1, node.replicas) if node is not None else 1
-    return Held(slots=whole, gpus=whole / replicas, mig=mig)
+    return Held(slots=whole + dra, gpus=whole / replicas + dra, mig=mig)
 
 
 @dataclass(frozen=True)

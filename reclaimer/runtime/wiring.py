@@ -60,7 +60,8 @@ class Wiring:
     run_loop: RunLoop
     close: Callable[[], None]
     elector: LeaderElector | None = None  # with --leader-elect
-    use_policy: Callable[[Policy], None] = lambda _: None  # a reloaded policy, for the actuator
+    # a reloaded policy, for the actuator and the cluster reads
+    use_policy: Callable[[Policy], None] = lambda _: None
     policy_rejected: Callable[[str], None] = lambda _: None  # a Warning Event on our own Pod
 
 
@@ -99,23 +100,32 @@ def wire(
     env: Mapping[str, str],
 ) -> Wiring:
     if args.cluster_file:
-        return _file_wiring(args.cluster_file, clock)
+        return _file_wiring(args.cluster_file, policy, clock)
     return _live_wiring(args, policy, config, clock, own_pod(env))
 
 
-def _file_wiring(path: str, clock: Callable[[], float]) -> Wiring:
+@dataclass
+class _InForce:
+    """The policy in force, for the cluster reads: which DRA devices are GPUs follows a reload."""
+
+    policy: Policy
+
+
+def _file_wiring(path: str, policy: Policy, clock: Callable[[], float]) -> Wiring:
+    held = _InForce(policy)
     try:
-        load_cluster_file(path, clock())  # fail fast, with the loader's message
+        load_cluster_file(path, clock(), gpu_classes=policy.dra)  # fail fast, with its message
     except ClusterFileError as err:
         raise UsageError(f"--cluster-file: {err}") from err
     return Wiring(
-        read_cluster=lambda: load_cluster_file(path, clock()),
+        read_cluster=lambda: load_cluster_file(path, clock(), gpu_classes=held.policy.dra),
         forecaster=policy_forecaster,
         planner=plan,
         actuator=None,
         is_leader=_always,
         run_loop=_plain_loop,
         close=lambda: None,
+        use_policy=partial(setattr, held, "policy"),
     )
 
 
@@ -142,8 +152,13 @@ def _live_wiring(
     actuator = Actuator(
         api, clock=clock, dry_run=config.dry_run, policy=policy, may_write=is_leader
     )
+    held = _InForce(policy)
+
+    def use_policy(new: Policy) -> None:
+        actuator.policy = held.policy = new
+
     return Wiring(
-        read_cluster=lambda: read_cluster_sync(api, clock()),
+        read_cluster=lambda: read_cluster_sync(api, clock(), gpu_classes=held.policy.dra),
         forecaster=policy_forecaster,
         planner=plan,
         actuator=actuator,
@@ -151,7 +166,7 @@ def _live_wiring(
         run_loop=run_loop,
         close=api.close,
         elector=elector if args.leader_elect else None,
-        use_policy=partial(setattr, actuator, "policy"),
+        use_policy=use_policy,
         policy_rejected=partial(_policy_event, api, pod, clock),
     )
 

@@ -6,7 +6,9 @@ the pods/eviction subresource against PodDisruptionBudgets, the scale subresourc
 training-operator kinds whose CRDs declare one, Kubeflow Trainer's TrainJob carrying `suspend` to
 its JobSet); `FakeApiServer` serves it over aiohttp on 127.0.0.1 from a thread with its own event
 loop. `volcano.reconcile` plays Volcano's job controller taking up AbortJob Commands, when a test
-says so.
+says so; `resourceclaims.reconcile` kube-controller-manager's resourceclaim controller and
+`resourceclaims.bind` the scheduler's DRA allocation. `resource.k8s.io` objects are kept at v1 and
+served at the versions `FakeCluster.dra_versions` names (`draversions`).
 """
 
 from fakeapi import volcano

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from fakeapi import scale, trainer
+from fakeapi import draversions, scale, trainer
 from fakeapi.disruption import budget_status, can_ignore_budgets, check_eviction, selects
 from fakeapi.errors import ApiError
 from fakeapi.lifecycle import PODS, PodLifecycle, grace_period, iso
@@ -70,6 +70,17 @@ KNOWN: dict[tuple[str, str, str], tuple[str, bool]] = {
     ("ray.io", "v1", "rayclusters"): ("RayCluster", True),
     ("trainer.kubeflow.org", "v1alpha1", "trainjobs"): ("TrainJob", True),
     ("nvidia.com", "v1", "clusterpolicies"): ("ClusterPolicy", False),
+    # Dynamic Resource Allocation, at each version a server may serve (`FakeCluster.dra_versions`)
+    **{
+        ("resource.k8s.io", version, plural): kind
+        for version in ("v1", "v1beta2", "v1beta1")
+        for plural, kind in (
+            ("resourceclaims", ("ResourceClaim", True)),
+            ("resourceclaimtemplates", ("ResourceClaimTemplate", True)),
+            ("resourceslices", ("ResourceSlice", False)),
+            ("deviceclasses", ("DeviceClass", False)),
+        )
+    },
 }
 PDBS = ("policy", "v1", "poddisruptionbudgets")
 CRD_GROUPS = frozenset(
@@ -174,6 +185,8 @@ class FakeCluster(PodLifecycle):
     compacted: int = 0  # continue tokens issued before this resourceVersion answer 410
     compact_during: str | None = None  # compact after serving a first page of this plural
     clock_offset: float = 0.0  # seconds `advance` has moved the fake's clock past the wall clock
+    # resource.k8s.io versions served: v1 from Kubernetes 1.34, v1beta1 alone on 1.32; () none
+    dra_versions: tuple[str, ...] = ("v1",)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     # --- test-side helpers -------------------------------------------------------------
@@ -226,7 +239,8 @@ class FakeCluster(PodLifecycle):
 
     def check_served(self, group: str, version: str, plural: str) -> tuple[str, bool]:
         known = KNOWN.get((group, version, plural))
-        if known is None or (group in CRD_GROUPS and group not in self.crd_groups):
+        unserved = group == "resource.k8s.io" and version not in self.dra_versions
+        if known is None or unserved or (group in CRD_GROUPS and group not in self.crd_groups):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return known
 
@@ -267,12 +281,18 @@ class FakeCluster(PodLifecycle):
     def list(
         self, res: tuple[str, str, str], ns: str | None, start: int = 0, end: int | None = None
     ) -> list[Obj]:
-        items = self.objects.get(res, {})
+        items = self.objects.get(draversions.stored(res), {})
         keys = sorted(k for k in items if ns is None or k[0] == ns)[start:end]
-        return [self._refreshed(res, copy.deepcopy(items[k])) for k in keys]
+        return [
+            draversions.served(self._refreshed(res, copy.deepcopy(items[k])), res[1])
+            if res[0] == draversions.GROUP
+            else self._refreshed(res, copy.deepcopy(items[k]))
+            for k in keys
+        ]
 
     def count(self, res: tuple[str, str, str], ns: str | None) -> int:
-        return sum(1 for k in self.objects.get(res, {}) if ns is None or k[0] == ns)
+        items = self.objects.get(draversions.stored(res), {})
+        return sum(1 for k in items if ns is None or k[0] == ns)
 
     def compact(self) -> None:
         """As etcd compaction does: every continue token issued so far expires (410)."""

@@ -145,6 +145,10 @@ RECLAIMER_DRY_RUN = {
     *(("cluster", "policy", "poddisruptionbudgets", v) for v in READ),
     *(("cluster", "scheduling.k8s.io", "priorityclasses", v) for v in READ),
     *(("cluster", "scheduling.volcano.sh", r, v) for r in ("queues", "podgroups") for v in READ),
+    *(
+        ("cluster", "resource.k8s.io", r, "list")
+        for r in ("resourceclaims", "resourceclaimtemplates", "resourceslices", "deviceclasses")
+    ),
     *(("cluster", "batch.volcano.sh", "jobs", v) for v in (*READ, "patch")),
     *(("cluster", "bus.volcano.sh", "commands", v) for v in ("get", "list", "create")),
     *(

@@ -17,7 +17,16 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from reclaimer.devices import slots_by_resource
-from reclaimer.kube.objects import crashes, disruption, gangs, kinds, trainjob, workloads
+from reclaimer.kube.objects import (
+    crashes,
+    disruption,
+    dra,
+    dra_templates,
+    gangs,
+    kinds,
+    trainjob,
+    workloads,
+)
 from reclaimer.kube.objects import fields as f
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.objects.nodes import device_plugin_data, node
@@ -45,6 +54,11 @@ class ClusterObjects:
     pdbs: Sequence[Obj] = ()
     priority_classes: Sequence[Obj] = ()
     problems: tuple[str, ...] = ()
+    # Dynamic Resource Allocation (`resource.k8s.io`, `kube.objects.dra`)
+    resource_claims: Sequence[Obj] = ()
+    resource_claim_templates: Sequence[Obj] = ()
+    resource_slices: Sequence[Obj] = ()
+    device_classes: Sequence[Obj] = ()
 
 
 # (group, kind) -> ClusterObjects field; versions are not checked, kinds are unambiguous here
@@ -60,6 +74,10 @@ KIND_FIELDS: Mapping[tuple[str, str], str] = {
     ("", "ConfigMap"): "configmaps",
     ("policy", "PodDisruptionBudget"): "pdbs",
     (r.PRIORITY_CLASSES.group, "PriorityClass"): "priority_classes",
+    (r.DRA_GROUP, "ResourceClaim"): "resource_claims",
+    (r.DRA_GROUP, "ResourceClaimTemplate"): "resource_claim_templates",
+    (r.DRA_GROUP, "ResourceSlice"): "resource_slices",
+    (r.DRA_GROUP, "DeviceClass"): "device_classes",
 }
 
 
@@ -146,7 +164,9 @@ def _place_pod(
     if owner.key is None and not owner.other and pg is not None:
         found = ctx.owners.resolve(pg)  # Volcano's PodGroup of a bare pod is owned by the pod
         owner = found if found.key is not None else owner
-    pod = gangs.pod(obj, owner.key if owner.key in ctx.jobs else None)
+    claimed = ctx.claims.by_pod.get(f.key(obj))
+    slots = f.Slots(claimed) if claimed else None
+    pod = gangs.pod(obj, owner.key if owner.key in ctx.jobs else None, slots)
     if not gangs.is_live(pod) or (pod.gpus == 0 and pod.job is None):
         return
     queue = gangs.pod_queue(obj, pg)
@@ -183,6 +203,7 @@ class _Context:
     pod_queues: dict[str, str] = field(default_factory=dict)
     group_queues: dict[str, str] = field(default_factory=dict)  # job key -> its PodGroup's queue
     unmanaged: dict[str, str] = field(default_factory=dict)  # GPU pod key -> why in no gang
+    claims: dra.ClaimCounts = field(default_factory=dra.no_claims)
 
 
 def _pending_podgroups(ctx: _Context) -> None:
@@ -237,20 +258,34 @@ def _last_actions(jobs: Iterable[Job], nodes: Sequence[Obj]) -> dict[str, float]
 
 
 def to_cluster_view(
-    objs: ClusterObjects, taken_at: float, device_plugin: r.ConfigMapRef | None = None
+    objs: ClusterObjects,
+    taken_at: float,
+    device_plugin: r.ConfigMapRef | None = None,
+    gpu_classes: dra.GpuClasses | None = None,
 ) -> ClusterView:
-    """The model's view of the cluster; `device_plugin` None = find the ConfigMap by its keys."""
+    """The model's view of the cluster; `device_plugin` None = find the ConfigMap by its keys;
+    `gpu_classes`: which DRA drivers and device classes are GPUs (NVIDIA's by default)."""
     problems = list(objs.problems)
+    claims = dra.count_claims(
+        objs.pods,
+        claims=objs.resource_claims,
+        templates=objs.resource_claim_templates,
+        slices=objs.resource_slices,
+        device_classes=objs.device_classes,
+        gpus=gpu_classes,
+    )
+    problems += claims.problems
     priorities: dict[str, int] = {}
     for pc in objs.priority_classes:
         priorities[f.name(pc)] = f.int_field(pc.get("value"), 0)
     owners = OwnerIndex([*objs.workloads, *objs.volcano_jobs, *objs.controllers])
     ctx = _Context(
-        _jobs(objs, owners, priorities, problems),
+        _jobs(_with_template_claims(objs, gpu_classes), owners, priorities, problems),
         {f.key(pg): pg for pg in objs.podgroups},
         priorities,
         owners,
         problems=problems,
+        claims=claims,
     )
     for pg in objs.podgroups:  # a PodGroup its job owns names the queue Volcano uses
         owner_key, pg_queue = owners.resolve(pg).key, f.dig(pg, "spec", "queue")
@@ -269,12 +304,29 @@ def to_cluster_view(
         queues=_queues(objs, problems),
         jobs=tuple(jobs),
         pods=tuple(sorted(ctx.pods, key=lambda p: p.key)),
-        nodes=_nodes(objs, device_plugin, jobs, ctx.pods, problems),
+        nodes=_nodes(
+            objs, device_plugin, jobs, ctx.pods, problems, dra_counts=(claims, gpu_classes)
+        ),
         pending=tuple(sorted(ctx.pending, key=lambda d: (d.queue, d.since, d.job))),
         last_actions=MappingProxyType(_last_actions(jobs, objs.nodes)),
         problems=tuple(problems),
         unmanaged=MappingProxyType(dict(sorted(ctx.unmanaged.items()))),
         crashes=crashed,
+    )
+
+
+def _with_template_claims(objs: ClusterObjects, gpus: dra.GpuClasses | None) -> ClusterObjects:
+    """The workloads and Volcano Jobs as their GPU count reads them, with the GPUs their pod
+    templates' ResourceClaimTemplates ask for (`dra_templates.with_claimed_gpus`)."""
+    slots = dra_templates.template_slots(
+        objs.resource_claim_templates, objs.resource_slices, objs.device_classes, gpus
+    )
+    if not slots:
+        return objs
+    return dataclasses.replace(
+        objs,
+        workloads=[dra_templates.with_claimed_gpus(o, slots) for o in objs.workloads],
+        volcano_jobs=[dra_templates.with_claimed_gpus(o, slots) for o in objs.volcano_jobs],
     )
 
 
@@ -289,6 +341,8 @@ def _nodes(
     jobs: Sequence[Job],
     pods: Sequence[Pod],
     problems: list[str],
+    *,
+    dra_counts: tuple[dra.ClaimCounts, dra.GpuClasses | None],
 ) -> tuple[Node, ...]:
     wanted = {f.labels_of(n).get(r.DEVICE_PLUGIN_CONFIG_LABEL, "") for n in objs.nodes} - {""}
     data = device_plugin_data(objs.configmaps, ref, wanted)
@@ -297,12 +351,14 @@ def _nodes(
     for p in pods:
         if p.node and p.job in job_class:
             classes.setdefault(p.node, set()).add(job_class[p.job])
+    offers = dra.node_offers(objs.resource_slices, dra_counts[1] or dra.GpuClasses())
     out = []
     for obj in objs.nodes:
-        make = partial(node, obj, data, classes.get(f.name(obj), ()), problems)
-        n = _safe(problems, f"Node {f.name(obj)}", make)
+        name = f.name(obj)
+        make = partial(node, obj, data, classes.get(name, ()), problems, offers.get(name))
+        n = _safe(problems, f"Node {name}", make)
         if n is not None:
-            out.append(n)
+            out.append(dra.with_claims(n, dra_counts[0]))
     return tuple(sorted(out, key=lambda n: n.name))
 
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from reclaimer.devices import NO_MIG, WHOLE_GPU, is_mig
+from reclaimer.devices import NO_MIG, WHOLE_GPU, is_dra, is_mig
 from reclaimer.kube.objects.quantity import QuantityError, parse_quantity
 
 Obj = Mapping[str, Any]
@@ -115,10 +115,11 @@ def gpu_amount(resources: object, resource: str = WHOLE_GPU) -> float | None:
 
 
 def device_amounts(resources: object) -> dict[str, float]:
-    """Device resources (`nvidia.com/gpu`, `nvidia.com/mig-*`) in a resource list."""
+    """Device resources (`nvidia.com/gpu`, `nvidia.com/mig-*`; `dra:*`, only ever in what
+    `dra_templates.with_claimed_gpus` derives) in a resource list."""
     if not isinstance(resources, dict):
         return {}
-    names = [str(r) for r in resources if r == WHOLE_GPU or is_mig(str(r))]
+    names = [str(r) for r in resources if r == WHOLE_GPU or is_mig(str(r)) or is_dra(str(r))]
     return {r: gpu_amount(resources, r) or 0.0 for r in names}
 
 
@@ -143,7 +144,8 @@ class Slots:
 
     @property
     def mig(self) -> Mapping[str, int]:
-        return MappingProxyType({r: n for r, n in self.by.items() if is_mig(r) and n})
+        # every resource but whole device-plugin GPUs: MIG profiles and DRA devices
+        return MappingProxyType({r: n for r, n in self.by.items() if r != WHOLE_GPU and n})
 
 
 def _container_devices(container: object) -> dict[str, float]:

@@ -146,8 +146,10 @@ def podgroup_name(obj: Obj) -> str | None:
     return f.annotations_of(obj).get(GROUP_NAME_KEY) or f.labels_of(obj).get(GROUP_NAME_KEY)
 
 
-def pod(obj: Obj, job: str | None) -> Pod:
-    slots = f.pod_spec_slots(obj.get("spec"))
+def pod(obj: Obj, job: str | None, claimed: f.Slots | None = None) -> Pod:
+    """A pod, its slots those its containers request plus `claimed`, what its DRA resource
+    claims hold or ask for (`kube.objects.dra`)."""
+    slots = f.pod_spec_slots(obj.get("spec")) + (claimed or f.Slots())
     return Pod(
         key=f.key(obj),
         namespace=f.namespace(obj),
@@ -252,7 +254,8 @@ def pending_from_podgroup(
     spec = pg.get("spec") or {}
     listed = f.device_amounts(spec.get("minResources"))
     need = f.Slots({r: int(n) for r, n in listed.items()}) if listed else members
-    if not listed and job is not None:
+    if not listed and job is not None and job.gpus > 0:
+        # a job whose pods get GPUs through DRA claims asks for none in its spec: its pods say
         need = f.Slots(slots_by_resource(job.gpus, job.mig))
     if need.total <= 0:
         return None

@@ -29,12 +29,19 @@ def device_plugin_data(
 
 
 def node(
-    obj: Obj, plugin_data: Mapping[str, str] | None, classes: Iterable[str], problems: list[str]
+    obj: Obj,
+    plugin_data: Mapping[str, str] | None,
+    classes: Iterable[str],
+    problems: list[str],
+    dra: Mapping[str, int] | None = None,
 ) -> Node | None:
+    """The node; `dra` is the GPU slots by resource its DRA ResourceSlices publish."""
     labels = f.labels_of(obj)
     config_key = labels.get(r.DEVICE_PLUGIN_CONFIG_LABEL) or None
     devices = f.device_amounts(f.dig(obj, "status", "capacity"))
     capacity = devices.get(WHOLE_GPU)
+    if dra:
+        return _dra_node(obj, classes, devices, dra)
     if not devices and config_key is None:
         return None  # not a GPU node
     replicas = f.int_field(labels.get(r.GPU_REPLICAS_LABEL), 1)
@@ -61,6 +68,24 @@ def node(
         mig=_mig_offer(labels, devices),
         reshape_reason=f.annotations_of(obj).get(r.RESHAPE_REASON, ""),
         pool=labels.get(r.POOL_LABEL) == "true",
+    )
+
+
+def _dra_node(
+    obj: Obj, classes: Iterable[str], devices: Mapping[str, float], dra: Mapping[str, int]
+) -> Node:
+    """A node whose GPUs (all, or some beside the device plugin's) come from DRA: one slot per
+    device, by resource (`Node.mig`), with no time-slice replicas (DRA shares per claim)."""
+    offered = {name: int(n) for name, n in devices.items() if n > 0}
+    offered.update(dra)
+    whole = offered.get(WHOLE_GPU, 0) + sum(n for r, n in dra.items() if "/mig-" not in r)
+    return Node(
+        name=f.name(obj),
+        gpus=whole,
+        workload_classes=tuple(sorted(set(classes))),
+        last_reshape=f.timestamp(f.annotations_of(obj).get(r.LAST_RESHAPE)),
+        mig=MappingProxyType(dict(sorted(offered.items()))),
+        dra=True,
     )
 
 

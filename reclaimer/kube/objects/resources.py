@@ -87,6 +87,20 @@ CLUSTER_POLICIES: Final = Resource(
     "nvidia.com", "v1", "clusterpolicies", "ClusterPolicy", namespaced=False
 )
 
+# Dynamic Resource Allocation: GA as resource.k8s.io/v1 in 1.34; 1.32-1.33 serve v1beta1 (and
+# v1beta2 from 1.33). Each kind is read at the first version the server has (`DRA_VERSIONS`).
+DRA_GROUP: Final = "resource.k8s.io"
+DRA_VERSIONS: Final = ("v1", "v1beta2", "v1beta1")
+RESOURCE_CLAIMS: Final = Resource(DRA_GROUP, "v1", "resourceclaims", "ResourceClaim")
+RESOURCE_CLAIM_TEMPLATES: Final = Resource(
+    DRA_GROUP, "v1", "resourceclaimtemplates", "ResourceClaimTemplate"
+)
+RESOURCE_SLICES: Final = Resource(
+    DRA_GROUP, "v1", "resourceslices", "ResourceSlice", namespaced=False
+)
+DEVICE_CLASSES: Final = Resource(DRA_GROUP, "v1", "deviceclasses", "DeviceClass", namespaced=False)
+DRA_RESOURCES: Final = (RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES, RESOURCE_SLICES, DEVICE_CLASSES)
+
 
 @dataclass(frozen=True)
 class ConfigMapRef:

@@ -151,3 +151,23 @@ def test_a_job_stopped_for_another_reason_is_resumed_as_before() -> None:
     world.jobs = [replace(j, stop_reason="IdleJobForStarvedQueue") for j in world.jobs]
     plan = world.plan()
     assert [(a.target, a.reason) for a in plan.actions] == [("be/tune", Reason.QUEUE_HAS_ROOM)]
+
+
+def test_relief_stops_a_job_sharing_a_dra_claim_with_a_guaranteed_one() -> None:
+    """Pods sharing a DRA claim hold no slots of their own (the claim's device is held on the
+    node, `Node.claims_held`), yet share its device's time like time-sliced pods."""
+    dra = "dra:gpu.nvidia.com"
+    world = (
+        World()
+        .node("n1", gpus=1, dra=True, mig={dra: 1}, claims_held={dra: 1})
+        .queue("be")
+        .queue("ls", reclaimable=False)
+        .job("ls/train", "ls", {"n1": 0}, busy=True)
+        .job("be/tune", "be", {"n1": 0}, busy=True)
+        .usage("ls/train-0", "n1", GPU, 0.45)
+        .usage("be/tune-0", "n1", GPU, 0.5)
+    )
+    plan = world.plan()
+    assert _stops(world) == [("be/tune", Reason.CONTENTION_RELIEF)]
+    (action,) = plan.actions
+    assert action.evidence.gpus_freed == 0 and "frees 0 slots" in action.evidence.detail

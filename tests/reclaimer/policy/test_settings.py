@@ -272,3 +272,15 @@ def test_policy_is_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         Policy().threshold = 0.5  # type: ignore[misc]
     assert TimeSlicing().workload("nope") is None
+
+
+def test_dra_gpu_drivers_and_classes_are_lists_of_dns_names() -> None:
+    p = load_policy("dra: {gpuDrivers: [gpu.example.com]}")
+    assert p.dra.gpu_drivers == ("gpu.example.com",)
+    assert p.dra.gpu_device_classes == ("gpu.nvidia.com", "mig.nvidia.com")  # the default kept
+    with pytest.raises(PolicyError) as caught:
+        load_policy("dra: {gpuDrivers: [], gpuDeviceClasses: [Bad_Name]}")
+    assert caught.value.errors == [
+        "dra.gpuDrivers: expected a non-empty list of names, got an empty list",
+        "dra.gpuDeviceClasses: not a DNS subdomain: 'Bad_Name'",
+    ]

@@ -53,6 +53,8 @@ SHARED = Node("shared", gpus=1, replicas=4)
 WHOLE = Node("whole", gpus=2)
 MIXED_MIG = Node("mig", gpus=1, mig=MappingProxyType({SMALL: 7}))
 SINGLE_MIG = Node("single", gpus=1, mig=MappingProxyType({"nvidia.com/gpu": 7}))
+DRA_GPU, DRA_MIG = "dra:gpu.nvidia.com", "dra:gpu.nvidia.com/mig-1g.10gb"
+DRA = Node("dra", gpus=4, mig=MappingProxyType({DRA_GPU: 4, DRA_MIG: 7}), dra=True)
 
 
 CASES = [
@@ -88,6 +90,22 @@ CASES = [
         {("a", "s"): 0.0},
         {"allocated_gpu_slots": 0, "allocated_mig_instances": 2, "busy_ratio": None},
         id="single-strategy-gpus-are-mig-instances",
+    ),
+    pytest.param(
+        [DRA],
+        [
+            _pod("a", "d", "dra", gpus=2, mig={DRA_GPU: 2}),
+            _pod("b", "m", "dra", gpus=1, mig={DRA_MIG: 1}),
+        ],
+        {("a", "d"): 0.0, ("b", "m"): 0.0},
+        {
+            "allocated_gpu_slots": 2,
+            "allocated_gpus": 2.0,
+            "allocated_mig_instances": 1,
+            "idle_gpus_by_namespace": {"a": 2.0},
+            "idle_mig_instances_by_namespace": {"b": 1},
+        },
+        id="dra-gpus-are-gpus-and-dra-mig-devices-mig-instances",
     ),
     pytest.param(
         [],
