@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from reclaimer.devices import slots_by_resource
-from reclaimer.kube.objects import crashes, disruption, gangs, kinds, trainjob, workloads
+from reclaimer.kube.objects import crashes, disruption, gangs, kinds, kueue, trainjob, workloads
 from reclaimer.kube.objects import fields as f
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.objects.nodes import device_plugin_data, node
@@ -45,6 +45,9 @@ class ClusterObjects:
     pdbs: Sequence[Obj] = ()
     priority_classes: Sequence[Obj] = ()
     problems: tuple[str, ...] = ()
+    cluster_queues: Sequence[Obj] = ()  # Kueue (`kube.objects.kueue`)
+    local_queues: Sequence[Obj] = ()
+    kueue_workloads: Sequence[Obj] = ()
 
 
 # (group, kind) -> ClusterObjects field; versions are not checked, kinds are unambiguous here
@@ -60,6 +63,9 @@ KIND_FIELDS: Mapping[tuple[str, str], str] = {
     ("", "ConfigMap"): "configmaps",
     ("policy", "PodDisruptionBudget"): "pdbs",
     (r.PRIORITY_CLASSES.group, "PriorityClass"): "priority_classes",
+    (kueue.GROUP, "ClusterQueue"): "cluster_queues",
+    (kueue.GROUP, "LocalQueue"): "local_queues",
+    (kueue.GROUP, "Workload"): "kueue_workloads",
 }
 
 
@@ -111,6 +117,10 @@ def _jobs(
             continue
         jobs[job.key] = job
     _size_trainjobs(jobs, objs.workloads, owners, prio, problems)
+    if objs.kueue_workloads:
+        by_key = {f.key(obj): obj for obj in objs.workloads}
+        targets = kueue.queue_targets(objs.local_queues)
+        kueue.join(jobs, by_key, objs.kueue_workloads, targets, problems)
     return jobs
 
 
@@ -205,6 +215,16 @@ def _pending_podgroups(ctx: _Context) -> None:
             ctx.pending.append(demand)
 
 
+def _pending_workloads(objs: ClusterObjects, ctx: _Context) -> None:
+    """Kueue Workloads waiting for quota (`kube.objects.kueue.demand`)."""
+    targets = kueue.queue_targets(objs.local_queues)
+    for wl in objs.kueue_workloads:
+        make = partial(kueue.demand, wl, targets)
+        demand = _safe(ctx.problems, f"Workload {f.key(wl)}", make)
+        if demand is not None:
+            ctx.pending.append(demand)
+
+
 def _with_budgets(jobs: Sequence[Job], pods: Sequence[Pod], pdbs: Sequence[Obj]) -> list[Job]:
     """Each job with the PodDisruptionBudget (if any) that forbids stopping it whole."""
     if not pdbs:
@@ -260,6 +280,7 @@ def to_cluster_view(
         _safe(problems, f"Pod {f.key(obj)}", partial(_place_pod, obj, ctx))
     crashed = crashes.of_pods(objs.pods, problems)
     _pending_podgroups(ctx)
+    _pending_workloads(objs, ctx)
     if ctx.unmanaged:
         problems.append(f"{len(ctx.unmanaged)} GPU pods in no workload the reclaimer can stop")
     gangs_ = gangs.attach_pods(ctx.jobs, ctx.pods, ctx.pod_queues, ctx.group_queues)
@@ -280,6 +301,8 @@ def to_cluster_view(
 
 def _queues(objs: ClusterObjects, problems: list[str]) -> tuple[Queue, ...]:
     found = [_safe(problems, f"Queue {f.name(o)}", partial(queue, o)) for o in objs.queues]
+    taken = {q.name for q in found if q is not None}
+    found += kueue.queues(objs.cluster_queues, taken, problems)
     return tuple(sorted((q for q in found if q is not None), key=lambda q: q.name))
 
 
