@@ -2,8 +2,8 @@
 labelled `kueue.x-k8s.io/queue-name`, and the Workload Kueue made for each (owned by its job,
 named `job-<job>-<hash>` as Kueue's jobframework `GetWorkloadNameForOwnerWithGVK` names them).
 
-- ClusterQueue `research` (cohort `gpus`, no nominal GPUs, unbounded borrowing) runs `idle` and
-  `busy`, each on two borrowed GPUs;
+- ClusterQueue `research` (cohort `gpus`, 2 GPUs nominal, unbounded borrowing) runs `idle` and
+  `busy`, two GPUs each: two of the four are borrowed from `team-b`;
 - ClusterQueue `team-b` (cohort `gpus`, 2 GPUs nominal) has `llm` waiting: its Workload holds no
   quota and its Job stays suspended, as Kueue keeps it;
 - ClusterQueue `prod` (no cohort, 2 GPUs nominal) runs `serve` within its quota.
@@ -155,7 +155,7 @@ def pod(ns: str, job_name: str, i: int) -> Obj:
 
 def kueue_world(version: str = "v1beta2") -> list[Obj]:
     objs: list[Obj] = [
-        cluster_queue("research", 0, "gpus", version),
+        cluster_queue("research", 2, "gpus", version),
         cluster_queue("team-b", 2, "gpus", version),
         cluster_queue("prod", 2, None, version),
         {

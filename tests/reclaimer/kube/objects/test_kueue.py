@@ -39,7 +39,7 @@ def test_cluster_queues_are_queues_with_their_nominal_quota_guaranteed(version: 
         for n, q in queues.items()
     }
     assert got == {
-        "research": (0.0, 0.0, None, "gpus"),  # borrows without a limit in its cohort
+        "research": (2.0, 2.0, None, "gpus"),  # borrows without a limit in its cohort
         "team-b": (2.0, 2.0, None, "gpus"),
         "prod": (2.0, 2.0, 2.0, ""),  # no cohort: it can never hold more than its quota
     }
