@@ -1,0 +1,81 @@
+"""Kueue ClusterQueues in the planner: what of each may be stopped is the policy's `kueue`
+section, by default only what runs above its nominal quota (on quota its cohort lent)."""
+
+from __future__ import annotations
+
+import pytest
+from planworld import World
+
+from reclaimer.decisions import ActionKind, Plan, Reason
+from reclaimer.policy.kueue import Kueue, Reclaim
+from reclaimer.policy.settings import Policy
+
+
+def _cq(world: World, name: str, nominal: float) -> World:
+    """A ClusterQueue as the reader makes it: nominal quota deserved and guaranteed."""
+    return world.queue(
+        name, deserved_gpus=nominal, guarantee_gpus=nominal, cluster_queue=True, cohort="gpus"
+    )
+
+
+def _world(research_jobs: int) -> World:
+    """`research` (2 nominal) runs `research_jobs` idle 2-GPU jobs, `prod` (2 nominal) one
+    idle job; `team-b` (2 nominal) waits for 2 GPUs on a node they fill."""
+    w = World().node("n1", gpus=2 * (research_jobs + 1))
+    for name in ("research", "team-b", "prod"):
+        w = _cq(w, name, 2.0)
+    for i in range(research_jobs):
+        w = w.job(f"research/j{i}", "research", {"n1": 2}, idle=0.99 - i * 0.01)
+    w = w.job("prod/serve", "prod", {"n1": 2}, idle=0.999)
+    return w.pend("team-b/llm", "team-b", 2)
+
+
+def _stops(plan: Plan) -> list[str]:
+    return [a.target for a in plan.actions if a.kind is ActionKind.PREEMPT]
+
+
+def _policy(reclaim: Reclaim = Reclaim.BORROWED, **by_name: Reclaim) -> Policy:
+    return Policy(kueue=Kueue(reclaim, by_name))
+
+
+def test_by_default_only_a_job_on_borrowed_quota_is_stopped() -> None:
+    plan = _world(2).plan(_policy())
+    # research holds 4 of its 2 nominal: one job runs on lent quota, and goes; prod's idle job,
+    # within its own quota, and research's other one stay
+    assert _stops(plan) == ["research/j0"]
+    why = {s.target: (s.reason, s.detail) for s in plan.skipped}
+    assert why["prod/serve"] == (Reason.BELOW_GUARANTEE, "prod would drop below its guarantee of 2")
+
+
+def test_by_default_a_queue_within_its_nominal_quota_keeps_its_jobs() -> None:
+    plan = _world(1).plan(_policy())
+    assert _stops(plan) == []
+    why = {s.target: (s.reason, s.detail) for s in plan.skipped}
+    assert why["research/j0"] == (
+        Reason.BELOW_GUARANTEE,
+        "research would drop below its guarantee of 2",
+    )
+
+
+@pytest.mark.parametrize(
+    ("policy", "stops"),
+    [
+        pytest.param(_policy(Reclaim.ALL), ["prod/serve"], id="all-takes-the-most-idle"),
+        pytest.param(
+            _policy(Reclaim.ALL, prod=Reclaim.NONE), ["research/j0"], id="all-but-a-guaranteed-one"
+        ),
+        pytest.param(_policy(Reclaim.NONE), [], id="none"),
+    ],
+)
+def test_the_policy_says_what_of_each_cluster_queue_may_be_stopped(
+    policy: Policy, stops: list[str]
+) -> None:
+    assert _stops(_world(1).plan(policy)) == stops
+
+
+def test_a_guaranteed_cluster_queue_is_not_reclaimable() -> None:
+    plan = _world(1).plan(_policy(Reclaim.ALL, prod=Reclaim.NONE, research=Reclaim.NONE))
+    assert _stops(plan) == []
+    reasons = {s.target: s.reason for s in plan.skipped}
+    assert reasons["prod/serve"] is Reason.NOT_RECLAIMABLE
+    assert reasons["research/j0"] is Reason.NOT_RECLAIMABLE
