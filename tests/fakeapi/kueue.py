@@ -7,7 +7,8 @@ admitted Workload that is no longer active (`Evicted` condition, reason `Deactiv
 v1beta2 `WorkloadDeactivated`; apis/kueue/v1beta2/workload_types.go); the job reconciler
 (pkg/controller/jobframework/reconciler.go) then stops the job through its integration (a batch
 Job: `spec.suspend` true; the Job controller, kubernetes pkg/controller/job/job_controller.go,
-deletes its active pods) and, once the job has no active pods (a terminating pod is not active for
+deletes its active pods; unsuspended, it creates `parallelism` pods, which wait unbound until
+the test, playing the scheduler, binds them) and, once the job has no active pods (a terminating pod is not active for
 the Job controller), unsets the quota reservation (`QuotaReserved` and `Admitted` False,
 `status.admission` cleared). Setting `spec.active` back to true requeues it (`Requeued` True,
 reason `Reactivated`) and the scheduler (pkg/scheduler/scheduler.go) admits it once its
@@ -81,6 +82,9 @@ def _suspend_job(store: Store, wl: Obj, suspend: bool) -> None:
         return
     job["spec"]["suspend"] = suspend
     store._store(JOBS, job)
+    if not suspend:  # the Job controller creates `parallelism` pods; the scheduler binds them
+        _create_pods(store, job)
+        return
     if suspend:  # the Job controller deletes a suspended Job's active pods
         ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
         for (pns, pname), pod in list(store.objects.get(PODS, {}).items()):
@@ -88,6 +92,30 @@ def _suspend_job(store: Store, wl: Obj, suspend: bool) -> None:
             mine = any(r.get("kind") == "Job" and r.get("name") == name for r in refs)
             if pns == ns and mine and not pod["metadata"].get("deletionTimestamp"):
                 store.delete(PODS, pns, pname, dry=False)
+
+
+def _create_pods(store: Store, job: Obj) -> None:
+    meta = job["metadata"]
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"]}
+    template = job["spec"].get("template") or {}
+    for i in range(int(job["spec"].get("parallelism", 1))):
+        name = f"{meta['name']}-{store.version:x}-{i}"
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": meta["namespace"],
+                "labels": {
+                    **(template.get("metadata") or {}).get("labels", {}),
+                    "job-name": meta["name"],
+                },
+                "ownerReferences": [{**owner, "controller": True}],
+            },
+            "spec": {k: v for k, v in (template.get("spec") or {}).items() if k != "nodeName"},
+            "status": {"phase": "Pending"},
+        }
+        store._store(PODS, pod)
 
 
 def reconcile(store: Store, res: Res, ns: str, name: str, at: str) -> None:

@@ -215,14 +215,14 @@ def _pending_podgroups(ctx: _Context) -> None:
             ctx.pending.append(demand)
 
 
-def _pending_workloads(objs: ClusterObjects, ctx: _Context) -> None:
-    """Kueue Workloads waiting for quota (`kube.objects.kueue.demand`)."""
-    targets = kueue.queue_targets(objs.local_queues)
-    for wl in objs.kueue_workloads:
-        make = partial(kueue.demand, wl, targets)
-        demand = _safe(ctx.problems, f"Workload {f.key(wl)}", make)
-        if demand is not None:
-            ctx.pending.append(demand)
+def _bound(pods: Sequence[Pod]) -> dict[str, kueue.Bound]:
+    """Job key -> its live pods bound to a node and not on their way out."""
+    out: dict[str, kueue.Bound] = {}
+    for p in pods:
+        if p.job is not None and p.node and not p.releasing and gangs.is_live(p):
+            was = out.get(p.job, kueue.Bound())
+            out[p.job] = kueue.Bound(was.pods + 1, was.slots + p.gpus)
+    return out
 
 
 def _with_budgets(jobs: Sequence[Job], pods: Sequence[Pod], pdbs: Sequence[Obj]) -> list[Job]:
@@ -280,7 +280,9 @@ def to_cluster_view(
         _safe(problems, f"Pod {f.key(obj)}", partial(_place_pod, obj, ctx))
     crashed = crashes.of_pods(objs.pods, problems)
     _pending_podgroups(ctx)
-    _pending_workloads(objs, ctx)
+    if objs.kueue_workloads:
+        bound = _bound(ctx.pods)
+        ctx.pending += kueue.pending(objs.kueue_workloads, objs.local_queues, bound, problems)
     if ctx.unmanaged:
         problems.append(f"{len(ctx.unmanaged)} GPU pods in no workload the reclaimer can stop")
     gangs_ = gangs.attach_pods(ctx.jobs, ctx.pods, ctx.pod_queues, ctx.group_queues)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kube.kueue_objects import kueue_world, pick
+from kube.kueue_objects import kueue_world, pick, pod
 from reclaimer.kube.objects.convert import group_by_kind, to_cluster_view
 from reclaimer.model import ClusterView, Job
 
@@ -130,3 +130,27 @@ def test_a_cluster_queue_named_like_a_volcano_queue_is_left_out() -> None:
     prod = next(q for q in view.queues if q.name == "prod")
     assert not prod.cluster_queue and not prod.reclaimable
     assert "ClusterQueue prod: skipped, a Volcano Queue has its name" in view.problems
+
+
+def _admit_llm(objs: list[dict[str, Any]], bound: int) -> None:
+    """Kueue admits `llm` and unsuspends it; its Job made two pods, `bound` of them scheduled."""
+    wl = pick(objs, "Workload", "job-llm-1a2b3")
+    admitted = pick(objs, "Workload", "job-idle-1a2b3")["status"]
+    wl["status"] = {**admitted, "admission": {**admitted["admission"], "clusterQueue": "team-b"}}
+    pick(objs, "Job", "llm")["spec"]["suspend"] = False
+    for i in range(2):
+        p = pod("team-b", "llm", i)
+        if i >= bound:
+            del p["spec"]["nodeName"]
+            p["status"] = {"phase": "Pending"}
+        objs.append(p)
+
+
+@pytest.mark.parametrize(("bound", "waits"), [(0, 2), (1, 1), (2, 0)])
+def test_an_admitted_workload_waits_for_the_devices_its_pods_are_not_bound_to(
+    bound: int, waits: int
+) -> None:
+    objs = kueue_world()
+    _admit_llm(objs, bound)
+    got = [(d.queue, d.job, d.gpus, d.min_member) for d in _view(objs).pending]
+    assert got == ([("team-b", "team-b/llm", waits, waits)] if waits else [])
