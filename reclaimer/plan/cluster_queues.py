@@ -5,6 +5,13 @@ The snapshot reads a ClusterQueue with its nominal quota both deserved and guara
 keeps the guarantee, so the victim search (`plan.search`) never takes the queue below its nominal
 quota and stops only jobs on borrowed quota; `all` drops the guarantee; `none` makes the queue
 not reclaimable. Volcano queues pass unchanged. Consumed by `plan.planner.plan` first thing.
+
+Each pending job is judged by the system that admits it (`frees_room_for`, consumed by the victim
+search, `plan.search`): a Workload waiting in a ClusterQueue is admitted once quota frees in its
+cohort, so only jobs Kueue admitted in a ClusterQueue of the same cohort make room for it
+(stopping a Volcano job frees devices, not Kueue quota); a job waiting in a Volcano queue is not
+served by stopping a Kueue job, whose freed quota Kueue would hand to its own next Workload at
+once, racing it for the devices.
 """
 
 from __future__ import annotations
@@ -31,3 +38,15 @@ def with_policy(snapshot: Snapshot, kueue: Kueue) -> Snapshot:
     if not any(q.cluster_queue for q in snapshot.queues):
         return snapshot
     return replace(snapshot, queues=tuple(under_policy(q, kueue) for q in snapshot.queues))
+
+
+def frees_room_for(pending: Queue | None, victim: Queue | None) -> bool:
+    """Whether stopping a job of queue `victim` can make room for one waiting in `pending`."""
+    kueue_pending = pending is not None and pending.cluster_queue
+    kueue_victim = victim is not None and victim.cluster_queue
+    if kueue_pending != kueue_victim:
+        return False
+    if not kueue_pending:
+        return True
+    assert pending is not None and victim is not None
+    return bool(pending.cohort) and pending.cohort == victim.cohort

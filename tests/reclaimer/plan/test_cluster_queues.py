@@ -79,3 +79,42 @@ def test_a_guaranteed_cluster_queue_is_not_reclaimable() -> None:
     reasons = {s.target: s.reason for s in plan.skipped}
     assert reasons["prod/serve"] is Reason.NOT_RECLAIMABLE
     assert reasons["research/j0"] is Reason.NOT_RECLAIMABLE
+
+
+def _mixed(pending_queue: str) -> World:
+    """One 8-GPU node shared by both schedulers, full: Volcano's `vc-be` runs an idle job, and
+    so do Kueue's `research` (cohort `gpus`, above its nominal quota) and `other` (its own
+    cohort `solo`, above its quota too); the job waiting is in `pending_queue`."""
+    w = World().node("n1", gpus=8)
+    w = w.queue("vc-be", deserved_gpus=0.0).queue("vc-ls", deserved_gpus=2.0, reclaimable=False)
+    w = _cq(_cq(w, "research", 0.0), "team-b", 2.0)
+    w = w.queue("other", deserved_gpus=0.0, cluster_queue=True, cohort="solo")
+    w = w.job("vc-be/a", "vc-be", {"n1": 2}, idle=0.99)
+    w = w.job("research/b", "research", {"n1": 2}, idle=0.98)
+    w = w.job("other/c", "other", {"n1": 2}, idle=0.999)
+    w = w.job("vc-be/d", "vc-be", {"n1": 2}, busy=True)
+    return w.pend(f"{pending_queue}/x", pending_queue, 2)
+
+
+@pytest.mark.parametrize(
+    ("pending_queue", "stops"),
+    [
+        # Kueue admits team-b's Workload once its cohort has quota: only research's job frees it,
+        # not the more idle job of another cohort's queue, nor Volcano's
+        pytest.param("team-b", ["research/b"], id="kueue-waits-for-its-cohort"),
+        # Volcano's job takes Volcano's victim, never a job Kueue admits
+        pytest.param("vc-ls", ["vc-be/a"], id="volcano-waits-for-volcano"),
+    ],
+)
+def test_each_waiting_job_is_served_by_the_system_that_admits_it(
+    pending_queue: str, stops: list[str]
+) -> None:
+    assert _stops(_mixed(pending_queue).plan(_policy())) == stops
+
+
+def test_a_kueue_workload_is_not_served_by_stopping_a_volcano_job() -> None:
+    w = _mixed("team-b")
+    w.jobs = [j for j in w.jobs if j.key != "research/b"]
+    w.pods = [p for p in w.pods if p.job != "research/b"]
+    w = w.job("vc-be/e", "vc-be", {"n1": 2}, idle=0.97)
+    assert _stops(w.plan(_policy())) == []
