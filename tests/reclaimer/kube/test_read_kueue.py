@@ -3,13 +3,17 @@ a cluster without Kueue read as one."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from fakeapi import FakeApiServer, FakeCluster
 from kubernetes import client as k8s
 
 from kube.cluster_fixture import TIMEOUT_S
 from kube.kueue_objects import kueue_world
 from reclaimer.kube.client import api_from_configuration
+from reclaimer.kube.dumps import load_cluster_file
 from reclaimer.kube.read import read_cluster_sync
 from reclaimer.model import ClusterView
 
@@ -49,3 +53,18 @@ def test_a_cluster_without_kueue_leaves_its_labelled_jobs_alone() -> None:
     )
     idle = next(j for j in view.jobs if j.key == "research/idle")
     assert idle.kueue is None and idle.managed_by.startswith("Kueue admits it")
+
+
+def test_a_dump_with_kueue_objects_reads_as_the_live_cluster(tmp_path: Path) -> None:
+    objs = kueue_world("v1beta1")
+    dump = tmp_path / "cluster.yaml"
+    dump.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objs}))
+    cluster = FakeCluster(kueue_versions=frozenset({"v1beta1"}))
+    cluster.add(*objs)
+    live, _ = _read(cluster)
+    offline = load_cluster_file(dump, taken_at=1.0)
+    assert offline.queues == live.queues and offline.pending == live.pending
+    assert [(j.key, j.queue, j.kueue, j.managed_by) for j in offline.jobs] == [
+        (j.key, j.queue, j.kueue, j.managed_by) for j in live.jobs
+    ]
+    assert any(j.kueue is not None for j in offline.jobs)
