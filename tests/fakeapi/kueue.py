@@ -3,23 +3,22 @@ false) is evicted, its job suspended and its quota released; one reactivated is 
 admitted again when its ClusterQueue (with its cohort) has the quota.
 
 Built from kubernetes-sigs/kueue: pkg/controller/core/workload_controller.go `Reconcile` evicts an
-admitted Workload that is no longer active (`Evicted` condition, reason `Deactivated`, the
-v1beta2 `WorkloadDeactivated`; apis/kueue/v1beta2/workload_types.go); the job reconciler
+admitted Workload that is no longer active (`Evicted` condition, reason `Deactivated`, the v1beta2
+`WorkloadDeactivated`; apis/kueue/v1beta2/workload_types.go); the job reconciler
 (pkg/controller/jobframework/reconciler.go) then stops the job through its integration (a batch
 Job: `spec.suspend` true; the Job controller, kubernetes pkg/controller/job/job_controller.go,
-deletes its active pods; unsuspended, it creates `parallelism` pods, which wait unbound until
-the test, playing the scheduler, binds them) and, once the job has no active pods (a terminating pod is not active for
-the Job controller), unsets the quota reservation (`QuotaReserved` and `Admitted` False,
-`status.admission` cleared). Setting `spec.active` back to true requeues it (`Requeued` True,
-reason `Reactivated`) and the scheduler (pkg/scheduler/scheduler.go) admits it once its
+deletes its active pods; unsuspended, it creates `parallelism` pods, which wait unbound until the
+test, playing the scheduler, binds them) and, once the job has no active pods (a terminating pod is
+not active for the Job controller), unsets the quota reservation (`QuotaReserved` and `Admitted`
+False, `status.admission` cleared). Setting `spec.active` back to true requeues it (`Requeued`
+True, reason `Reactivated`) and the scheduler (pkg/scheduler/scheduler.go) admits it once its
 ClusterQueue's nominal quota plus what it may borrow in its cohort covers its pod sets; it then
-unsuspends the job. Only the `nvidia.com/gpu` quota is modelled, with no flavors but the first,
-no lending limits and no preemption of Kueue's own (every `reclaimWithinCohort` is `Never`, the
+unsuspends the job. Only the `nvidia.com/gpu` quota is modelled, with no flavors but the first, no
+lending limits and no preemption of Kueue's own (every `reclaimWithinCohort` is `Never`, the
 default): the gap the reclaimer fills.
 
 Here the reconcile runs right after each write the API accepts to a Workload (not after
-dry-runs), as the controllers would soon after; `schedule` runs the scheduler alone (a test calls
-it after changing quota behind the store's back).
+dry-runs), as the controllers would soon after, and ends with the scheduler's pass (`schedule`).
 """
 
 from __future__ import annotations

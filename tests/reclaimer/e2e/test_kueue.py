@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from fakeapi import FakeCluster
-from kube.kueue_objects import NODE, kueue_world
+from kueue_objects import NODE, kueue_world
 from promserver import PromServer, openmetrics
 from runonce import applied_once
 

@@ -9,9 +9,9 @@ import pytest
 import yaml
 from fakeapi import FakeApiServer, FakeCluster
 from kubernetes import client as k8s
+from kueue_objects import kueue_world
 
 from kube.cluster_fixture import TIMEOUT_S
-from kube.kueue_objects import kueue_world
 from reclaimer.kube.client import api_from_configuration
 from reclaimer.kube.dumps import load_cluster_file
 from reclaimer.kube.read import read_cluster_sync

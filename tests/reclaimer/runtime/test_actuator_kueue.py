@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from fakeapi import FakeCluster
-from kube.kueue_objects import kueue_world
 from kube.plan_fixture import NOW, POD, events_for, forecast, resume, run
+from kueue_objects import kueue_world
 
 from reclaimer.decisions import Action, ActionKind, Evidence, Outcome, Reason
 from reclaimer.kube.objects import resources as r

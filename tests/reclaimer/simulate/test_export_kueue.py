@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from kube.kueue_objects import kueue_world, pick
+from kueue_objects import kueue_world, pick
 
 from reclaimer.kube.objects.convert import group_by_kind, to_cluster_view
 from reclaimer.prometheus.arrivals import none_found

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kueue_objects import kueue_world, pick, pod
 
-from kube.kueue_objects import kueue_world, pick, pod
 from reclaimer.kube.objects.convert import group_by_kind, to_cluster_view
 from reclaimer.model import ClusterView, Job
 
