@@ -12,10 +12,9 @@ from reclaimer.policy.settings import Policy
 
 
 def _cq(world: World, name: str, nominal: float) -> World:
-    """A ClusterQueue as the reader makes it: nominal quota deserved and guaranteed."""
-    return world.queue(
-        name, deserved_gpus=nominal, guarantee_gpus=nominal, cluster_queue=True, cohort="gpus"
-    )
+    """A ClusterQueue deserving its nominal quota; no guarantee of its own here, so that what
+    guards the quota is the policy's `kueue` section alone."""
+    return world.queue(name, deserved_gpus=nominal, cluster_queue=True, cohort="gpus")
 
 
 def _world(research_jobs: int) -> World:

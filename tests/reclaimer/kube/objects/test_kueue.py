@@ -101,6 +101,7 @@ def test_a_workload_deactivated_by_someone_else_is_stopped_but_not_by_the_reclai
 
 def test_a_deactivated_workload_is_no_demand() -> None:
     objs = kueue_world()
+    assert [d.job for d in _view(objs).pending] == ["team-b/llm"]  # while active it waits
     pick(objs, "Workload", "job-llm-1a2b3")["spec"]["active"] = False
     assert _view(objs).pending == ()
 
@@ -146,11 +147,14 @@ def _admit_llm(objs: list[dict[str, Any]], bound: int) -> None:
         objs.append(p)
 
 
-@pytest.mark.parametrize(("bound", "waits"), [(0, 2), (1, 1), (2, 0)])
-def test_an_admitted_workload_waits_for_the_devices_its_pods_are_not_bound_to(
-    bound: int, waits: int
-) -> None:
-    objs = kueue_world()
-    _admit_llm(objs, bound)
-    got = [(d.queue, d.job, d.gpus, d.min_member) for d in _view(objs).pending]
-    assert got == ([("team-b", "team-b/llm", waits, waits)] if waits else [])
+def test_an_admitted_workload_waits_for_the_devices_its_pods_are_not_bound_to() -> None:
+    waiting = {}
+    for bound in (0, 1, 2):
+        objs = kueue_world()
+        _admit_llm(objs, bound)
+        waiting[bound] = [(d.queue, d.job, d.gpus, d.min_member) for d in _view(objs).pending]
+    assert waiting == {
+        0: [("team-b", "team-b/llm", 2, 2)],
+        1: [("team-b", "team-b/llm", 1, 1)],
+        2: [],  # all its pods hold their devices: it waits for nothing
+    }
