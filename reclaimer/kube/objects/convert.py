@@ -280,16 +280,18 @@ def to_cluster_view(
         _safe(problems, f"Pod {f.key(obj)}", partial(_place_pod, obj, ctx))
     crashed = crashes.of_pods(objs.pods, problems)
     _pending_podgroups(ctx)
-    if objs.kueue_workloads:
-        bound = _bound(ctx.pods)
-        ctx.pending += kueue.pending(objs.kueue_workloads, objs.local_queues, bound, problems)
+    queues = _queues(objs, problems)
+    waiting = kueue.pending(objs.kueue_workloads, objs.local_queues, _bound(ctx.pods), problems)
     if ctx.unmanaged:
         problems.append(f"{len(ctx.unmanaged)} GPU pods in no workload the reclaimer can stop")
     gangs_ = gangs.attach_pods(ctx.jobs, ctx.pods, ctx.pod_queues, ctx.group_queues)
-    jobs = _with_budgets(gangs_, ctx.pods, objs.pdbs)
+    jobs, waiting = kueue.apart_from_volcano(
+        _with_budgets(gangs_, ctx.pods, objs.pdbs), waiting, queues
+    )
+    ctx.pending += waiting
     return ClusterView(
         taken_at=taken_at,
-        queues=_queues(objs, problems),
+        queues=queues,
         jobs=tuple(jobs),
         pods=tuple(sorted(ctx.pods, key=lambda p: p.key)),
         nodes=_nodes(objs, device_plugin, jobs, ctx.pods, problems),

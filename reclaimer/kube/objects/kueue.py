@@ -280,6 +280,21 @@ def pending(
     return out
 
 
+def apart_from_volcano(
+    jobs: Sequence[Job], waiting: Sequence[PendingDemand], queues: Sequence[Queue]
+) -> tuple[list[Job], list[PendingDemand]]:
+    """Jobs and Workload demand of a ClusterQueue left out for its name (a Volcano Queue has
+    it, `queues` below): the job is left to Kueue and the demand dropped, since under that name
+    they would be judged by Volcano's queue."""
+    volcano = {q.name for q in queues if not q.cluster_queue}
+    out = []
+    for job in jobs:
+        cq = job.kueue.cluster_queue if job.kueue is not None else ""
+        why = f"Kueue admits it, and its ClusterQueue {cq} has a Volcano Queue's name"
+        out.append(dataclasses.replace(job, managed_by=why) if cq in volcano else job)
+    return out, [d for d in waiting if d.queue not in volcano]
+
+
 def queues(cqs: Sequence[Obj], taken: set[str], problems: list[str]) -> list[Queue]:
     """Every ClusterQueue as a queue, but one named like a Volcano Queue (`taken`): with one
     name for two schedulers the jobs of each could not be told apart."""

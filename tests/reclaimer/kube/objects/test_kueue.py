@@ -120,17 +120,26 @@ def test_a_job_of_a_multikueue_workload_stays_skipped_for_its_manager() -> None:
     assert job.kueue is not None and "multikueue reconciles it instead" in job.managed_by
 
 
-def test_a_cluster_queue_named_like_a_volcano_queue_is_left_out() -> None:
-    volcano = {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "Queue",
-        "metadata": {"name": "prod"},
-        "spec": {"reclaimable": False},
-    }
-    view = _view([*kueue_world(), volcano])
-    prod = next(q for q in view.queues if q.name == "prod")
+def test_a_cluster_queue_named_like_a_volcano_queue_is_left_out_with_its_jobs() -> None:
+    volcano = [
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"reclaimable": False},
+        }
+        for name in ("prod", "team-b")
+    ]
+    alone, both = _view(kueue_world()), _view([*kueue_world(), *volcano])
+    prod = next(q for q in both.queues if q.name == "prod")
     assert not prod.cluster_queue and not prod.reclaimable
-    assert "ClusterQueue prod: skipped, a Volcano Queue has its name" in view.problems
+    assert "ClusterQueue prod: skipped, a Volcano Queue has its name" in both.problems
+    # under Volcano's name its jobs and Workloads would be judged by Volcano: left to Kueue
+    assert _job(alone, "prod/serve").managed_by == ""
+    assert _job(both, "prod/serve").managed_by == (
+        "Kueue admits it, and its ClusterQueue prod has a Volcano Queue's name"
+    )
+    assert [d.job for d in alone.pending] == ["team-b/llm"] and both.pending == ()
 
 
 def _admit_llm(objs: list[dict[str, Any]], bound: int) -> None:
