@@ -17,7 +17,16 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from reclaimer.devices import slots_by_resource
-from reclaimer.kube.objects import crashes, disruption, gangs, kinds, kueue, trainjob, workloads
+from reclaimer.kube.objects import (
+    crashes,
+    disruption,
+    gangs,
+    kinds,
+    kueue,
+    kueue_demand,
+    trainjob,
+    workloads,
+)
 from reclaimer.kube.objects import fields as f
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.objects.nodes import device_plugin_data, node
@@ -215,16 +224,6 @@ def _pending_podgroups(ctx: _Context) -> None:
             ctx.pending.append(demand)
 
 
-def _bound(pods: Sequence[Pod]) -> dict[str, kueue.Bound]:
-    """Job key -> its live pods bound to a node and not on their way out."""
-    out: dict[str, kueue.Bound] = {}
-    for p in pods:
-        if p.job is not None and p.node and not p.releasing and gangs.is_live(p):
-            was = out.get(p.job, kueue.Bound())
-            out[p.job] = kueue.Bound(was.pods + 1, was.slots + p.gpus)
-    return out
-
-
 def _with_budgets(jobs: Sequence[Job], pods: Sequence[Pod], pdbs: Sequence[Obj]) -> list[Job]:
     """Each job with the PodDisruptionBudget (if any) that forbids stopping it whole."""
     if not pdbs:
@@ -281,7 +280,8 @@ def to_cluster_view(
     crashed = crashes.of_pods(objs.pods, problems)
     _pending_podgroups(ctx)
     queues = _queues(objs, problems)
-    waiting = kueue.pending(objs.kueue_workloads, objs.local_queues, _bound(ctx.pods), problems)
+    bound = kueue_demand.bound_pods(ctx.pods)
+    waiting = kueue_demand.pending(objs.kueue_workloads, objs.local_queues, bound, problems)
     if ctx.unmanaged:
         problems.append(f"{len(ctx.unmanaged)} GPU pods in no workload the reclaimer can stop")
     gangs_ = gangs.attach_pods(ctx.jobs, ctx.pods, ctx.pod_queues, ctx.group_queues)

@@ -20,14 +20,14 @@ Kueue lets it hold without borrowing) and whose capability is nominal plus its b
 while the Workload is inactive, and its stop record is the one on the Workload, which is where
 the reclaimer writes it. Pending demand is each active, unfinished Workload that holds no quota,
 in the ClusterQueue its LocalQueue names, for the job that owns it; and each admitted one whose
-job's pods are not all bound to nodes yet, for the devices those pods wait for.
+job's pods are not all bound to nodes yet, for the devices those pods wait for
+(`kube.objects.kueue_demand`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from reclaimer.kube.objects import fields as f
@@ -49,7 +49,7 @@ VERSIONS: Final = ("v1beta2", "v1beta1")  # newest first: the reader lists the f
 QUOTA_RESERVED: Final = "QuotaReserved"
 FINISHED: Final = "Finished"
 REQUEUED: Final = "Requeued"
-_BAD = (f.FieldError, AttributeError, TypeError)  # a malformed object: skipped, with a problem
+BAD = (f.FieldError, AttributeError, TypeError)  # a malformed object: skipped, with a problem
 _STOPPED = frozenset({"Hold", "HoldAndDrain"})  # ClusterQueue stopPolicy values that stop it
 
 
@@ -149,66 +149,6 @@ def owner_key(wl: Obj) -> tuple[str, str] | None:
     return f"{f.namespace(wl)}/{ref['name']}", str(ref.get("uid") or "")
 
 
-def _slots(wl: Obj) -> f.Slots:
-    total = f.Slots()
-    for ps in f.dig(wl, "spec", "podSets") or []:
-        count = f.int_field((ps or {}).get("count"), 1)
-        total += count * f.pod_spec_slots(f.dig(ps, "template", "spec"))
-    return total
-
-
-def _since(wl: Obj) -> float:
-    """When it started waiting: created, or requeued (after an eviction) or admitted later
-    than that (an admitted Workload waits for devices from then on)."""
-    since = f.created_at(wl)
-    for c in f.dig(wl, "status", "conditions") or []:
-        live = isinstance(c, dict) and c.get("status") == "True"
-        if live and c.get("type") in (REQUEUED, QUOTA_RESERVED):
-            since = max(since, f.timestamp(c.get("lastTransitionTime")) or 0.0)
-    return since
-
-
-@dataclass(frozen=True)
-class Bound:
-    """A job's pods bound to nodes and not on their way out, and the device slots they hold."""
-
-    pods: int = 0
-    slots: int = 0
-
-
-def demand(wl: Obj, targets: Mapping[str, str], bound: Bound | None = None) -> PendingDemand | None:
-    """What an active, unfinished Workload waits for; None when nothing.
-
-    One that holds no quota waits for all its pod sets. One Kueue admitted waits for the
-    devices its pods have not been bound to yet (`bound`: its job's): Kueue admits on quota,
-    and releases an evicted job's quota once the job has no active pods, while pods still
-    terminating keep their devices, so an admitted job's pods may wait for them."""
-    info = facts(wl, targets)
-    if not info.active or condition(wl, FINISHED) or not info.cluster_queue:
-        return None
-    need = _slots(wl)
-    pods = sum(f.int_field((ps or {}).get("count"), 1) for ps in f.dig(wl, "spec", "podSets") or [])
-    gpus, mig = need.total, need.mig
-    if info.admitted:
-        held = bound or Bound()
-        if held.pods >= pods:
-            return None
-        gpus, pods = need.total - held.slots, pods - held.pods
-        mig = mig if held.slots == 0 else {}
-    if gpus <= 0:
-        return None
-    owner = owner_key(wl)
-    return PendingDemand(
-        queue=info.cluster_queue,
-        job=owner[0] if owner else f.key(wl),
-        gpus=gpus,
-        mig=mig,
-        min_member=max(1, pods),
-        since=_since(wl),
-        priority=f.int_field(f.dig(wl, "spec", "priority"), 0),
-    )
-
-
 _RECORD = (SUSPENDED_BY, SUSPENDED_AT, SUSPEND_REASON, ROOM_FOR, EVICTED_AT)
 
 
@@ -254,30 +194,8 @@ def join(
             if job is None or obj is None or (uid and job.uid and uid != job.uid):
                 continue  # not a job the reclaimer stops, or a Workload of an earlier job
             jobs[key] = admitted_job(job, obj, wl, targets)
-        except _BAD as exc:
+        except BAD as exc:
             problems.append(f"Workload {f.key(wl)}: skipped, {exc}")
-
-
-def pending(
-    wls: Sequence[Obj],
-    lqs: Sequence[Obj],
-    bound: Mapping[str, Bound],
-    problems: list[str],
-) -> list[PendingDemand]:
-    """Every Workload waiting for quota or devices (`demand`; `bound`: job key -> its pods
-    bound); one that cannot be read is a problem."""
-    targets = queue_targets(lqs)
-    out = []
-    for wl in wls:
-        owner = owner_key(wl) if isinstance(f.meta(wl).get("ownerReferences"), list) else None
-        try:
-            found = demand(wl, targets, bound.get(owner[0]) if owner else None)
-        except _BAD as exc:
-            problems.append(f"Workload {f.key(wl)}: skipped, {exc}")
-            continue
-        if found is not None:
-            out.append(found)
-    return out
 
 
 def apart_from_volcano(
@@ -305,6 +223,6 @@ def queues(cqs: Sequence[Obj], taken: set[str], problems: list[str]) -> list[Que
             continue
         try:
             out.append(cluster_queue(cq))
-        except _BAD as exc:
+        except BAD as exc:
             problems.append(f"ClusterQueue {f.name(cq)}: skipped, {exc}")
     return out
