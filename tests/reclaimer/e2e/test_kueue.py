@@ -13,18 +13,23 @@ reactivated. The reclaimer writes nothing but the idle Workload (and its Events)
 
 from __future__ import annotations
 
+import io
+import json
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 from fakeapi import FakeCluster
 from kueue_objects import NODE, kueue_world
 from promserver import PromServer, openmetrics
-from runonce import applied_once
+from runonce import applied_once, run_once
 
 import gpu_contract as gc
 from e2e.starved_world import ts
+from reclaimer.cli import main
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 HISTORY_S = 24 * 3600
@@ -153,3 +158,25 @@ def test_an_idle_kueue_job_is_deactivated_for_a_starved_cluster_queue_and_reacti
     assert all(w.body["spec"].keys() == {"active"} for w in cluster.writes() if w.method == "PATCH")
     assert cluster.get(*JOBS, "serve", "prod")["spec"]["suspend"] is False
     assert _wl(cluster, SERVE)["spec"]["active"] is True
+
+
+def test_a_dump_of_the_kueue_cluster_plans_offline_as_the_live_cluster(
+    prom: PromServer, kubeconfig: Path, cluster: FakeCluster, now: float, tmp_path: Path
+) -> None:
+    dump = tmp_path / "cluster.yaml"
+    dump.write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": world_objects(now)})
+    )
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(
+            ["run", "--once", "--json", "--prometheus-url", prom.url, "--cluster-file", str(dump)]
+        )
+    assert code == 0
+    offline = json.loads(out.getvalue())
+    code, live = run_once(prom, kubeconfig)  # dry-run: the same cluster, read live
+    assert code == 0
+    assert _actions(offline) == _actions(live) == [("preempt", IDLE)]
+    assert _skips(offline) == _skips(live)
+    assert offline["plan"]["actions"][0]["evidence"]["for_pending"] == PENDING
+    assert cluster.get(*WLS, "job-idle-1a2b3", "research")["spec"]["active"] is True
