@@ -65,6 +65,23 @@ class Queue:
     reclaimable: bool = True  # unset counts as true in Volcano
     state: QueueState = QueueState.OPEN
     priority: int = 0
+    # a Kueue ClusterQueue (`kube.objects.kueue`): deserved is its nominal quota, and the
+    # policy's `kueue` section says what of it is reclaimable (`plan.cluster_queues`)
+    cluster_queue: bool = False
+    cohort: str = ""  # the Kueue cohort it borrows within; "" = none
+
+
+@dataclass(frozen=True)
+class KueueWorkload:
+    """The Kueue Workload that admits a job: the reclaimer stops and resumes the job through it
+    (`spec.active`), never through the job's own `suspend`, which Kueue owns."""
+
+    name: str  # in the job's namespace
+    api_version: str  # the served version it was read in ("kueue.x-k8s.io/v1beta2")
+    uid: str = ""
+    active: bool = True  # spec.active
+    admitted: bool = False  # holds quota (a True QuotaReserved condition)
+    cluster_queue: str = ""  # the ClusterQueue it is admitted to, else its LocalQueue's
 
 
 @dataclass(frozen=True)
@@ -101,6 +118,7 @@ class Job:
     managed_by: str = ""  # another controller admits it (Kueue): stopping it would be undone
     controlled_by: str = ""  # its controller owner is a kind the reclaimer does not manage
     mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # of gpus: MIG, by resource
+    kueue: KueueWorkload | None = None  # Kueue admits it: stopped through this Workload
 
 
 def spares_a_retry(retries_left: int) -> bool:

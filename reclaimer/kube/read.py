@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reclaimer.kube.client import KubeApi, KubeError, call
-from reclaimer.kube.objects import kinds
+from reclaimer.kube.objects import kinds, kueue
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.objects.convert import ClusterObjects, to_cluster_view
 from reclaimer.kube.objects.dra import GpuClasses
@@ -173,6 +173,28 @@ def list_dra(api: KubeApi) -> dict[str, list[Any]]:
     return out
 
 
+def list_kueue(api: KubeApi, problems: list[str]) -> dict[str, list[Any]]:
+    """Kueue's ClusterQueues, LocalQueues and Workloads in the newest version the server serves
+    (`kueue.VERSIONS`), as `ClusterObjects` fields; none (with a problem) when it serves none."""
+    for version in kueue.VERSIONS:
+        res = kueue.cluster_queues(version)
+        try:
+            what, lister = f"{res.plural}.{res.group}", api.custom.list_cluster_custom_object
+            cqs = _paged(api, what, lister, res.group, res.version, res.plural)
+        except KubeError as exc:
+            if exc.status == 404:
+                continue  # not this version: an older Kueue, or none
+            raise ClusterReadError(f"listing {res.plural}.{res.group}: {exc}") from exc
+        return {
+            "cluster_queues": _with_kind(cqs, res),
+            "local_queues": list_custom(api, kueue.local_queues(version), problems),
+            "kueue_workloads": list_custom(api, kueue.workloads(version), problems),
+        }
+    served = ", ".join(kueue.VERSIONS)
+    problems.append(f"Kueue not installed ({kueue.GROUP} {served} not served), so ignored")
+    return {}
+
+
 def _list_core(api: KubeApi, res: r.Resource, method: Callable[..., Any], **kw: Any) -> list[Any]:
     try:
         return _with_kind(_paged(api, res.plural, method, **kw), res)
@@ -203,6 +225,7 @@ def list_objects(api: KubeApi, device_plugin: r.ConfigMapRef) -> ClusterObjects:
         configmaps=read_device_plugin(api, device_plugin, problems),
         pdbs=_list_core(api, r.PDBS, api.policy.list_pod_disruption_budget_for_all_namespaces),
         priority_classes=_list_core(api, r.PRIORITY_CLASSES, api.scheduling.list_priority_class),
+        **list_kueue(api, problems),
         problems=tuple(problems),
         resource_claims=dra[r.RESOURCE_CLAIMS.plural],
         resource_claim_templates=dra[r.RESOURCE_CLAIM_TEMPLATES.plural],

@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from reclaimer.decisions import Action, Plan, Reason, Skip
 from reclaimer.model import CLOCK_SKEW_TOLERANCE_S, DataQuality, Forecast, PendingDemand, Snapshot
+from reclaimer.plan import cluster_queues
 from reclaimer.plan.capacity import (
     FreePool,
     Placement,
@@ -62,7 +63,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
     gate = data_gate(snapshot.quality, policy, now)
     if gate is not None:
         return Plan(created_at=now, actions=(), skipped=(gate,))
-    snap = canonical(snapshot)
+    snap = canonical(cluster_queues.with_policy(snapshot, policy.kueue))
     where = placements(snap, policy)
     demands = _demands(snap)
     ledger = _ledger(snap, where, demands, policy)

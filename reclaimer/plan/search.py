@@ -23,6 +23,7 @@ from reclaimer.devices import resource_key
 from reclaimer.forecast import wording
 from reclaimer.model import PendingDemand
 from reclaimer.plan.capacity import FreeSlots, pod_shape
+from reclaimer.plan.cluster_queues import frees_room_for
 from reclaimer.plan.ledger import Ledger
 from reclaimer.plan.limits import Budget
 from reclaimer.plan.victims import Victim
@@ -132,6 +133,8 @@ def _pool(
     for v in victims:
         if v.key in chosen or v.job.queue == d.queue:
             continue
+        if not frees_room_for(ledger.queues.get(d.queue), ledger.queues.get(v.job.queue)):
+            continue  # another scheduler admits it: stopping it frees nothing d can take
         limit = budget.blocker(v)
         if limit is not None:
             held_back[v.key] = Skip(v.key, Reason.LIMIT_REACHED, limit)

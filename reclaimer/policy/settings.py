@@ -33,6 +33,7 @@ from reclaimer.policy.fields import (
     build_section,
     setting,
 )
+from reclaimer.policy.kueue import Kueue
 from webconfig.yaml_tree import load_yaml
 
 VOLCANO_PREEMPTABLE = "volcano.sh/preemptable"
@@ -197,6 +198,7 @@ class Policy:
     time_slicing: TimeSlicing = setting(TimeSlicing(), None, "timeSlicing", section=TimeSlicing)  # noqa: RUF009
     actions: Actions = setting(Actions(), None, "actions", section=Actions)  # noqa: RUF009
     dra: Dra = setting(Dra(), None, "dra", section=Dra)  # noqa: RUF009
+    kueue: Kueue = setting(Kueue(), None, "kueue", section=Kueue)  # noqa: RUF009
 
     def problems(self) -> list[CrossCheck]:
         total = sum(self.queue_shares.values())

@@ -29,8 +29,8 @@ from reclaimer.decisions import (
 )
 from reclaimer.devices import count
 from reclaimer.forecast import wording
+from reclaimer.kube import deactivation, reshaping, stops
 from reclaimer.kube import operations as ops
-from reclaimer.kube import reshaping, stops
 from reclaimer.kube.client import KubeApi, KubeError
 from reclaimer.kube.objects import kinds
 from reclaimer.kube.objects import resources as r
@@ -40,7 +40,7 @@ from reclaimer.model import ClusterView, JobKind
 from reclaimer.plan.raises import REFUSALS
 from reclaimer.plan.refusals import CycleBudget
 from reclaimer.policy.settings import Policy
-from reclaimer.runtime.settle import Recorder, Settler
+from reclaimer.runtime.settle import Recorder, Settler, involved_job
 
 log = logging.getLogger(__name__)
 
@@ -288,6 +288,10 @@ class Actuator:
             else ops.resume_record(now)
         )
         pods = [p for p in view.pods if p.job == job.key]
+        if job.kueue is not None:  # Kueue owns the job's suspend: its Workload is the door
+            deactivation.set_active(w, job, not preempt, record, pods)
+            done = f"Workload {job.kueue.name} spec.active={str(not preempt).lower()}"
+            return involved_job(job), done
         wk = kinds.BY_JOB_KIND.get(job.kind)
         if wk is not None and wk.stop in (kinds.Stop.SUSPEND, kinds.Stop.NOTEBOOK):
             obj = ops.set_suspended(w, job, preempt, record, pods)

@@ -23,8 +23,11 @@ Queue (`qos`): the pod's job's queue in the cluster (PodGroup, Volcano Job or qu
 annotation; the pods of a workload are read as its one job through their owners, e.g. a Kubeflow
 TrainJob's pods -> Job -> JobSet -> TrainJob take the TrainJob's queue), else its Volcano
 queue recorded in Prometheus (`RECORDED_POD_QUEUE`), else
-`unknown`. `reclaimable`: the Volcano Queue's flag where the cluster has that Queue, else false
-(a pod whose queue is not known is never taken as reclaimable, as the controller would not).
+`unknown`. A job Kueue admits is on its ClusterQueue. `reclaimable`: the Volcano Queue's flag
+where the cluster has that Queue; for a ClusterQueue, true only when it has no nominal GPU quota
+(all it runs is borrowed: what the policy's default `kueue.reclaim: borrowed` may stop; a queue
+with quota keeps it, and a pod cannot say whether it ran within it); else false (a pod whose
+queue is not known is never taken as reclaimable, as the controller would not).
 Nodes: the cluster's GPU nodes, plus any node Prometheus saw GPUs on that the cluster no longer
 has. Gangs are not modelled: each pod is replayed as its own job, as `simulate` does for openb.
 """
@@ -144,7 +147,9 @@ def _rows(
     """The pod list, each pod on its queue; and how many queues came from where."""
     jobs = {j.key: j for j in view.jobs}
     job_queue = {p.key: jobs[p.job].queue for p in view.pods if p.job in jobs}
-    reclaimable = {q.name: q.reclaimable for q in view.queues}
+    reclaimable = {
+        q.name: q.reclaimable and not (q.cluster_queue and q.guarantee_gpus) for q in view.queues
+    }
     rows, sources = [], Counter[str]()
     for s in spans:
         key = "/".join(s.ident)

@@ -8,7 +8,8 @@ spec fields), where the two agree. Evictions check PodDisruptionBudgets like the
 (`fakeapi.disruption`): 429 when the budget allows no disruption, 500 when more than one budget
 selects the pod. Creates are checked first as the real server checks them (`fakeapi.validation`).
 After each accepted write the controllers the fake runs react to it (`fakeapi.trainer`: a
-TrainJob's suspend flows to its JobSet).
+TrainJob's suspend flows to its JobSet; `fakeapi.kueue`: a Workload's `spec.active` evicts or
+requeues it).
 
 Deleting (or evicting) a pod is graceful: it stays Terminating for its grace period until the
 tests, playing the kubelet, finish it (`fakeapi.lifecycle`).
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from fakeapi import draversions, scale, trainer
+from fakeapi import draversions, kueue, scale, trainer
 from fakeapi.disruption import budget_status, can_ignore_budgets, check_eviction, selects
 from fakeapi.errors import ApiError
 from fakeapi.lifecycle import PODS, PodLifecycle, grace_period, iso
@@ -81,6 +82,15 @@ KNOWN: dict[tuple[str, str, str], tuple[str, bool]] = {
             ("deviceclasses", ("DeviceClass", False)),
         )
     },
+    **{
+        (kueue.GROUP, version, plural): (kind, namespaced)
+        for version in ("v1beta2", "v1beta1")
+        for plural, kind, namespaced in (
+            ("workloads", "Workload", True),
+            ("localqueues", "LocalQueue", True),
+            ("clusterqueues", "ClusterQueue", False),
+        )
+    },
 }
 PDBS = ("policy", "v1", "poddisruptionbudgets")
 CRD_GROUPS = frozenset(
@@ -93,6 +103,7 @@ CRD_GROUPS = frozenset(
         "jobset.x-k8s.io",
         "ray.io",
         "trainer.kubeflow.org",
+        kueue.GROUP,
     }
 )
 
@@ -182,6 +193,8 @@ class FakeCluster(PodLifecycle):
     # v1.9 adds runPolicy.managedBy)
     training_operator: str = "v1.8"
     trainer_release: str = "v2.3"  # TrainJob CRD schema (`fakeapi.schema.TRAINJOB_SPEC`)
+    # the versions of Kueue's API served (one at a time: objects are not converted between them)
+    kueue_versions: frozenset[str] = frozenset({"v1beta2"})
     compacted: int = 0  # continue tokens issued before this resourceVersion answer 410
     compact_during: str | None = None  # compact after serving a first page of this plural
     clock_offset: float = 0.0  # seconds `advance` has moved the fake's clock past the wall clock
@@ -239,7 +252,9 @@ class FakeCluster(PodLifecycle):
 
     def check_served(self, group: str, version: str, plural: str) -> tuple[str, bool]:
         known = KNOWN.get((group, version, plural))
-        unserved = group == "resource.k8s.io" and version not in self.dra_versions
+        unserved = (group == "resource.k8s.io" and version not in self.dra_versions) or (
+            group == kueue.GROUP and version not in self.kueue_versions
+        )
         if known is None or unserved or (group in CRD_GROUPS and group not in self.crd_groups):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return known
@@ -330,6 +345,7 @@ class FakeCluster(PodLifecycle):
         stored = copy.deepcopy(self._store(res, obj))
         meta = stored["metadata"]
         trainer.reconcile(self, res, meta.get("namespace", ""), meta["name"])
+        kueue.reconcile(self, res, meta.get("namespace", ""), meta["name"], iso(self.now()))
         return stored
 
     def _check_version(self, current: Obj, body: Obj) -> None:

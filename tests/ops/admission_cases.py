@@ -117,6 +117,7 @@ STOP |= {"VolcanoJob": ("VolcanoJob-abort-resume", 0), "Pod": ("Pod-evict", 1)}
 RESHAPE = "Node-reshape-and-cleanup"
 KEY_WRITE, NODE_NOTE, RELABEL = (RESHAPE, 0), (RESHAPE, 1), (RESHAPE, 2)
 COMMAND, EVICTION = ("VolcanoJob-abort-resume", 1), ("Pod-evict", 2)
+DEACTIVATE = ("KueueWorkload-deactivate-reactivate", 0)
 EVENT, LEASE = ("Event", 0), ("Lease-acquire-renew-release", 0)
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team-a"}}
 CONFIGMAP = {
@@ -136,6 +137,15 @@ ANNOTATION = ("workloads", "gpu-reclaimer may change only gpu-reclaim.io/ annota
 SPEC = ("workloads", "gpu-reclaimer may change only the suspend field")
 RESUME = ("workloads", "gpu-reclaimer may resume only")
 CLAIM = ("workloads", "gpu-reclaimer may add gpu-reclaim.io/suspended-by")
+KW_STATUS = ("kueue-workloads", "gpu-reclaimer may not change a Workload's status")
+KW_METADATA = ("kueue-workloads", "gpu-reclaimer may not change a Workload's labels")
+KW_ANNOTATION = (
+    "kueue-workloads",
+    "gpu-reclaimer may change only gpu-reclaim.io/ annotations of a Workload",
+)
+KW_SPEC = ("kueue-workloads", "gpu-reclaimer may change only spec.active")
+KW_REACTIVATE = ("kueue-workloads", "gpu-reclaimer may reactivate only")
+KW_CLAIM = ("kueue-workloads", "gpu-reclaimer may add gpu-reclaim.io/suspended-by to a Workload")
 ACTION = ("volcano-commands", "gpu-reclaimer may send only")
 TARGET = ("volcano-commands", "a Command from gpu-reclaimer")
 CM_NAME = ("device-plugin-config", "gpu-reclaimer may change only the ConfigMap")
@@ -169,6 +179,14 @@ CASES: list[Case] = [
     ("PyTorchJob-notebook-stop-annotation", PYTORCH, edit(annotate("kubeflow-resource-stopped")), ANNOTATION),
     *((f"{k}-resume-not-its-own", STOP[k], held_by_someone_else(unsuspend), RESUME) for k in ("PyTorchJob", "BatchJob", "Notebook", "TrainJob")),
     *((f"{k}-claim-without-stopping", STOP[k], held_by_someone_else(claim), CLAIM) for k in ("MPIJob", "RayJob", "Notebook", "TrainJob")),
+    ("Workload-status", DEACTIVATE, edit(lambda o: o.update(status={"conditions": []})), KW_STATUS),
+    ("Workload-label", DEACTIVATE, edit(label("kueue.x-k8s.io/queue-name", "prod")), KW_METADATA),
+    ("Workload-other-annotation", DEACTIVATE, edit(annotate("example.com/owner")), KW_ANNOTATION),
+    ("Workload-queueName", DEACTIVATE, edit(lambda o: o["spec"].update(queueName="prod")), KW_SPEC),
+    ("Workload-podSets", DEACTIVATE, edit(lambda o: o["spec"]["podSets"][0].update(count=64)), KW_SPEC),
+    ("Workload-priority", DEACTIVATE, edit(lambda o: o["spec"].update(priority=1000000)), KW_SPEC),
+    ("Workload-reactivate-not-its-own", DEACTIVATE, held_by_someone_else(lambda o: o["spec"].update(active=True)), KW_REACTIVATE),
+    ("Workload-claim-without-deactivating", DEACTIVATE, held_by_someone_else(claim), KW_CLAIM),
     ("delete-pod", PYTORCH, request("DELETE", "/pods", None, kind="Pod", namespace="team-a", name="p", old=POD), NO_SUCH),
     ("create-pod", PYTORCH, request("CREATE", "/pods", POD, kind="Pod", namespace="team-a"), NO_SUCH),
     ("update-pod-status", PYTORCH, request("UPDATE", "/pods/status", POD, kind="Pod", namespace="team-a", old=POD), NO_SUCH),

@@ -17,12 +17,13 @@ import yaml
 from admission import Write
 from fakeapi import FakeCluster
 from kubewrites import Served, admitted, serving
+from kueue_objects import cluster_queue, job, local_queue, workload
 
-from reclaimer.kube import lease, operations, reshaping
+from reclaimer.kube import deactivation, lease, operations, reshaping
 from reclaimer.kube.client import KubeError
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.write import KubeWriter
-from reclaimer.model import Job, JobKind
+from reclaimer.model import Job, JobKind, KueueWorkload
 from reclaimer.runtime.actuator import KubeEventRecorder
 
 Obj = dict[str, Any]
@@ -114,11 +115,22 @@ GPU_NODE: Obj = {
 }
 
 
+# a batch Job Kueue admitted in ClusterQueue `research`, with the Workload Kueue made for it
+KUEUE_JOB = job("research", "sweep-kueue", suspended=False)
+KUEUE_WORKLOAD = workload("research", "sweep-kueue", "research", True, "v1beta2")
+KUEUE = [
+    cluster_queue("research", 2, None, "v1beta2"),
+    local_queue("research", "research", "v1beta2"),
+    KUEUE_JOB,
+    KUEUE_WORKLOAD,
+]
+
+
 def objects() -> list[Obj]:
     config = _example("time-slicing-config.yaml")
     config["data"][STALE_KEY] = "version: v1\n"
     workloads = [_example(p) for p in WORKLOAD_FILES.values()]
-    return [*workloads, VOLCANO_JOB, BARE_POD, GPU_NODE, config]
+    return [*workloads, VOLCANO_JOB, BARE_POD, GPU_NODE, config, *KUEUE]
 
 
 def _stored(served: Served, obj: Obj) -> Obj:
@@ -172,6 +184,19 @@ def _volcano(*, fail: bool = False) -> Callable[[Served], None]:
         operations.volcano_command(w, job, False, operations.resume_record(NOW + 600), "resume")
 
     return flow
+
+
+def _kueue(served: Served) -> None:
+    """Deactivate the Workload of a job Kueue admits, then (Kueue having evicted it) reactivate."""
+    w = KubeWriter(served.api, dry_run=False)
+    meta, wl = _stored(served, KUEUE_JOB)["metadata"], _stored(served, KUEUE_WORKLOAD)
+    admits = KueueWorkload(wl["metadata"]["name"], wl["apiVersion"], wl["metadata"]["uid"])
+    key = f"{meta['namespace']}/{meta['name']}"
+    job = Job(key, JobKind.BATCH_JOB, meta["namespace"], meta["name"], "research", 2,
+              uid=meta["uid"], kueue=admits)  # fmt: skip
+    record = operations.suspend_record(IDENTITY, NOW, "idle 2h", room_for="team-b/pending")
+    deactivation.set_active(w, job, False, record)
+    deactivation.set_active(w, job, True, operations.resume_record(NOW + 600))
 
 
 def _evict(served: Served) -> None:
@@ -238,6 +263,7 @@ def _lease(served: Served) -> None:
 FLOWS: dict[str, Callable[[Served], None]] = {
     **{f"{k.value}-stop-resume": _stop(k, resume=True) for k in WORKLOAD_FILES},
     "PyTorchJob-stop-dry-run": _stop(JobKind.PYTORCH_JOB, resume=False, dry_run=True),
+    "KueueWorkload-deactivate-reactivate": _kueue,
     "VolcanoJob-abort-resume": _volcano(),
     "VolcanoJob-abort-rolled-back": _volcano(fail=True),
     "Pod-evict": _evict,

@@ -23,7 +23,14 @@ from reclaimer_flows import FLOWS, WORKLOAD_FILES, run_flow
 
 from reclaimer.kube.objects import kinds
 
-NAMES = ("device-plugin-config", "node-labels", "requests", "volcano-commands", "workloads")
+NAMES = (
+    "device-plugin-config",
+    "kueue-workloads",
+    "node-labels",
+    "requests",
+    "volcano-commands",
+    "workloads",
+)
 
 
 @cache
@@ -82,7 +89,7 @@ def expected_policies(write: Write) -> set[str]:
     Event or its Lease)."""
     res, sub = write.request["resource"], write.request.get("subResource")
     special = {"commands": "volcano-commands", "configmaps": "device-plugin-config"}
-    special |= {"nodes": "node-labels", "pods": "workloads"}
+    special |= {"nodes": "node-labels", "pods": "workloads", "workloads": "kueue-workloads"}
     names = {"requests"}
     if res["resource"] in special and not sub:
         names.add(special[res["resource"]])

@@ -161,6 +161,8 @@ RECLAIMER_DRY_RUN = {
     *(("cluster", "jobset.x-k8s.io", "jobsets", v) for v in (*READ, "patch")),
     *(("cluster", "ray.io", "rayjobs", v) for v in (*READ, "patch")),
     *(("cluster", "trainer.kubeflow.org", "trainjobs", v) for v in (*READ, "patch")),
+    *(("cluster", "kueue.x-k8s.io", "workloads", v) for v in (*READ, "patch")),
+    *(("cluster", "kueue.x-k8s.io", r, v) for r in ("localqueues", "clusterqueues") for v in READ),
     *(("cluster", "apps", "statefulsets", v) for v in READ),
     *(("cluster", "ray.io", "rayclusters", v) for v in READ),
     *(("cluster", "nvidia.com", "clusterpolicies", v) for v in ("get", "list")),

@@ -24,6 +24,8 @@ from reclaimer.kube.objects import (
     dra_templates,
     gangs,
     kinds,
+    kueue,
+    kueue_demand,
     trainjob,
     workloads,
 )
@@ -59,6 +61,9 @@ class ClusterObjects:
     resource_claim_templates: Sequence[Obj] = ()
     resource_slices: Sequence[Obj] = ()
     device_classes: Sequence[Obj] = ()
+    cluster_queues: Sequence[Obj] = ()  # Kueue (`kube.objects.kueue`)
+    local_queues: Sequence[Obj] = ()
+    kueue_workloads: Sequence[Obj] = ()
 
 
 # (group, kind) -> ClusterObjects field; versions are not checked, kinds are unambiguous here
@@ -78,6 +83,9 @@ KIND_FIELDS: Mapping[tuple[str, str], str] = {
     (r.DRA_GROUP, "ResourceClaimTemplate"): "resource_claim_templates",
     (r.DRA_GROUP, "ResourceSlice"): "resource_slices",
     (r.DRA_GROUP, "DeviceClass"): "device_classes",
+    (kueue.GROUP, "ClusterQueue"): "cluster_queues",
+    (kueue.GROUP, "LocalQueue"): "local_queues",
+    (kueue.GROUP, "Workload"): "kueue_workloads",
 }
 
 
@@ -129,6 +137,10 @@ def _jobs(
             continue
         jobs[job.key] = job
     _size_trainjobs(jobs, objs.workloads, owners, prio, problems)
+    if objs.kueue_workloads:
+        by_key = {f.key(obj): obj for obj in objs.workloads}
+        targets = kueue.queue_targets(objs.local_queues)
+        kueue.join(jobs, by_key, objs.kueue_workloads, targets, problems)
     return jobs
 
 
@@ -295,13 +307,19 @@ def to_cluster_view(
         _safe(problems, f"Pod {f.key(obj)}", partial(_place_pod, obj, ctx))
     crashed = crashes.of_pods(objs.pods, problems)
     _pending_podgroups(ctx)
+    queues = _queues(objs, problems)
+    bound = kueue_demand.bound_pods(ctx.pods)
+    waiting = kueue_demand.pending(objs.kueue_workloads, objs.local_queues, bound, problems)
     if ctx.unmanaged:
         problems.append(f"{len(ctx.unmanaged)} GPU pods in no workload the reclaimer can stop")
     gangs_ = gangs.attach_pods(ctx.jobs, ctx.pods, ctx.pod_queues, ctx.group_queues)
-    jobs = _with_budgets(gangs_, ctx.pods, objs.pdbs)
+    jobs, waiting = kueue.apart_from_volcano(
+        _with_budgets(gangs_, ctx.pods, objs.pdbs), waiting, queues
+    )
+    ctx.pending += waiting
     return ClusterView(
         taken_at=taken_at,
-        queues=_queues(objs, problems),
+        queues=queues,
         jobs=tuple(jobs),
         pods=tuple(sorted(ctx.pods, key=lambda p: p.key)),
         nodes=_nodes(
@@ -332,6 +350,8 @@ def _with_template_claims(objs: ClusterObjects, gpus: dra.GpuClasses | None) -> 
 
 def _queues(objs: ClusterObjects, problems: list[str]) -> tuple[Queue, ...]:
     found = [_safe(problems, f"Queue {f.name(o)}", partial(queue, o)) for o in objs.queues]
+    taken = {q.name for q in found if q is not None}
+    found += kueue.queues(objs.cluster_queues, taken, problems)
     return tuple(sorted((q for q in found if q is not None), key=lambda q: q.name))
 
 

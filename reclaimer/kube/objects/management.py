@@ -4,7 +4,8 @@ object just before a stop).
 
 A stop holds only while nobody undoes it. Three things undo it:
 - Kueue admits a job labelled `kueue.x-k8s.io/queue-name`: it keeps it suspended until it admits
-  it and unsuspends what it admitted, within a reconcile.
+  it and unsuspends what it admitted, within a reconcile. Such a job is stopped only through its
+  Workload (`kube.objects.kueue`), once that is found; until then it is left alone.
 - A kind's `managedBy` field (`kinds.WorkloadKind.managed_by`: `spec.runPolicy.managedBy` of
   the training kinds, `spec.managedBy` of batch Job, JobSet, RayJob and TrainJob) naming anyone
   but the kind's own controller (`kinds.WorkloadKind.controller`): that controller then skips the
@@ -42,6 +43,13 @@ def managed_elsewhere(obj: Obj) -> str:
     queue = f.labels_of(obj).get(KUEUE_QUEUE_LABEL)
     if queue:
         return f"Kueue admits it ({KUEUE_QUEUE_LABEL}={queue}): it would unsuspend it at once"
+    return reconciled_elsewhere(obj)
+
+
+def reconciled_elsewhere(obj: Obj) -> str:
+    """Whom a kind's `managedBy` field hands this workload to, in words; empty when its own
+    controller reconciles it. A job Kueue admits through a Workload the reclaimer found is
+    stopped through that Workload (`kube.objects.kueue`): only this is left to check on it."""
     wk = kinds.of_owner(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
     if wk is None or not wk.managed_by:
         return ""
