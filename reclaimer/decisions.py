@@ -15,6 +15,8 @@ class ActionKind(StrEnum):
     PREEMPT = "preempt"
     RESUME = "resume"
     RESHAPE = "reshape"
+    WARN = "warn"  # a stop scheduled: the owner is told first (`reclaimer.plan.warning`)
+    CANCEL = "cancel"  # a scheduled stop withdrawn: busy again, or its demand gone
 
 
 class Reason(StrEnum):
@@ -76,6 +78,12 @@ class Reason(StrEnum):
     WHOLE_GPUS_FOR_PENDING = "WholeGpusForPendingJob"  # action: to 1 replica for multi-GPU pods
     # action: more replicas than the raise gate's memory budget lets fit (`plan.budget`)
     MEMORY_BUDGET_EXCEEDED = "MemoryBudgetExceeded"
+    # warnings before a stop (`reclaimer.plan.warning`)
+    RECLAIM_SCHEDULED = "ReclaimScheduled"  # skip: warned, its stop time not reached yet
+    BUSY_AGAIN = "BusyAgainDuringWarning"  # cancel: no longer an idle candidate
+    DEMAND_GONE = "DemandGone"  # cancel: the pending job it was warned for no longer needs it
+    KEPT_BY_OWNER = "KeptByOwner"  # plan warning: keep-until honoured (up to maxKeep)
+    NO_LONGER_CANDIDATE = "NoLongerACandidate"  # cancel: a safety rule now keeps it running
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,8 @@ class Evidence:
     for_queue: str | None = None
     gpus_freed: int = 0
     detail: str = ""
+    stop_at: float | None = None  # a warning: when the job is stopped, unless cancelled
+    warn_seconds: float = 0.0  # a warning: its period, counted from when it is written
 
 
 @dataclass(frozen=True)

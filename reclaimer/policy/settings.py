@@ -32,6 +32,7 @@ from reclaimer.policy.fields import (
     build_section,
     setting,
 )
+from reclaimer.policy.warning import WarningPolicy
 from webconfig.yaml_tree import load_yaml
 
 VOLCANO_PREEMPTABLE = "volcano.sh/preemptable"
@@ -176,6 +177,7 @@ class Policy:
     limits: Limits = setting(Limits(), None, "limits", section=Limits)  # noqa: RUF009 (frozen)
     time_slicing: TimeSlicing = setting(TimeSlicing(), None, "timeSlicing", section=TimeSlicing)  # noqa: RUF009
     actions: Actions = setting(Actions(), None, "actions", section=Actions)  # noqa: RUF009
+    warning: WarningPolicy = setting(WarningPolicy(), None, "warning", section=WarningPolicy)  # noqa: RUF009
 
     def problems(self) -> list[CrossCheck]:
         total = sum(self.queue_shares.values())
