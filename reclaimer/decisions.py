@@ -82,7 +82,8 @@ class Reason(StrEnum):
     RECLAIM_SCHEDULED = "ReclaimScheduled"  # skip: warned, its stop time not reached yet
     BUSY_AGAIN = "BusyAgainDuringWarning"  # cancel: no longer an idle candidate
     DEMAND_GONE = "DemandGone"  # cancel: the pending job it was warned for no longer needs it
-    KEPT_BY_OWNER = "KeptByOwner"  # plan warning: keep-until honoured (up to maxKeep)
+    KEPT_BY_OWNER = "KeptByOwner"  # plan warning: keep-until honoured
+    KEEP_CAPPED = "KeepCapped"  # plan warning: keep-until beyond maxKeep, honoured up to it
     NO_LONGER_CANDIDATE = "NoLongerACandidate"  # cancel: a safety rule now keeps it running
 
 

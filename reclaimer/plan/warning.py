@@ -66,18 +66,20 @@ class Held:
     warnings: list[Skip] = field(default_factory=list)
 
 
-def stop_time(job: Job, policy: WarningPolicy) -> tuple[float, str]:
+def stop_time(job: Job, policy: WarningPolicy) -> tuple[float, Skip | None]:
     """When a warned job is stopped, with the owner's keep (capped by `maxKeep`) applied, and
-    a note on the keep ("" when none is in force)."""
+    the plan warning that says so (None when no keep is in force)."""
     assert job.warning is not None
     base, keep = job.warning.stop_at, job.keep_until
     if keep is None or keep <= base:
-        return base, ""
+        return base, None
     cap = base + policy.max_keep_seconds
     if keep <= cap:
-        return keep, f"kept by its owner until {at(keep)} (scheduled stop was {at(base)})"
+        why = f"kept by its owner until {at(keep)} (scheduled stop was {at(base)})"
+        return keep, Skip(job.key, Reason.KEPT_BY_OWNER, why)
     limit = format_duration(policy.max_keep_seconds)
-    return cap, f"keep-until {at(keep)} capped at {at(cap)}: maxKeep is {limit} after {at(base)}"
+    why = f"keep-until {at(keep)} capped at {at(cap)}: maxKeep is {limit} after {at(base)}"
+    return cap, Skip(job.key, Reason.KEEP_CAPPED, why)
 
 
 def hold_warned(
@@ -144,8 +146,8 @@ def _hold_group(
         grant(d, pod_gpus, pods, ledger)
     for job, v in group:
         stop_at, keep = stop_time(job, c.policy.warning)
-        if keep:
-            out.warnings.append(Skip(job.key, Reason.KEPT_BY_OWNER, keep))
+        if keep is not None:
+            out.warnings.append(keep)
         blocked = budget.blocker(v)
         if now >= stop_at and whole and blocked is None:
             budget.take(v)
@@ -181,11 +183,11 @@ def cancel(job: Job, reason: Reason, why: str) -> Action:
     return Action(ActionKind.CANCEL, job.key, reason, Evidence(detail=detail), job_kind=job.kind)
 
 
-def _due(job: Job, v: Victim, d: PendingDemand, keep: str) -> Action:
+def _due(job: Job, v: Victim, d: PendingDemand, keep: Skip | None) -> Action:
     w = job.warning
     assert w is not None
     reason = Reason(w.reason) if w.reason in Reason.__members__.values() else None
-    kept = f"; {keep}" if keep else ""
+    kept = f"; {keep.detail}" if keep is not None else ""
     detail = (
         f"warned at {at(w.warned_at)} for {d.job}, stop time {at(w.stop_at)} reached{kept}; "
         f"frees {v.gpus} slots for {d.job} in {d.queue}"
@@ -214,9 +216,7 @@ def schedule(
             out.append(a)
             continue
         stop_at = now + seconds
-        detail = (
-            f"{a.evidence.detail}; stops at {at(stop_at)} ({format_duration(seconds)}) {_IF_NOT}"
-        )
+        detail = f"{a.evidence.detail}; stops in {format_duration(seconds)} {_IF_NOT}"
         ev = replace(a.evidence, gpus_freed=0, detail=detail, stop_at=stop_at, warn_seconds=seconds)
         out.append(replace(a, kind=ActionKind.WARN, evidence=ev))
     return out
