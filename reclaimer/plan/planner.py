@@ -90,6 +90,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         held = hold_warned(
             snap.jobs, demands, victims, screened,
             ledger=ledger, budget=budget, policy=policy, now=now, leave=stopped,
+            usage=snap.pod_gpus,
         )  # fmt: skip
         demands, victims = held.demands, held.victims
         actions, skips, warnings = (

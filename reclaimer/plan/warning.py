@@ -9,7 +9,9 @@ decides, before any new victim is searched for:
 
 - the pending job it was warned for no longer waits, holds its queue's share, or fits free slots
   by now: the warning is withdrawn (`cancel`, `DemandGone`);
-- the job is no longer an idle candidate (busy again, opted out, usage unknown, ...): withdrawn
+- the job is no longer an idle candidate: one of its pods is busier than the idle threshold in
+  this cycle's measurements (a forecast over a day may still say idle minutes after a person
+  came back), or the forecast, a safety rule or unknown usage now rule it out: withdrawn
   (`cancel`, `BusyAgainDuringWarning` or `NoLongerACandidate`);
 - otherwise its slots count as room coming for that pending job, so no second job is warned or
   stopped for the same demand. The job is stopped (`preempt`) at the first cycle at or after its
@@ -29,7 +31,7 @@ from datetime import UTC, datetime
 
 from reclaimer.decisions import Action, ActionKind, Evidence, Reason, Skip
 from reclaimer.devices import resource_key
-from reclaimer.model import Job, PendingDemand
+from reclaimer.model import Job, PendingDemand, PodGpuUsage
 from reclaimer.plan.capacity import pod_shape
 from reclaimer.plan.ledger import Ledger, grant, release
 from reclaimer.plan.limits import Budget
@@ -93,9 +95,11 @@ def hold_warned(
     policy: Policy,
     now: float,
     leave: Set[str] = frozenset(),
+    usage: Sequence[PodGpuUsage] = (),
 ) -> Held:
     """Decide each warned job's fate (see the module); mutates `ledger` and `budget`. `leave`:
-    jobs stopped earlier in the cycle (contention relief), left alone here."""
+    jobs stopped earlier in the cycle (contention relief), left alone here; `usage`: the
+    cycle's measured per-pod use (`Snapshot.pod_gpus`)."""
     warned = [j for j in jobs if j.warning and not j.suspended and j.key not in leave]
     pending = {d.job: d for d in demands}
     by_key = {v.key: v for v in victims}
@@ -110,7 +114,9 @@ def hold_warned(
             out.actions.append(cancel(job, Reason.DEMAND_GONE, gone))
             continue
         v = by_key.get(job.key)
-        withdrawn = _no_longer_idle(job, v, why_not.get(job.key))
+        withdrawn = _busy_now(job, usage, policy.threshold) or _no_longer_idle(
+            job, v, why_not.get(job.key)
+        )
         if withdrawn is not None:
             out.actions.append(withdrawn)
             continue
@@ -160,7 +166,27 @@ def _hold_group(
             )
         note = f"warned at {at(job.warning.warned_at)} for {d.job}; {left}" if job.warning else ""
         out.skips.append(Skip(job.key, Reason.RECLAIM_SCHEDULED, note))
+    names = ", ".join(j.key for j, _ in group)
+    room = "reserved for it" if whole else "not enough alone: more room is sought"
+    detail = f"room scheduled: {names} warned of a stop for it; {room}"
+    out.skips.append(Skip(d.job, Reason.ROOM_IN_FLIGHT, detail))
     return whole
+
+
+def _busy_now(job: Job, usage: Sequence[PodGpuUsage], threshold: float) -> Action | None:
+    """The cancel of a warned job whose pods use a GPU above the idle threshold now: a forecast
+    over a day's history may still say idle minutes after a person came back to it."""
+    pods = set(job.pods)
+    busy = sorted(
+        (u.busy, u.pod)
+        for u in usage
+        if u.pod in pods and u.busy is not None and u.busy > threshold
+    )
+    if not busy:
+        return None
+    level, pod = busy[-1]
+    why = f"{pod} is {level:.0%} busy now (idle threshold {threshold:.0%})"
+    return cancel(job, Reason.BUSY_AGAIN, why)
 
 
 def _no_longer_idle(job: Job, v: Victim | None, screened: Skip | None) -> Action | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from planworld import NOW, World, forecast, starved_world
 
 from reclaimer.decisions import ActionKind, Plan, Reason
-from reclaimer.model import JobKind, StopWarning
+from reclaimer.model import JobKind, PodGpuUsage, StopWarning
 from reclaimer.plan.warning import at
 from reclaimer.policy.settings import Policy, load_policy
 
@@ -64,6 +64,7 @@ def test_a_warned_job_is_held_until_its_time_and_no_second_job_is_taken() -> Non
     assert _skip(p, "be/idle") is Reason.RECLAIM_SCHEDULED
     assert "in 1s" in next(s.detail for s in p.skipped if s.target == "be/idle")
     assert _skip(p, "be/other") is Reason.NO_DEMAND
+    assert _skip(p, "ls/x") is Reason.ROOM_IN_FLIGHT
 
 
 def test_a_warned_job_is_stopped_at_its_time_whatever_the_policy_says_now() -> None:
@@ -95,6 +96,18 @@ def test_a_job_busy_again_is_cancelled_and_another_may_be_warned() -> None:
     p = w.plan(TEN_MIN)
     assert _kinds(p) == [(ActionKind.CANCEL, "be/idle"), (ActionKind.WARN, "be/other")]
     assert p.actions[0].reason is Reason.BUSY_AGAIN
+
+
+def test_a_job_measured_busy_now_is_cancelled_though_still_forecast_idle() -> None:
+    w = _world(_warned(ago=300))
+    w.pod_gpus.append(PodGpuUsage("be/idle-0", "n1", "GPU-n1-0", busy=0.9))
+    p = w.plan(TEN_MIN)
+    assert _kinds(p)[0] == (ActionKind.CANCEL, "be/idle")
+    assert p.actions[0].reason is Reason.BUSY_AGAIN
+    assert "be/idle-0 is 90% busy now" in p.actions[0].evidence.detail
+    quiet = _world(_warned(ago=300))
+    quiet.pod_gpus.append(PodGpuUsage("be/idle-0", "n1", "GPU-n1-0", busy=0.01))
+    assert quiet.plan(TEN_MIN).actions == ()
 
 
 def test_a_warning_whose_demand_is_gone_is_withdrawn() -> None:
