@@ -42,6 +42,7 @@ from reclaimer.plan.raises import REFUSALS
 from reclaimer.plan.refusals import CycleBudget
 from reclaimer.policy.settings import Policy
 from reclaimer.runtime.forewarn import Forewarner
+from reclaimer.runtime.notify import Notifier
 from reclaimer.runtime.settle import Recorder, Settler
 
 log = logging.getLogger(__name__)
@@ -128,6 +129,7 @@ class Actuator:
         events: EventRecorder | None = None,
         identity: str = r.CONTROLLER_NAME,
         device_plugin: r.ConfigMapRef | None = None,
+        notifier: Notifier | None = None,
     ) -> None:
         self.writer = KubeWriter(api, dry_run, may_write)
         self.dry_run = dry_run
@@ -139,7 +141,14 @@ class Actuator:
         self.events: EventRecorder = events or KubeEventRecorder(self.writer, identity)
         self._warned: set[tuple[str, str, float | None]] = set()
         self.settler = Settler(self.writer, self.events, clock, may_write)
-        self.forewarner = Forewarner(self.writer, self.events, clock, may_write)
+        self.forewarner = Forewarner(
+            self.writer,
+            self.events,
+            clock,
+            may_write,
+            notifier=notifier,
+            webhooks=lambda: self.policy.warning.webhooks,
+        )
 
     def settle(self, view: ClusterView, results: Sequence[ActionResult]) -> list[str]:
         """After `apply`: clear the records of stops that never happened and write the Events

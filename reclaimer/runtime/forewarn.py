@@ -9,7 +9,9 @@ owner's keep in force (`KeptByOwner` in the plan's warnings) becomes an Event `G
 (Warning when `maxKeep` capped it) once per job and keep: its name is fixed by the job and the
 keep's time, so a restarted process that writes it again gets 409 and moves on.
 Warnings are not stops: they spend none of the cycle's stop limits, and a failed write is an
-`ActionResult` like any other (the next cycle plans the warning again).
+`ActionResult` like any other (the next cycle plans the warning again). A written warning or
+cancel is also sent to the webhooks of the job's namespace or queue (`runtime.notify`), on the
+side: the answer changes nothing here.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from reclaimer.decisions import Action, ActionKind, ActionResult, Outcome, Reaso
 from reclaimer.kube import forewarn
 from reclaimer.kube.client import KubeError
 from reclaimer.kube.write import KubeWriter, NotLeader, rfc3339
-from reclaimer.model import ClusterView
+from reclaimer.model import ClusterView, Job
+from reclaimer.policy.warning import Webhook
+from reclaimer.runtime.notify import Notifier, hooks_for
 from reclaimer.runtime.settle import Recorder
 
 log = logging.getLogger(__name__)
@@ -41,8 +45,12 @@ class Forewarner:
         events: Recorder,
         clock: Callable[[], float],
         may_write: Callable[[], bool],
+        *,
+        notifier: Notifier | None = None,
+        webhooks: Callable[[], Sequence[Webhook]] = lambda: (),
     ) -> None:
         self.writer, self.events, self.clock, self.may_write = writer, events, clock, may_write
+        self.notifier, self.webhooks = notifier, webhooks
         self._kept: set[str] = set()
 
     def apply(
@@ -56,8 +64,9 @@ class Forewarner:
         if not self.may_write():
             return ActionResult(action, Outcome.SKIPPED, "not the leader: not acting")
         before = self.writer.writes
+        job = next(j for j in view.jobs if j.key == action.target)
         try:
-            involved, detail, warning = self._write(action, view)
+            involved, detail, warning = self._write(action, job)
         except Exception as exc:  # one action never stops the others
             res = failure(action, exc)
             log.info("%s %s: %s", action.kind, action.target, res.detail)
@@ -68,13 +77,15 @@ class Forewarner:
         except (KubeError, NotLeader) as exc:
             log.warning("event for %s %s not recorded: %s", action.kind, action.target, exc)
             detail += f"; event not recorded: {exc}"
+        hooks = hooks_for(self.webhooks(), job.namespace, job.queue)
+        if self.notifier is not None and hooks and not self.writer.dry_run:
+            self.notifier.notify(hooks, job.key, f"{reason}: {message}; {detail}")
         outcome = Outcome.DRY_RUN if self.writer.dry_run else Outcome.APPLIED
         log.info("%s %s %s: %s", outcome, action.kind, action.target, detail)
         return ActionResult(action, outcome, detail, writes=self.writer.writes - before)
 
-    def _write(self, action: Action, view: ClusterView) -> tuple[dict[str, str], str, bool]:
+    def _write(self, action: Action, job: Job) -> tuple[dict[str, str], str, bool]:
         """(involved object, detail, whether the Event is a Warning)."""
-        job = next(j for j in view.jobs if j.key == action.target)
         if action.kind is ActionKind.CANCEL:
             return forewarn.withdraw(self.writer, job), "scheduled stop withdrawn", False
         ev = action.evidence
