@@ -26,6 +26,7 @@ from fakeapi import FakeCluster, served_kubeconfig
 from frozen_once import applied_at
 from kube.workload_objects import world
 from promserver import PromServer, openmetrics, start_prometheus
+from webhook_receiver import HANG, receiver
 
 import gpu_contract as gc
 from e2e.starved_world import starved_world
@@ -79,9 +80,10 @@ class Cycles:
 
     def __init__(self, cluster: FakeCluster, prom: PromServer, kubeconfig: Path, policy: Path):
         self.cluster, self.prom, self.kubeconfig, self.policy = cluster, prom, kubeconfig, policy
+        self.extra: tuple[str, ...] = ()
 
     def at(self, t: float, prom: PromServer | None = None) -> dict[str, Any]:
-        extra = ("--policy-file", str(self.policy))
+        extra = ("--policy-file", str(self.policy), *self.extra)
         return applied_at(t, (prom or self.prom).url, self.kubeconfig, *extra)
 
     def notebook(self, ns: str) -> dict[str, Any]:
@@ -206,6 +208,30 @@ def test_a_warning_whose_demand_went_away_is_withdrawn(team: Cycles, now: float)
     assert "gpu-reclaim.io/reclaim-after" not in team.notes("team")
     assert STOPPED not in team.notes("team")
     assert len(team.events("GpuReclaimCancelled")) == 1
+
+
+def test_webhooks_that_fail_or_hang_change_nothing_about_the_stop(
+    team: Cycles, tmp_path: Path, now: float
+) -> None:
+    secrets = tmp_path / "webhooks"
+    secrets.mkdir()
+    team.policy.write_text(
+        f"warning:\n  byKind: {{Notebook: {PERIOD_S:g}s}}\n  webhooks:\n"
+        "  - {namespace: team, secretKey: team}\n  - {queue: research, secretKey: research}\n"
+    )
+    team.extra = ("--webhook-secret-dir", str(secrets))
+    with receiver(500) as failing, receiver(HANG) as hanging:
+        (secrets / "team").write_text(failing.url)
+        (secrets / "research").write_text(hanging.url)
+        stop_at = _warn(team, "team", now)  # the process waited out both webhooks' tries
+        assert len(failing.bodies) == 3  # its tries, each answered 500
+        assert hanging.bodies and hanging.bodies[0] == failing.bodies[0]
+        text = failing.bodies[0]["text"]
+        assert text.startswith("GpuReclaimScheduled: warn team/lab") and "stop at" in text
+        assert _acts(team.at(stop_at - 1)) == []
+        done = team.at(stop_at)
+    assert _acts(done) == [("preempt", "team/lab", "applied")], done["outcomes"]
+    assert STOPPED in team.notes("team")
 
 
 def _rfc(t: float) -> str:
