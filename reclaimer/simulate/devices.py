@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from reclaimer.decisions import ActionKind
+from reclaimer.decisions import Action, ActionKind
 from reclaimer.model import Forecast, Job, JobKind, Node, Pod, PodPhase, Queue, Snapshot
 from reclaimer.simulate.sharing.usage import Usage
 from reclaimer.simulate.strategies import (
@@ -192,13 +192,20 @@ def _group_actions(
 
 
 def planned_victims(
-    view: TickView, usage: Usage, planner: ReplayPlanner, blind: bool, *, forecasting: bool = True
+    view: TickView,
+    usage: Usage,
+    planner: ReplayPlanner,
+    blind: bool,
+    *,
+    forecasting: bool = True,
+    notices: list[Action] | None = None,
 ) -> dict[int, str]:
     """Forecast (or the blind stand-in), then plan in the device view, then the node view.
 
     Returns each victim with the reason the plan stopped it for. Without `forecasting` (a tick
     planned only because a busy reclaimable pod shares a GPU with a busy guaranteed one), no job
     is forecast and only the device view is planned: contention relief needs no forecast.
+    The device view's warnings and their cancels (`reclaimer.plan.warning`) go to `notices`.
     """
     forecasts: Mapping[str, Forecast] = {}
     if blind:
@@ -209,6 +216,8 @@ def planned_victims(
     by_key = {r.job.key: r.index for r in view.running}
     single = replace(view, pending=tuple(d for d in view.pending if d.min_member <= 1))
     plan = planner.plan(snapshot_of(single), forecasts, view.now)
+    if notices is not None:
+        notices += [a for a in plan.actions if a.kind in (ActionKind.WARN, ActionKind.CANCEL)]
     victims = {
         by_key[a.target]: a.reason.value
         for a in plan.actions
