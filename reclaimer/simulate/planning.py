@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from types import MappingProxyType
 
 import pandas as pd
 
@@ -25,10 +24,7 @@ from reclaimer.forecast.params import ForecastParams, for_policy
 from reclaimer.model import Forecast, Snapshot
 from reclaimer.plan.planner import plan
 from reclaimer.policy.settings import Actions, Policy
-from reclaimer.policy.warning import WarningPolicy
 from reclaimer.simulate.strategies import SLOTS_PER_GPU, ReplayPlanner
-
-NO_WARNING = WarningPolicy(by_kind=MappingProxyType({}))
 
 
 def replay_policy(
@@ -59,9 +55,7 @@ def planner_for(policy: Policy, params: ForecastParams | None = None) -> ReplayP
     """A `ReplayPlanner` running `forecast()` and `plan()` under `policy`."""
     params = for_policy(policy, params)  # the controller's one conversion: minConfidence too
     applied = replay_policy(policy)
-    # the node view (pending multi-GPU jobs) stops at once: warnings are replayed in the device
-    # view, whose record the replay keeps per job; a node-view victim is a group of devices
-    in_devices = replace(replay_policy(policy, 1), warning=NO_WARNING)
+    in_devices = replay_policy(policy, 1)
     resuming = replay_policy(policy, resumes=True)
     reshaping = replay_policy(policy, reshapes=True)
 

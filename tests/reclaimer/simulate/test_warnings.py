@@ -7,9 +7,12 @@ from __future__ import annotations
 import pytest
 from simworld import BURSTY, HOUR, P, run
 
+from reclaimer.decisions import Action, ActionKind, Evidence, Reason
+from reclaimer.model import Job, JobKind, PendingDemand, StopWarning
 from reclaimer.policy.settings import load_policy
+from reclaimer.simulate.devices import _notice
 from reclaimer.simulate.jobs import Event, EventKind
-from reclaimer.simulate.strategies import Strategy
+from reclaimer.simulate.strategies import RunningJob, Strategy, TickView
 
 STARVED = [
     P("be-1", "BE", 0.0, 20 * HOUR),
@@ -49,3 +52,25 @@ def test_a_victim_busy_again_within_its_warning_is_not_stopped_and_that_costs_wa
     assert warned.preemptions == 0
     assert warned.warnings >= 1 and warned.warnings_cancelled_busy == warned.warnings
     assert warned.wait_p95_s["ls"] > plain.wait_p95_s["ls"]
+
+
+def _view(for_pending: str) -> TickView:
+    warning = StopWarning(0.0, 600.0, for_pending, "IdleJobForStarvedQueue")
+    job = Job("be/a", JobKind.PYTORCH_JOB, "be", "a", "be", 1, warning=warning)
+    pending = (
+        PendingDemand("ls", "ls/one-pod", 8, min_member=1),
+        PendingDemand("ls", "ls/gang", 8, min_member=2),
+    )
+    running = (RunningJob(0, job, (), 0.0, 3600.0, True),)
+    return TickView(300.0, running, pending, (), (), {})
+
+
+def test_each_view_withdraws_only_the_warnings_for_the_pending_jobs_it_shows() -> None:
+    """The device view plans single-pod pending jobs, the node view multi-pod ones: neither may
+    call the other's pending job gone (it is still pending, only not shown there)."""
+    cancel = Action(ActionKind.CANCEL, "be/a", Reason.DEMAND_GONE, Evidence())
+    assert not _notice(cancel, _view("ls/gang"), gangs=False)
+    assert _notice(cancel, _view("ls/gang"), gangs=True)
+    assert not _notice(cancel, _view("ls/one-pod"), gangs=True)
+    assert _notice(cancel, _view("ls/one-pod"), gangs=False)
+    assert _notice(cancel, _view("ls/finished"), gangs=True)  # gone from both: either decides
