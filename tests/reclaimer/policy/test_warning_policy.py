@@ -33,3 +33,21 @@ def test_unknown_kinds_and_bad_durations_are_refused() -> None:
         e.startswith("warning.byKind.Notebok: unknown workload kind") for e in err.value.errors
     )
     assert any(e.startswith("warning.maxKeep:") for e in err.value.errors)
+
+
+def test_a_webhook_names_one_of_namespace_and_queue_and_a_secret_key() -> None:
+    hooks = load_policy(
+        "warning: {webhooks: [{namespace: a, secretKey: a}, {queue: q, secretKey: b}]}"
+    ).warning.webhooks
+    assert [h.matches("a", "x") for h in hooks] == [True, False]
+    assert [h.matches("z", "q") for h in hooks] == [False, True]
+    with pytest.raises(PolicyError) as err:
+        load_policy(
+            "warning: {webhooks: [{namespace: a, queue: q, secretKey: k}, {namespace: a},"
+            " {queue: q, secretKey: ../etc}]}"
+        )
+    assert err.value.errors == [
+        "warning.webhooks[0]: set one of namespace and queue",
+        "warning.webhooks[1].secretKey: a key of the webhook Secret (a file name) is required",
+        "warning.webhooks[2].secretKey: a key of the webhook Secret (a file name) is required",
+    ]
