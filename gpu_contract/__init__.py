@@ -222,6 +222,13 @@ RECLAIMER_METRICS: tuple[MetricSpec, ...] = (
         "",
         "1 while the policy file's current version is invalid and the last good one is in force.",
     ),
+    _rec(
+        "gpu_reclaimer_notifications_total",
+        C,
+        "",
+        "Webhook notifications of warnings before a stop, by result: sent or failed.",
+        ("result",),
+    ),
 )
 
 ALL_METRICS: tuple[MetricSpec, ...] = (

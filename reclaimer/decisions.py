@@ -15,6 +15,8 @@ class ActionKind(StrEnum):
     PREEMPT = "preempt"
     RESUME = "resume"
     RESHAPE = "reshape"
+    WARN = "warn"  # a stop scheduled: the owner is told first (`reclaimer.plan.warning`)
+    CANCEL = "cancel"  # a scheduled stop withdrawn: busy again, or its demand gone
 
 
 class Reason(StrEnum):
@@ -79,6 +81,13 @@ class Reason(StrEnum):
     MEMORY_BUDGET_EXCEEDED = "MemoryBudgetExceeded"
     # skip (`costAwareStops`): P(idle) x GPU-seconds freed <= (1 - P) x work and cold start risked
     STOP_NOT_WORTH = "StopCostsMoreThanItFrees"
+    # warnings before a stop (`reclaimer.plan.warning`)
+    RECLAIM_SCHEDULED = "ReclaimScheduled"  # skip: warned, its stop time not reached yet
+    BUSY_AGAIN = "BusyAgainDuringWarning"  # cancel: no longer an idle candidate
+    DEMAND_GONE = "DemandGone"  # cancel: the pending job it was warned for no longer needs it
+    KEPT_BY_OWNER = "KeptByOwner"  # plan warning: keep-until honoured
+    KEEP_CAPPED = "KeepCapped"  # plan warning: keep-until beyond maxKeep, honoured up to it
+    NO_LONGER_CANDIDATE = "NoLongerACandidate"  # cancel: a safety rule now keeps it running
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,8 @@ class Evidence:
     for_queue: str | None = None
     gpus_freed: int = 0
     detail: str = ""
+    stop_at: float | None = None  # a warning: when the job is stopped, unless cancelled
+    warn_seconds: float = 0.0  # a warning: its period, counted from when it is written
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,18 @@ class KueueWorkload:
 
 
 @dataclass(frozen=True)
+class StopWarning:
+    """A stop the reclaimer scheduled on a job and told its owner of (`gpu-reclaim.io/`
+    annotations written with the warning Event): it lives in the cluster, so a restarted or new
+    leader keeps the countdown."""
+
+    warned_at: float
+    stop_at: float  # gpu-reclaim.io/reclaim-after
+    for_pending: str  # the pending job whose demand chose it
+    reason: str = ""  # the `Reason` the stop was planned for
+
+
+@dataclass(frozen=True)
 class Job:
     """A gang: a PodGroup (PyTorchJob, Volcano Job) or a single bare pod.
 
@@ -119,6 +131,8 @@ class Job:
     controlled_by: str = ""  # its controller owner is a kind the reclaimer does not manage
     mig: Mapping[str, int] = field(default_factory=lambda: NO_MIG)  # of gpus: MIG, by resource
     kueue: KueueWorkload | None = None  # Kueue admits it: stopped through this Workload
+    warning: StopWarning | None = None  # a scheduled stop (`reclaimer.plan.warning`)
+    keep_until: float | None = None  # the owner's gpu-reclaim.io/keep-until
 
 
 def spares_a_retry(retries_left: int) -> bool:

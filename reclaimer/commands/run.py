@@ -38,6 +38,7 @@ from reclaimer.report.fleet import render as render_fleet
 from reclaimer.report.plan_table import render_plan
 from reclaimer.runtime.controller import Controller, ControllerConfig
 from reclaimer.runtime.liveness import Liveness, liveness_bound
+from reclaimer.runtime.notify import DEFAULT_SECRET_DIR
 from reclaimer.runtime.policy_file import PolicyFeed, PolicyFile, PolicyFileError
 from reclaimer.runtime.server import PROBES, make_app, report_dict
 from reclaimer.runtime.telemetry import ReclaimerMetrics
@@ -61,6 +62,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--apply", action="store_true", help="act on the cluster (default: dry-run)")
     p.add_argument("--once", action="store_true", help="run one cycle, print the plan, exit")
+    p.add_argument(
+        "--webhook-secret-dir",
+        default=DEFAULT_SECRET_DIR,
+        help="where the webhook Secret is mounted: a file per policy warning.webhooks secretKey",
+    )
     p.add_argument("--interval", default="60s", help="time between cycles (default 60s)")
     p.add_argument(
         "--cycle-timeout",
@@ -162,6 +168,8 @@ def _controller(
     liveness: Liveness | None = None,
     policy_file: PolicyFile | None = None,
 ) -> Controller:
+    if wiring.notifier is not None:
+        wiring.notifier.record = lambda result: metrics.notifications.labels(result=result).inc()
     feed = None
     if policy_file is not None:
         feed = PolicyFeed(policy_file.check, wiring.policy_rejected, wiring.use_policy)
@@ -199,6 +207,8 @@ async def _once(
                 report = await _controller(
                     policy=policy, config=config, wiring=wiring, prom=prom, metrics=metrics
                 ).cycle()
+                if wiring.notifier is not None:  # the warnings' webhooks, each try bounded
+                    await asyncio.to_thread(wiring.notifier.drain)
         finally:
             wiring.close()
     if args.json:

@@ -107,6 +107,7 @@ def suspend_record(
         r.SUSPEND_REASON: reason,
         r.ROOM_FOR: room_for,
         r.RESUMED_AT: None,
+        **dict.fromkeys(r.WARNING_RECORD),  # a scheduled stop is done with once it happens
     }
 
 

@@ -8,7 +8,9 @@ Order of work: a data gate first (metrics older than `maxDataAge`, samples dated
 an incomplete snapshot, means no action of any kind this cycle); then the inputs are sorted into
 canonical order and the cycle's GPU ledger is built (`capacity`), counting slots still being
 released as future free; pending jobs whose room is already in flight are served first from it
-(`inflight`); then preemption for starved queues (`victims`, `preempt`), resumes of jobs the
+(`inflight`); then jobs warned of a stop are held, stopped once due, or their warning withdrawn
+(`warning`), and preemption for starved queues (`victims`, `preempt`), whose new stops become
+warnings where the policy gives the job's kind or queue a warning period; resumes of jobs the
 reclaimer suspended (`resume`) on the slots left over, and time-slice reshapes (`reshape`: the
 load rules, and below them the pods that do not fit, `harm`, and whole GPUs for pending
 multi-GPU jobs, `handback`).
@@ -45,6 +47,7 @@ from reclaimer.plan.reshape import Pressure, plan_reshapes
 from reclaimer.plan.resume import plan_resumes
 from reclaimer.plan.shares import deserved_shares
 from reclaimer.plan.victims import Victim, candidates
+from reclaimer.plan.warning import hold_warned, schedule
 from reclaimer.policy.settings import Policy
 from reclaimer.units import format_duration
 
@@ -85,6 +88,17 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         victims, screened = candidates(snap, where, forecasts, policy, now)
         victims = [v for v in victims if v.key not in stopped]
         skips += more + [s for s in screened if s.target not in stopped]
+        held = hold_warned(
+            snap.jobs, demands, victims, screened,
+            ledger=ledger, budget=budget, policy=policy, now=now, leave=stopped,
+            usage=snap.pod_gpus,
+        )  # fmt: skip
+        demands, victims = held.demands, held.victims
+        actions, skips, warnings = (
+            actions + held.actions,
+            skips + held.skips,
+            warnings + held.warnings,
+        )
     else:
         skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.preempt is false"))
     acts, more = plan_preemptions(
@@ -97,7 +111,7 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         busy_after=policy.reclaim_busy_after_seconds,
         budget=budget,
     )
-    actions += acts
+    actions += schedule(acts, {j.key: j for j in snap.jobs}, policy, now)
     skips += more
     if policy.actions.resume:
         queues_by_name = {q.name: q for q in snap.queues}

@@ -34,6 +34,7 @@ from reclaimer.policy.fields import (
     setting,
 )
 from reclaimer.policy.kueue import Kueue
+from reclaimer.policy.warning import WarningPolicy
 from webconfig.yaml_tree import load_yaml
 
 VOLCANO_PREEMPTABLE = "volcano.sh/preemptable"
@@ -199,6 +200,7 @@ class Policy:
     actions: Actions = setting(Actions(), None, "actions", section=Actions)  # noqa: RUF009
     dra: Dra = setting(Dra(), None, "dra", section=Dra)  # noqa: RUF009
     kueue: Kueue = setting(Kueue(), None, "kueue", section=Kueue)  # noqa: RUF009
+    warning: WarningPolicy = setting(WarningPolicy(), None, "warning", section=WarningPolicy)  # noqa: RUF009
 
     def problems(self) -> list[CrossCheck]:
         total = sum(self.queue_shares.values())

@@ -44,6 +44,7 @@ def evidence_to_dict(evidence: Evidence) -> dict[str, Any]:
         "for_queue": evidence.for_queue,
         "gpus_freed": evidence.gpus_freed,
         "detail": evidence.detail,
+        **({"stop_at": evidence.stop_at} if evidence.stop_at is not None else {}),
     }
 
 

@@ -7,7 +7,8 @@ a 409 conflict, then record a Kubernetes Event on the object. Dry-run (the defau
 write with `dryRun=All`, so admission and PodDisruptionBudget answers are real, and spends the
 limits the same way. One action's failure never stops the others and never raises: it becomes an
 `ActionResult` (404 = vanished, skipped quietly; 429 = PDB or throttling, skipped, retried next
-cycle; 5xx and timeouts = failed). The loop turns results into metrics. Plan warnings (a release
+cycle; 5xx and timeouts = failed). The loop turns results into metrics. A warning before a stop,
+and its withdrawal, are `runtime.forewarn`'s. Plan warnings (a release
 overdue) become Warning Events on the job they name (`warn`), once per stop; a raise a gate
 refused becomes a Normal Event on its node, once per node, reason and reshape.
 """
@@ -40,6 +41,8 @@ from reclaimer.model import ClusterView, JobKind
 from reclaimer.plan.raises import REFUSALS
 from reclaimer.plan.refusals import CycleBudget
 from reclaimer.policy.settings import Policy
+from reclaimer.runtime.forewarn import Forewarner
+from reclaimer.runtime.notify import Notifier
 from reclaimer.runtime.settle import Recorder, Settler, involved_job
 
 log = logging.getLogger(__name__)
@@ -126,6 +129,7 @@ class Actuator:
         events: EventRecorder | None = None,
         identity: str = r.CONTROLLER_NAME,
         device_plugin: r.ConfigMapRef | None = None,
+        notifier: Notifier | None = None,
     ) -> None:
         self.writer = KubeWriter(api, dry_run, may_write)
         self.dry_run = dry_run
@@ -137,6 +141,14 @@ class Actuator:
         self.events: EventRecorder = events or KubeEventRecorder(self.writer, identity)
         self._warned: set[tuple[str, str, float | None]] = set()
         self.settler = Settler(self.writer, self.events, clock, may_write)
+        self.forewarner = Forewarner(
+            self.writer,
+            self.events,
+            clock,
+            may_write,
+            notifier=notifier,
+            webhooks=lambda: self.policy.warning.webhooks,
+        )
 
     def settle(self, view: ClusterView, results: Sequence[ActionResult]) -> list[str]:
         """After `apply`: clear the records of stops that never happened and write the Events
@@ -150,7 +162,8 @@ class Actuator:
         node a raise refusal names (`raises.REFUSALS`), once per node, reason and reshape per
         process. Returns Events written."""
         jobs = {j.key: j for j in view.jobs}
-        written = self._node_notices([w for w in warnings if w.reason in NODE_EVENT_REASONS], view)
+        written = self.forewarner.keeps(warnings, view)
+        written += self._node_notices([w for w in warnings if w.reason in NODE_EVENT_REASONS], view)
         for w in warnings:
             job, reason = jobs.get(w.target), WARNING_EVENT_REASONS.get(w.reason)
             seen = (w.target, str(w.reason), job.stopped_at if job else None)
@@ -200,6 +213,9 @@ class Actuator:
         return [self._one(action, view, budget) for action in actions]
 
     def _one(self, action: Action, view: ClusterView, budget: CycleBudget) -> ActionResult:
+        if action.kind in (ActionKind.WARN, ActionKind.CANCEL):  # not stops: no stop limits
+            message = describe(action, self.dry_run)
+            return self.forewarner.apply(action, view, message, self._failure)
         refusal = budget.refusal(action)
         if refusal is not None:
             return ActionResult(action, Outcome.SKIPPED, refusal.detail, refusal.reason)

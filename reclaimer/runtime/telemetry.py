@@ -53,10 +53,13 @@ class ReclaimerMetrics:
         self.releases_overdue = _gauge(r, "gpu_reclaimer_releases_overdue")
         self.usage_unknown = _gauge(r, "gpu_reclaimer_jobs_usage_unknown")
         self.policy_rejected = _gauge(r, "gpu_reclaimer_policy_rejected")
+        self.notifications = _counter(r, "gpu_reclaimer_notifications_total")
         for result in ("success", "skipped", "error"):
             self.cycles.labels(result=result)
         for result in ("correct", "wrong"):
             self.forecast_checks.labels(result=result)
+        for result in ("sent", "failed"):
+            self.notifications.labels(result=result)
 
     def count_action(self, counter: Counter, action: Action) -> None:
         counter.labels(kind=str(action.kind), reason=str(action.reason)).inc()

@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 from reclaimer.forecast.forecaster import forecast
 from reclaimer.forecast.history import History
@@ -39,6 +40,7 @@ from reclaimer.plan.planner import plan
 from reclaimer.policy.settings import Policy
 from reclaimer.runtime.actuator import Actuator
 from reclaimer.runtime.controller import Applier, Controller, ControllerConfig, Forecaster, Planner
+from reclaimer.runtime.notify import DEFAULT_SECRET_DIR, Notifier
 
 log = logging.getLogger("gpu_reclaimer.run")
 
@@ -63,6 +65,7 @@ class Wiring:
     # a reloaded policy, for the actuator and the cluster reads
     use_policy: Callable[[Policy], None] = lambda _: None
     policy_rejected: Callable[[str], None] = lambda _: None  # a Warning Event on our own Pod
+    notifier: Notifier | None = None  # the warnings' webhooks (`runtime.notify`)
 
 
 def policy_forecaster(history: History, policy: Policy, now: float) -> Mapping[str, Forecast]:
@@ -149,8 +152,14 @@ def _live_wiring(
             api, LeaseConfig(identity=identity), wall=clock, monotonic=time.monotonic
         )
         is_leader, run_loop = elector.is_leader, _elected_loop(elector)
+    notifier = Notifier(Path(getattr(args, "webhook_secret_dir", DEFAULT_SECRET_DIR)))
     actuator = Actuator(
-        api, clock=clock, dry_run=config.dry_run, policy=policy, may_write=is_leader
+        api,
+        clock=clock,
+        dry_run=config.dry_run,
+        policy=policy,
+        may_write=is_leader,
+        notifier=notifier,
     )
     held = _InForce(policy)
 
@@ -168,6 +177,7 @@ def _live_wiring(
         elector=elector if args.leader_elect else None,
         use_policy=use_policy,
         policy_rejected=partial(_policy_event, api, pod, clock),
+        notifier=notifier,
     )
 
 

@@ -39,8 +39,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from reclaimer.decisions import ActionKind
-from reclaimer.model import Forecast, Job, JobKind, Node, Pod, PodPhase, Queue, Snapshot
+from reclaimer.decisions import Action, ActionKind
+from reclaimer.model import (
+    Forecast,
+    Job,
+    JobKind,
+    Node,
+    Pod,
+    PodPhase,
+    Queue,
+    Snapshot,
+    StopWarning,
+)
 from reclaimer.simulate.sharing.usage import Usage
 from reclaimer.simulate.strategies import (
     SLOTS_PER_GPU,
@@ -100,6 +110,19 @@ def _group_job(device: str, runs: tuple[RunningJob, ...]) -> Job:
         queue=queue,
         gpus=1,
         start_time=max(r.job.start_time for r in runs),
+        warning=_group_warning([r.job.warning for r in runs]),
+    )
+
+
+def _group_warning(members: list[StopWarning | None]) -> StopWarning | None:
+    """A device group is warned once all its members are (warned together, for one demand)."""
+    known = [w for w in members if w is not None]
+    if not known or len(known) < len(members):
+        return None
+    return replace(
+        known[0],
+        warned_at=max(w.warned_at for w in known),
+        stop_at=max(w.stop_at for w in known),
     )
 
 
@@ -192,13 +215,21 @@ def _group_actions(
 
 
 def planned_victims(
-    view: TickView, usage: Usage, planner: ReplayPlanner, blind: bool, *, forecasting: bool = True
+    view: TickView,
+    usage: Usage,
+    planner: ReplayPlanner,
+    blind: bool,
+    *,
+    forecasting: bool = True,
+    notices: list[Action] | None = None,
 ) -> dict[int, str]:
     """Forecast (or the blind stand-in), then plan in the device view, then the node view.
 
     Returns each victim with the reason the plan stopped it for. Without `forecasting` (a tick
     planned only because a busy reclaimable pod shares a GPU with a busy guaranteed one), no job
     is forecast and only the device view is planned: contention relief needs no forecast.
+    The plans' warnings and their cancels (`reclaimer.plan.warning`) go to `notices`, a device
+    group's as its members'.
     """
     forecasts: Mapping[str, Forecast] = {}
     if blind:
@@ -209,6 +240,8 @@ def planned_victims(
     by_key = {r.job.key: r.index for r in view.running}
     single = replace(view, pending=tuple(d for d in view.pending if d.min_member <= 1))
     plan = planner.plan(snapshot_of(single), forecasts, view.now)
+    if notices is not None:
+        notices += [a for a in plan.actions if _notice(a, view, gangs=False)]
     victims = {
         by_key[a.target]: a.reason.value
         for a in plan.actions
@@ -218,6 +251,13 @@ def planned_victims(
         return victims
     nodes = node_view(view, forecasts)
     plan = planner.plan_devices(nodes.snapshot, nodes.forecasts, view.now)
+    if notices is not None:  # a device group's warning is its members'
+        notices += [
+            replace(a, target=key)
+            for a in plan.actions
+            for key in nodes.members.get(a.target, (a.target,))
+            if key in by_key and _notice(replace(a, target=key), view, gangs=True)
+        ]
     return {
         by_key[key]: a.reason.value
         for a in plan.actions
@@ -225,6 +265,19 @@ def planned_victims(
         for key in nodes.members.get(a.target, (a.target,))
         if key in by_key
     }
+
+
+def _notice(a: Action, view: TickView, gangs: bool) -> bool:
+    """A warning or cancel this view may decide: not the cancel of a job warned for a job still
+    pending that the view does not show (the device view shows single-pod pending jobs, the node
+    view multi-pod ones, `gangs`): the other view decides that one."""
+    if a.kind is ActionKind.WARN:
+        return True
+    if a.kind is not ActionKind.CANCEL:
+        return False
+    warned = next((r.job.warning for r in view.running if r.job.key == a.target), None)
+    elsewhere = {d.job for d in view.pending if (d.min_member > 1) != gangs}
+    return warned is None or warned.for_pending not in elsewhere
 
 
 def planned_resumes(view: TickView, planner: ReplayPlanner) -> list[int]:

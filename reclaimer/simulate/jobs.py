@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from reclaimer.model import Job, PendingDemand, Pod, Queue
+from reclaimer.model import Job, PendingDemand, Pod, Queue, StopWarning
 from reclaimer.policy.settings import Policy
 from reclaimer.simulate.results import SharingTally, Tally
 from reclaimer.simulate.scheduler import Cluster, Placement, Queues
@@ -149,6 +149,7 @@ class Replay:
         self.demand: dict[int, PendingDemand] = {}
         self.suspended: dict[int, float] = {}  # held by the reclaimer, since
         self.stop_reasons: dict[int, str] = {}  # held by the reclaimer: the plan's reason
+        self.warned: dict[int, StopWarning] = {}  # running, a stop scheduled (its record)
         self.waited = [0.0] * n
         self.runs: dict[int, Run] = {}
         self.ran = [0.0] * n  # seconds running, over every run
@@ -313,6 +314,7 @@ class Replay:
         """Stop the job; it must redo its work (not its idle time) since its last checkpoint.
         A suspended job keeps the plan's `reason` (its `Job.stop_reason`) until resumed."""
         progress = self.stop(job, now)
+        self.warned.pop(job, None)  # the stop clears its warning, as the actuator's does
         lost = self.lost_work(job, progress)
         queue = self.jobs.queues[job]
         wrongful = self.usage.busy_within_horizon(job, progress, self.threshold)

@@ -66,6 +66,8 @@ JSON_KEYS = (
     "failed_jobs",
     "guaranteed_failed_jobs",
     "tuned_replicas",
+    "warnings",
+    "warnings_cancelled_busy",
 )
 
 
@@ -93,6 +95,8 @@ class Tally:
     preemptions: int = 0
     wrongful: int = 0
     guaranteed: int = 0
+    warnings: int = 0  # stops scheduled with a warning first (`reclaimer.plan.warning`)
+    warnings_cancelled_busy: int = 0  # of which withdrawn: the job turned busy in its warning
     waits: dict[str, list[float]] = field(default_factory=dict)
 
     def segment(self, gpus: float, seconds: float, busy_seconds: float) -> None:
@@ -139,6 +143,10 @@ class SimResult:
     guaranteed_failed_jobs: int = 0
     # `timeslice-tuned` (`sim_pool.tuned`): per GPU model of its pool, its p99 peak, GiB, replicas
     tuned_replicas: dict[str, dict[str, float]] = field(default_factory=dict)
+    # warnings before a stop (the policy's `warning:`): scheduled, and withdrawn because the job
+    # turned busy within its warning (a stop the warning saved)
+    warnings: int = 0
+    warnings_cancelled_busy: int = 0
 
     def to_json(self) -> dict[str, object]:
         return {key: getattr(self, key) for key in JSON_KEYS}
@@ -219,4 +227,6 @@ def result_of(
         failed_jobs=shared.failed_jobs,
         guaranteed_failed_jobs=shared.guaranteed_failed_jobs,
         tuned_replicas=tuned or {},
+        warnings=tally.warnings,
+        warnings_cancelled_busy=tally.warnings_cancelled_busy,
     )

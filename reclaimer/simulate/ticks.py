@@ -16,6 +16,9 @@ Under `forecast` with a time-sliced pool, each cycle first reads the pool as the
 (`sim_pool.reshaping.device_rows`); a cycle where a busy reclaimable pod shares a GPU with a busy
 guaranteed one plans a preemption even with no queue starved (contention relief needs no forecast,
 so none is made), and a suspended job keeps the reason it was stopped for (`Job.stop_reason`).
+Under a policy with warnings before a stop (`warning:`), a tick's warnings are kept as each job's
+record (`Replay.warned`), which the next ticks' views carry (`Job.warning`), so the plan holds the
+job, stops it once due, or withdraws the warning, as in the controller.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from types import MappingProxyType
 
-from reclaimer.model import PodGpuUsage
+from reclaimer.decisions import Action, ActionKind, Reason
+from reclaimer.model import PodGpuUsage, StopWarning
 from reclaimer.simulate.devices import planned_resumes, planned_victims
 from reclaimer.simulate.jobs import Replay
 from reclaimer.simulate.pool.reshaping import (
@@ -84,9 +89,12 @@ def tick(replay: Replay, now: float) -> None:
         replay.load_log.record(readings.stats, now)
     rows = _device_rows_once(replay, readings)
     victims: dict[int, str] = {}
+    notices: list[Action] = []
     if _starved_while_reclaimable_runs(replay) and worth_planning(replay, ctl, now):
         blind = policy is Strategy.ALLOCATION
-        victims = planned_victims(view(replay, now, rows()), replay.usage, ctl, blind)
+        tick_view = view(replay, now, rows())
+        victims = planned_victims(tick_view, replay.usage, ctl, blind, notices=notices)
+        _record_warnings(replay, tick_view, notices, now)
     elif readings is not None and contended(replay, readings, ctl.contention_busy_above):
         victims = planned_victims(
             view(replay, now, rows()), replay.usage, ctl, False, forecasting=False
@@ -101,6 +109,25 @@ def tick(replay: Replay, now: float) -> None:
     if readings is not None and wants_reshape(replay, ctl, now):
         fresh = pool_readings(replay, now) if victims or resumed else readings  # pods moved
         planned_reshapes(replay, ctl, now, fresh)
+
+
+def _record_warnings(
+    replay: Replay, tick_view: TickView, notices: list[Action], now: float
+) -> None:
+    """Keep each warning's record on its job, as the actuator writes it on the object, and
+    count the warnings and those withdrawn because the job turned busy within its warning."""
+    by_key = {r.job.key: r.index for r in tick_view.running}
+    for a in notices:
+        j = by_key.get(a.target)
+        if j is None:
+            continue
+        if a.kind is ActionKind.WARN:
+            stop_at = now + a.evidence.warn_seconds
+            pending = a.evidence.for_pending or ""
+            replay.warned[j] = StopWarning(now, stop_at, pending, str(a.reason))
+            replay.tally.warnings += 1
+        elif replay.warned.pop(j, None) is not None and a.reason is Reason.BUSY_AGAIN:
+            replay.tally.warnings_cancelled_busy += 1
 
 
 def _device_rows_once(
@@ -149,7 +176,7 @@ def view(replay: Replay, now: float, pod_gpus: tuple[PodGpuUsage, ...] = ()) -> 
     running = tuple(
         RunningJob(
             index=j,
-            job=run.job,
+            job=replace(run.job, warning=replay.warned[j]) if j in replay.warned else run.job,
             pods=shown_pods(run.pods, shown.get(j)),
             progress=run.progress(now),
             elapsed=now - run.started,

@@ -19,7 +19,7 @@ from fakeapi import FakeCluster
 from kubewrites import Served, admitted, serving
 from kueue_objects import cluster_queue, job, local_queue, workload
 
-from reclaimer.kube import deactivation, lease, operations, reshaping
+from reclaimer.kube import deactivation, forewarn, lease, operations, reshaping
 from reclaimer.kube.client import KubeError
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.write import KubeWriter
@@ -247,6 +247,20 @@ def _event(served: Served) -> None:
     KubeEventRecorder(w, IDENTITY).record(involved, "GpuReclaimPreempted", "idle 2h", NOW, False)
 
 
+def _warn(kind: JobKind) -> Callable[[Served], None]:
+    """A warning before a stop written, then withdrawn (`kube.forewarn`)."""
+
+    def flow(served: Served) -> None:
+        w = KubeWriter(served.api, dry_run=False)
+        job = _job(served, kind, _example(WORKLOAD_FILES[kind]))
+        forewarn.schedule_stop(
+            w, job, now=NOW, stop_at=NOW + 600, for_pending="team-b/pending", reason="idle"
+        )
+        forewarn.withdraw(w, job)
+
+    return flow
+
+
 def _lease(served: Served) -> None:
     ticks = itertools.count()
     elector = lease.LeaderElector(
@@ -266,6 +280,8 @@ FLOWS: dict[str, Callable[[Served], None]] = {
     "KueueWorkload-deactivate-reactivate": _kueue,
     "VolcanoJob-abort-resume": _volcano(),
     "VolcanoJob-abort-rolled-back": _volcano(fail=True),
+    "Notebook-warn-withdraw": _warn(JobKind.NOTEBOOK),
+    "PyTorchJob-warn-withdraw": _warn(JobKind.PYTORCH_JOB),
     "Pod-evict": _evict,
     "Pod-evict-refused-by-budget": _evict_refused,
     "Node-reshape-and-cleanup": _reshape,

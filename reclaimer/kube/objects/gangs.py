@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from reclaimer.devices import slots_by_resource
 from reclaimer.kube.objects import fields as f
-from reclaimer.kube.objects import management, volcano
+from reclaimer.kube.objects import management, volcano, warned
 from reclaimer.kube.objects.resources import (
     ACTION_TIME_KEYS,
     DEFAULT_QUEUE,
@@ -69,6 +69,8 @@ def job_from_meta(obj: Obj, kind: JobKind, **values: object) -> Job:
         workload_class=annotations.get(WORKLOAD_CLASS) or labels.get(WORKLOAD_CLASS),
         managed_by=management.managed_elsewhere(obj),
         controlled_by=management.foreign_owner(obj),
+        warning=warned.stop_warning(annotations),
+        keep_until=warned.keep_until(annotations),
         **values,  # type: ignore[arg-type]
     )
 

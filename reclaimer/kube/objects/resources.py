@@ -49,6 +49,13 @@ RESHAPE_REASON: Final = PREFIX + "reshape-reason"  # the plan's `Reason` for the
 WORKLOAD_CLASS: Final = PREFIX + "workload-class"
 # on a node, "true": the operator lets the reclaimer raise it from 1 replica (`plan.reshape`)
 POOL_LABEL: Final = PREFIX + "time-slicing-pool"
+# a scheduled stop (the warning before it), and the owner's answer to it
+RECLAIM_AFTER: Final = PREFIX + "reclaim-after"  # RFC 3339: the stop, unless cancelled
+WARNED_AT: Final = PREFIX + "warned-at"
+WARNED_FOR: Final = PREFIX + "warned-for"  # the pending job whose demand chose it
+WARN_REASON: Final = PREFIX + "warn-reason"
+KEEP_UNTIL: Final = PREFIX + "keep-until"  # set by the owner: RFC 3339, capped by maxKeep
+WARNING_RECORD: Final = (RECLAIM_AFTER, WARNED_AT, WARNED_FOR, WARN_REASON)
 # annotations whose value is a time of a reclaimer action (cool-downs)
 ACTION_TIME_KEYS: Final = (SUSPENDED_AT, RESUMED_AT, EVICTED_AT, LAST_RESHAPE)
 CONTROLLER_NAME: Final = "gpu-reclaimer"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reclaimer.decisions import Action, ActionResult, Outcome, Plan, Skip
+from reclaimer.decisions import Action, ActionResult, Outcome, Plan, Reason, Skip
 from reclaimer.report.cycle import CycleReport
 from reclaimer.report.plan_table import action_rows, skips_by_reason
 from reclaimer.report.status.markup import count, element, esc, paragraph, section, table
@@ -26,6 +26,17 @@ def warnings_section(plan: Plan) -> str:
         return ""
     rows = [(esc(w.reason), esc(w.target), esc(w.detail)) for w in plan.warnings]
     return section("Needs attention", table(("Warning", "Target", "Detail"), rows), "warnings")
+
+
+def scheduled_section(plan: Plan) -> str:
+    """The jobs warned of a stop, each with its stop time and the time left (`ReclaimScheduled`
+    skips), so an owner looking at the page finds theirs before it happens."""
+    rows = [
+        (esc(s.target), esc(s.detail)) for s in plan.skipped if s.reason is Reason.RECLAIM_SCHEDULED
+    ]
+    if not rows:
+        return ""
+    return section("Stops scheduled", table(("Job", "Warned, stops at"), rows), "scheduled")
 
 
 def actions_section(report: CycleReport, plan: Plan) -> str:

@@ -15,7 +15,12 @@ from __future__ import annotations
 from reclaimer.decisions import Plan
 from reclaimer.report.cycle import CycleReport, CycleResult
 from reclaimer.report.fleet import render as render_fleet
-from reclaimer.report.status.decisions import actions_section, skipped_section, warnings_section
+from reclaimer.report.status.decisions import (
+    actions_section,
+    scheduled_section,
+    skipped_section,
+    warnings_section,
+)
 from reclaimer.report.status.jobs import MAX_JOBS, jobs_section
 from reclaimer.report.status.markup import (
     element,
@@ -84,6 +89,7 @@ def _plan(report: CycleReport, max_jobs: int) -> str:
         return paragraph(why, class_="banner", id="no-plan") + jobs_section(report, max_jobs)
     return (
         warnings_section(plan)
+        + scheduled_section(plan)
         + actions_section(report, plan)
         + skipped_section(plan)
         + queues_section(plan)

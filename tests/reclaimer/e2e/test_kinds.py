@@ -1,6 +1,7 @@
 """Every suspendable kind end to end: a day of idle history in a real Prometheus, the cluster in
 the fake API server, `gpu-reclaimer run --once --apply` through the real client. The idle
-workload is stopped whole, by its own kind's stop, for the guaranteed job that waits."""
+workload is stopped whole, by its own kind's stop, for the guaranteed job that waits (with the
+warning before a stop turned off: `e2e.test_warning` is about that)."""
 
 from __future__ import annotations
 
@@ -73,8 +74,10 @@ def test_an_idle_workload_of_every_kind_is_stopped_whole(
     cluster = _cluster(kind, now)
     top = world(kind, _ns(kind))[0]
     res = cluster.resource_of(top)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("warning: {byKind: {}}\n")  # every kind stopped at once, Notebooks too
     with served_kubeconfig(cluster, tmp_path / "kubeconfig") as kubeconfig:
-        code, report = run_once(prom, kubeconfig, "--apply")
+        code, report = run_once(prom, kubeconfig, "--apply", "--policy-file", str(policy))
     assert code == 0, report["cycle"]
     target = f"{_ns(kind)}/{NAMES[kind]}"
     assert [(a["kind"], a["target"]) for a in report["plan"]["actions"]] == [("preempt", target)]
