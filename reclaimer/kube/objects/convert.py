@@ -1,8 +1,10 @@
 """Plain Kubernetes object dicts -> the model's `ClusterView`. Pure: no client, no clock.
 
-Input is a `ClusterObjects` (what `read.py` lists from the API, or what `clusterfile` finds in a
-`kubectl get -o yaml` dump). One bad object becomes one `problems` entry and is left out; it
-never fails the whole view. GPU amounts come from `nvidia.com/gpu` and `nvidia.com/mig-*`
+Input is a `ClusterObjects` (what `read.py` lists from the API, or what `group_by_kind` finds in
+a `kubectl get -o yaml` dump; both live in `cluster_objects`, re-exported here). The workloads
+become gangs here, each pod is placed in one (`placement`), and queues and nodes are decoded. One
+bad object becomes one `problems` entry and is left out (`skipping.safe`); it never fails the
+whole view. GPU amounts come from `nvidia.com/gpu` and `nvidia.com/mig-*`
 quantities (`reclaimer.devices`); a node's time-slice replicas from the device-plugin ConfigMap key
 its `nvidia.com/device-plugin.config` label names.
 """
@@ -10,13 +12,10 @@ its `nvidia.com/device-plugin.config` label names.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from types import MappingProxyType
-from typing import Any, TypeVar
 
-from reclaimer.devices import slots_by_resource
 from reclaimer.kube.objects import (
     crashes,
     disruption,
@@ -26,75 +25,21 @@ from reclaimer.kube.objects import (
     kinds,
     kueue,
     kueue_demand,
+    placement,
     trainjob,
     workloads,
 )
 from reclaimer.kube.objects import fields as f
 from reclaimer.kube.objects import resources as r
+from reclaimer.kube.objects.cluster_objects import KIND_FIELDS, ClusterObjects, group_by_kind
 from reclaimer.kube.objects.nodes import device_plugin_data, node
 from reclaimer.kube.objects.owners import OwnerIndex
-from reclaimer.kube.objects.timeslicing import TimeSlicingError
-from reclaimer.model import ClusterView, Job, Node, PendingDemand, Pod, Queue, QueueState
+from reclaimer.kube.objects.skipping import safe
+from reclaimer.model import ClusterView, Job, Node, Pod, Queue, QueueState
+
+__all__ = ["KIND_FIELDS", "ClusterObjects", "group_by_kind", "queue", "to_cluster_view"]
 
 Obj = f.Obj
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class ClusterObjects:
-    """Object dicts by kind; `problems` carries what reading already knows (missing CRDs)."""
-
-    queues: Sequence[Obj] = ()
-    podgroups: Sequence[Obj] = ()
-    volcano_jobs: Sequence[Obj] = ()
-    commands: Sequence[Obj] = ()  # Volcano Commands not yet taken up by its job controller
-    workloads: Sequence[Obj] = ()  # every suspendable kind (`kube.kinds.SUSPENDABLE`)
-    controllers: Sequence[Obj] = ()  # between pods and workloads (`kube.kinds.OWNER_CHAIN`)
-    pods: Sequence[Obj] = ()
-    nodes: Sequence[Obj] = ()
-    configmaps: Sequence[Obj] = ()
-    pdbs: Sequence[Obj] = ()
-    priority_classes: Sequence[Obj] = ()
-    problems: tuple[str, ...] = ()
-    # Dynamic Resource Allocation (`resource.k8s.io`, `kube.objects.dra`)
-    resource_claims: Sequence[Obj] = ()
-    resource_claim_templates: Sequence[Obj] = ()
-    resource_slices: Sequence[Obj] = ()
-    device_classes: Sequence[Obj] = ()
-    cluster_queues: Sequence[Obj] = ()  # Kueue (`kube.objects.kueue`)
-    local_queues: Sequence[Obj] = ()
-    kueue_workloads: Sequence[Obj] = ()
-
-
-# (group, kind) -> ClusterObjects field; versions are not checked, kinds are unambiguous here
-KIND_FIELDS: Mapping[tuple[str, str], str] = {
-    (r.QUEUES.group, "Queue"): "queues",
-    (r.PODGROUPS.group, "PodGroup"): "podgroups",
-    (r.VOLCANO_JOBS.group, "Job"): "volcano_jobs",
-    (r.VOLCANO_COMMANDS.group, "Command"): "commands",
-    **{w.key: "workloads" for w in kinds.SUSPENDABLE},
-    **{(c.group, c.kind): "controllers" for c in kinds.OWNER_CHAIN},
-    ("", "Pod"): "pods",
-    ("", "Node"): "nodes",
-    ("", "ConfigMap"): "configmaps",
-    ("policy", "PodDisruptionBudget"): "pdbs",
-    (r.PRIORITY_CLASSES.group, "PriorityClass"): "priority_classes",
-    (r.DRA_GROUP, "ResourceClaim"): "resource_claims",
-    (r.DRA_GROUP, "ResourceClaimTemplate"): "resource_claim_templates",
-    (r.DRA_GROUP, "ResourceSlice"): "resource_slices",
-    (r.DRA_GROUP, "DeviceClass"): "device_classes",
-    (kueue.GROUP, "ClusterQueue"): "cluster_queues",
-    (kueue.GROUP, "LocalQueue"): "local_queues",
-    (kueue.GROUP, "Workload"): "kueue_workloads",
-}
-
-
-def _safe(problems: list[str], what: str, fn: Callable[[], T]) -> T | None:
-    try:
-        return fn()
-    except (f.FieldError, TimeSlicingError, AttributeError, TypeError) as exc:
-        problems.append(f"{what}: skipped, {exc}")
-        return None
 
 
 def queue(obj: Obj) -> Queue:
@@ -129,7 +74,7 @@ def _jobs(
     ]
     for obj, make in made:
         kind = str(obj.get("kind", "?"))
-        job = _safe(problems, f"{kind} {f.key(obj)}", make)
+        job = safe(problems, f"{kind} {f.key(obj)}", make)
         if job is None:
             continue
         if job.key in jobs:
@@ -163,79 +108,7 @@ def _size_trainjobs(
         if owner.get("uid") and job.uid and owner.get("uid") != job.uid:
             continue  # a JobSet left over from an earlier TrainJob of the same name
         make = partial(workloads.jobset, obj, kinds.JOBSET, prio)
-        jobs[key] = trainjob.sized_by_jobset(job, obj, _safe(problems, f"JobSet {key}", make))
-
-
-def _place_pod(
-    obj: Obj,
-    ctx: _Context,
-) -> None:
-    owner = ctx.owners.resolve(obj)
-    pg_name = gangs.podgroup_name(obj)
-    pg = ctx.podgroups.get(f"{f.namespace(obj)}/{pg_name}") if pg_name else None
-    if owner.key is None and not owner.other and pg is not None:
-        found = ctx.owners.resolve(pg)  # Volcano's PodGroup of a bare pod is owned by the pod
-        owner = found if found.key is not None else owner
-    claimed = ctx.claims.by_pod.get(f.key(obj))
-    slots = f.Slots(claimed) if claimed else None
-    pod = gangs.pod(obj, owner.key if owner.key in ctx.jobs else None, slots)
-    if not gangs.is_live(pod) or (pod.gpus == 0 and pod.job is None):
-        return
-    queue = gangs.pod_queue(obj, pg)
-    ctx.pod_queues[pod.key] = queue
-    if pod.job is not None and pg is not None and f.dig(pg, "spec", "queue"):
-        ctx.group_queues.setdefault(pod.job, str(f.dig(pg, "spec", "queue")))
-    if owner.key is None and not owner.other:  # a bare GPU pod
-        if pod.node:
-            ctx.jobs[pod.key] = gangs.bare_pod_job(obj, pod, queue, ctx.priorities)
-            pod = dataclasses.replace(pod, job=pod.key)
-        elif pg is None:
-            demand = PendingDemand(queue, pod.key, pod.gpus, since=pod.start_time, mig=pod.mig)
-            ctx.pending.append(demand)
-    elif pod.job is None and pod.node and pod.gpus > 0:
-        ctx.unmanaged[pod.key] = (
-            f"run by {owner.other}: not a kind the reclaimer can stop (its controller would "
-            "recreate the pod)"
-            if owner.other
-            else f"its {owner.kind.resource.kind if owner.kind else 'workload'} {owner.key} "
-            "is finished or could not be read"
-        )
-    ctx.pods.append(pod)
-
-
-@dataclass
-class _Context:
-    jobs: dict[str, Job]
-    podgroups: dict[str, Obj]
-    priorities: Mapping[str, int]
-    owners: OwnerIndex
-    pods: list[Pod] = field(default_factory=list)
-    pending: list[PendingDemand] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    pod_queues: dict[str, str] = field(default_factory=dict)
-    group_queues: dict[str, str] = field(default_factory=dict)  # job key -> its PodGroup's queue
-    unmanaged: dict[str, str] = field(default_factory=dict)  # GPU pod key -> why in no gang
-    claims: dra.ClaimCounts = field(default_factory=dra.no_claims)
-
-
-def _pending_podgroups(ctx: _Context) -> None:
-    members: dict[str, f.Slots] = {}
-    for p in ctx.pods:
-        pg_name = p.annotations.get(r.GROUP_NAME_KEY) or p.labels.get(r.GROUP_NAME_KEY)
-        if pg_name:
-            k = f"{p.namespace}/{pg_name}"
-            members[k] = members.get(k, f.Slots()) + f.Slots(slots_by_resource(p.gpus, p.mig))
-    for pg_key, pg in sorted(ctx.podgroups.items()):
-        owner_key = ctx.owners.resolve(pg).key
-        job = ctx.jobs.get(owner_key) if owner_key else None
-        if job is not None and job.suspended:
-            continue
-        make = partial(
-            gangs.pending_from_podgroup, pg, job, members.get(pg_key, f.Slots()), ctx.priorities
-        )
-        demand = _safe(ctx.problems, f"PodGroup {pg_key}", make)
-        if demand is not None:
-            ctx.pending.append(demand)
+        jobs[key] = trainjob.sized_by_jobset(job, obj, safe(problems, f"JobSet {key}", make))
 
 
 def _with_budgets(jobs: Sequence[Job], pods: Sequence[Pod], pdbs: Sequence[Obj]) -> list[Job]:
@@ -291,7 +164,7 @@ def to_cluster_view(
     for pc in objs.priority_classes:
         priorities[f.name(pc)] = f.int_field(pc.get("value"), 0)
     owners = OwnerIndex([*objs.workloads, *objs.volcano_jobs, *objs.controllers])
-    ctx = _Context(
+    ctx = placement.Context(
         _jobs(_with_template_claims(objs, gpu_classes), owners, priorities, problems),
         {f.key(pg): pg for pg in objs.podgroups},
         priorities,
@@ -304,9 +177,9 @@ def to_cluster_view(
         if owner_key in ctx.jobs and pg_queue:
             ctx.group_queues[owner_key] = str(pg_queue)
     for obj in objs.pods:
-        _safe(problems, f"Pod {f.key(obj)}", partial(_place_pod, obj, ctx))
+        safe(problems, f"Pod {f.key(obj)}", partial(placement.place_pod, obj, ctx))
     crashed = crashes.of_pods(objs.pods, problems)
-    _pending_podgroups(ctx)
+    placement.pending_podgroups(ctx)
     queues = _queues(objs, problems)
     bound = kueue_demand.bound_pods(ctx.pods)
     waiting = kueue_demand.pending(objs.kueue_workloads, objs.local_queues, bound, problems)
@@ -349,7 +222,7 @@ def _with_template_claims(objs: ClusterObjects, gpus: dra.GpuClasses | None) -> 
 
 
 def _queues(objs: ClusterObjects, problems: list[str]) -> tuple[Queue, ...]:
-    found = [_safe(problems, f"Queue {f.name(o)}", partial(queue, o)) for o in objs.queues]
+    found = [safe(problems, f"Queue {f.name(o)}", partial(queue, o)) for o in objs.queues]
     taken = {q.name for q in found if q is not None}
     found += kueue.queues(objs.cluster_queues, taken, problems)
     return tuple(sorted((q for q in found if q is not None), key=lambda q: q.name))
@@ -376,24 +249,7 @@ def _nodes(
     for obj in objs.nodes:
         name = f.name(obj)
         make = partial(node, obj, data, classes.get(name, ()), problems, offers.get(name))
-        n = _safe(problems, f"Node {name}", make)
+        n = safe(problems, f"Node {name}", make)
         if n is not None:
             out.append(dra.with_claims(n, dra_counts[0]))
     return tuple(sorted(out, key=lambda n: n.name))
-
-
-def group_by_kind(docs: Iterable[Any]) -> tuple[ClusterObjects, list[str]]:
-    """Sort object dicts into a `ClusterObjects`; kinds it does not use are counted, not kept."""
-    buckets: dict[str, list[Obj]] = {name: [] for name in set(KIND_FIELDS.values())}
-    ignored: dict[str, int] = {}
-    for doc in docs:
-        api = str(doc.get("apiVersion", ""))
-        group = api.rsplit("/", 1)[0] if "/" in api else ""
-        kind = str(doc.get("kind", ""))
-        target = KIND_FIELDS.get((group, kind))
-        if target is None:
-            ignored[kind or "<no kind>"] = ignored.get(kind or "<no kind>", 0) + 1
-        else:
-            buckets[target].append(doc)
-    notes = [f"ignored {n} object(s) of kind {k}" for k, n in sorted(ignored.items())]
-    return ClusterObjects(**buckets), notes  # type: ignore[arg-type]
