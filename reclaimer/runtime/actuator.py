@@ -3,14 +3,15 @@
 For each action: check the cycle's limits and cool-downs again (`action_limits`), make sure this
 replica still leads, run the kind's operation (`kube.operations`: the gentlest preemption each kind
 allows; a reshape staged over cycles: new key, relabel once projected, cleanup), re-run it once on
-a 409 conflict, then record a Kubernetes Event on the object. Dry-run (the default) sends every
-write with `dryRun=All`, so admission and PodDisruptionBudget answers are real, and spends the
-limits the same way. One action's failure never stops the others and never raises: it becomes an
-`ActionResult` (404 = vanished, skipped quietly; 429 = PDB or throttling, skipped, retried next
-cycle; 5xx and timeouts = failed). The loop turns results into metrics. A warning before a stop,
-and its withdrawal, are `runtime.forewarn`'s. Plan warnings (a release
-overdue) become Warning Events on the job they name (`warn`), once per stop; a raise a gate
-refused becomes a Normal Event on its node, once per node, reason and reshape.
+a 409 conflict, then record a Kubernetes Event on the object (`runtime.events` holds the recorder,
+the reasons and the messages). Dry-run (the default) sends every write with `dryRun=All`, so
+admission and PodDisruptionBudget answers are real, and spends the limits the same way. One
+action's failure never stops the others and never raises: it becomes an `ActionResult` (404 =
+vanished, skipped quietly; 429 = PDB or throttling, skipped, retried next cycle; 5xx and timeouts
+= failed). The loop turns results into metrics. A warning before a stop, and its withdrawal, are
+`runtime.forewarn`'s. Plan warnings (a release overdue) become Warning Events on the job they name
+(`warn`), once per stop; a raise a gate refused becomes a Normal Event on its node, once per node,
+reason and reshape.
 """
 
 from __future__ import annotations
@@ -22,25 +23,28 @@ from reclaimer.decisions import (
     Action,
     ActionKind,
     ActionResult,
-    Evidence,
     Outcome,
     Plan,
-    Reason,
     Skip,
 )
-from reclaimer.devices import count
-from reclaimer.forecast import wording
 from reclaimer.kube import deactivation, reshaping, stops
 from reclaimer.kube import operations as ops
 from reclaimer.kube.client import KubeApi, KubeError
 from reclaimer.kube.objects import kinds
 from reclaimer.kube.objects import resources as r
 from reclaimer.kube.objects.timeslicing import TimeSlicingError
-from reclaimer.kube.write import KubeWriter, NotLeader, event_body
+from reclaimer.kube.write import KubeWriter, NotLeader
 from reclaimer.model import ClusterView, JobKind
-from reclaimer.plan.raises import REFUSALS
 from reclaimer.plan.refusals import CycleBudget
 from reclaimer.policy.settings import Policy
+from reclaimer.runtime.events import (
+    EVENT_REASONS,
+    JOB_RESOURCES,
+    NODE_EVENT_REASONS,
+    WARNING_EVENT_REASONS,
+    KubeEventRecorder,
+    describe,
+)
 from reclaimer.runtime.forewarn import Forewarner
 from reclaimer.runtime.notify import Notifier
 from reclaimer.runtime.settle import Recorder, Settler, involved_job
@@ -50,67 +54,13 @@ log = logging.getLogger(__name__)
 
 EventRecorder = Recorder  # how the actuator writes Events (`KubeEventRecorder`)
 
-
-class KubeEventRecorder:
-    """Events as core/v1 objects, written through the (dry-run aware) writer."""
-
-    def __init__(self, writer: KubeWriter, instance: str) -> None:
-        self.writer, self.instance = writer, instance
-
-    def record(
-        self,
-        involved: Mapping[str, str],
-        reason: str,
-        message: str,
-        now: float,
-        warning: bool,
-        *,
-        name: str | None = None,
-    ) -> None:
-        body = event_body(
-            involved, reason, message, now, instance=self.instance, warning=warning, name=name
-        )
-        self.writer.create_event(body["metadata"]["namespace"], body)
-
-
-EVENT_REASONS = {
-    ActionKind.PREEMPT: "GpuReclaimPreempted",
-    ActionKind.RESUME: "GpuReclaimResumed",
-    ActionKind.RESHAPE: "GpuReclaimReshaped",
-}
-WARNING_EVENT_REASONS = {Reason.RELEASE_OVERDUE: "GpuReclaimReleaseOverdue"}
-NODE_EVENT_REASONS = dict.fromkeys(REFUSALS, "GpuReclaimRaiseRefused")  # Normal Events on nodes
-JOB_RESOURCES = {**{w.job_kind: w.resource for w in kinds.WORKLOADS}, JobKind.POD: r.PODS}
+__all__ = ["EVENT_REASONS", "Actuator", "EventRecorder", "KubeEventRecorder", "describe"]
 
 
 def _stopped_detail(wk: kinds.WorkloadKind, stopped: bool) -> str:
     if wk.stop is kinds.Stop.NOTEBOOK:
         return f"{kinds.NOTEBOOK_STOPPED} {'set' if stopped else 'removed'}"
     return f"{'.'.join(wk.suspend_path[1:])}={str(stopped).lower()}"
-
-
-def describe(action: Action, dry_run: bool) -> str:
-    """The Event message: what was done, why, and the evidence."""
-    ev: Evidence = action.evidence
-    parts = [f"{'[dry-run] ' if dry_run else ''}{action.kind} {action.target}: {action.reason}"]
-    if ev.forecast is not None:
-        f = ev.forecast
-        parts.append(
-            f"forecast idle={f.idle} {wording.odds_text(f)} "
-            f"idle_for~{f.predicted_idle_seconds:.0f}s threshold={f.threshold:g} "
-            f"samples={f.samples}"
-        )
-    if ev.for_pending:
-        parts.append(f"for pending {ev.for_pending}")
-    if ev.for_queue:
-        parts.append(f"queue {ev.for_queue}")
-    if ev.gpus_freed:
-        parts.append(f"frees {count(ev.gpus_freed, 'slots')}")
-    if action.kind is ActionKind.RESHAPE:
-        parts.append(f"replicas {action.from_replicas} -> {action.to_replicas}")
-    if ev.detail:
-        parts.append(ev.detail)
-    return "; ".join(parts)
 
 
 def _always() -> bool:
