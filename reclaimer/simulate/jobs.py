@@ -29,19 +29,19 @@ job's slowdown is its time running (cold starts and back-offs included), over al
 its trace run time; a job cut at the end of the replay, its time running over its progress.
 
 Every time a job waits, queued or suspended, counts as its wait. Optional `Event`s report each
-change of state (for tracing a replay job by job, and for tests).
+change of state (for tracing a replay job by job, and for tests); they and a job's `Run` are
+plain data, in `lifecycle`, re-exported here.
 """
 
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from enum import StrEnum
+from dataclasses import replace
 
-from reclaimer.model import Job, PendingDemand, Pod, Queue, StopWarning
+from reclaimer.model import PendingDemand, Queue, StopWarning
 from reclaimer.policy.settings import Policy
+from reclaimer.simulate.lifecycle import Event, EventKind, Run
 from reclaimer.simulate.results import SharingTally, Tally
 from reclaimer.simulate.scheduler import Cluster, Placement, Queues
 from reclaimer.simulate.settings import SimSettings, default_shares
@@ -64,47 +64,7 @@ COMPLETE, ARRIVE, TICK, SHARE, RESTART, WARM = 0, 1, 2, 3, 4, 5
 MIN_SLOWDOWN_PROGRESS = 60.0  # a job cut with less progress than this has no slowdown measured
 DEFAULT_POLICY = Policy()  # the replay's idle definition without a planner
 
-
-class EventKind(StrEnum):
-    QUEUED = "queued"
-    STARTED = "started"
-    PREEMPTED = "preempted"
-    RESUMED = "resumed"  # a suspended victim goes back to its queue
-    FINISHED = "finished"
-    OOM_KILLED = "oom_killed"  # out of GPU memory on a time-sliced GPU; its pod stays bound
-    RESTARTED = "restarted"  # the kubelet restarted an OOM-killed container in its pod
-    FAILED = "failed"  # its pod's restarts reached the Job's backoffLimit: it left, work lost
-
-
-@dataclass(frozen=True)
-class Event:
-    """One change of a job's state; `progress` is its progress then (seconds of its profile)."""
-
-    kind: EventKind
-    at: float
-    job: int
-    progress: float
-    lost_seconds: float = 0.0  # PREEMPTED: the work it must do again
-    suspended: bool = False  # PREEMPTED: held by the reclaimer (else re-queued at once)
-    wrongful: bool = False  # PREEMPTED: busy again within the horizon (`sim_results`)
-    placement: Placement | None = None  # STARTED, RESTARTED: where its pod runs
-    cold_start: float = 0.0  # STARTED, RESTARTED: seconds it loads before making progress
-
-
-@dataclass
-class Run:
-    placement: Placement
-    started: float
-    base: float  # progress at the start of this run
-    job: Job
-    pods: tuple[Pod, ...]
-    lag: float = 0.0  # seconds of run time that made no progress (time-slicing), settled
-    rate: float = 1.0  # progress per second since `since`
-    since: float = 0.0
-    warm_at: float = math.inf  # when it began making progress (inf: restarting or loading)
-
-    def progress(self, now: float) -> float:
-        return self.base + (now - self.started) - self.lag - (1.0 - self.rate) * (now - self.since)
+__all__ = ["Event", "EventKind", "Replay", "Run"]
 
 
 class Replay:
