@@ -3,13 +3,14 @@
 Objects are stored by (group, version, plural) and (namespace, name). Each write bumps a global
 resourceVersion; a write carrying `metadata.resourceVersion` that is not current answers 409.
 `dryRun=All` runs every check and answers as usual but stores nothing. Strategic-merge patches
-are applied as JSON merge patches: the reclaimer only patches maps (labels, annotations, data,
-spec fields), where the two agree. Evictions check PodDisruptionBudgets like the real server
-(`fakeapi.disruption`): 429 when the budget allows no disruption, 500 when more than one budget
-selects the pod. Creates are checked first as the real server checks them (`fakeapi.validation`).
-After each accepted write the controllers the fake runs react to it (`fakeapi.trainer`: a
-TrainJob's suspend flows to its JobSet; `fakeapi.kueue`: a Workload's `spec.active` evicts or
-requeues it).
+are applied as JSON merge patches (`fakeapi.patching`): the reclaimer only patches maps (labels,
+annotations, data, spec fields), where the two agree. Evictions check PodDisruptionBudgets like
+the real server (`fakeapi.disruption`): 429 when the budget allows no disruption, 500 when more
+than one budget selects the pod. Creates are checked first as the real server checks them
+(`fakeapi.validation`). After each accepted write the controllers the fake runs react to it
+(`fakeapi.trainer`: a TrainJob's suspend flows to its JobSet; `fakeapi.kueue`: a Workload's
+`spec.active` evicts or requeues it). Which kinds and versions are served is `fakeapi.served`'s
+table; the request log and the injected faults are `fakeapi.faults`'.
 
 Deleting (or evicting) a pod is graceful: it stays Terminating for its grace period until the
 tests, playing the kubelet, finish it (`fakeapi.lifecycle`).
@@ -23,164 +24,28 @@ built from a half-made change.
 from __future__ import annotations
 
 import copy
-import re
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from fakeapi import draversions, kueue, scale, trainer
+from fakeapi import draversions, kueue, scale, served, trainer
 from fakeapi.disruption import budget_status, can_ignore_budgets, check_eviction, selects
 from fakeapi.errors import ApiError
+from fakeapi.faults import NEVER_S, Fault, Recorded, RequestFaults
 from fakeapi.lifecycle import PODS, PodLifecycle, grace_period, iso
+from fakeapi.patching import merge_patch
 from fakeapi.schema import prune
+from fakeapi.served import CRD_GROUPS, KNOWN, PDBS
 from fakeapi.validation import check_create
 
 Obj = dict[str, Any]
 
-# (group, version, plural) -> (kind, namespaced)
-KNOWN: dict[tuple[str, str, str], tuple[str, bool]] = {
-    ("", "v1", "pods"): ("Pod", True),
-    ("", "v1", "nodes"): ("Node", False),
-    ("", "v1", "configmaps"): ("ConfigMap", True),
-    ("", "v1", "events"): ("Event", True),
-    ("", "v1", "namespaces"): ("Namespace", False),
-    ("events.k8s.io", "v1", "events"): ("Event", True),
-    ("policy", "v1", "poddisruptionbudgets"): ("PodDisruptionBudget", True),
-    ("coordination.k8s.io", "v1", "leases"): ("Lease", True),
-    ("scheduling.k8s.io", "v1", "priorityclasses"): ("PriorityClass", False),
-    ("scheduling.volcano.sh", "v1beta1", "queues"): ("Queue", False),
-    ("scheduling.volcano.sh", "v1beta1", "podgroups"): ("PodGroup", True),
-    ("batch.volcano.sh", "v1alpha1", "jobs"): ("Job", True),
-    ("bus.volcano.sh", "v1alpha1", "commands"): ("Command", True),
-    ("kubeflow.org", "v1", "pytorchjobs"): ("PyTorchJob", True),
-    ("kubeflow.org", "v1", "tfjobs"): ("TFJob", True),
-    ("kubeflow.org", "v1", "xgboostjobs"): ("XGBoostJob", True),
-    ("kubeflow.org", "v1", "paddlejobs"): ("PaddleJob", True),
-    ("kubeflow.org", "v1", "jaxjobs"): ("JAXJob", True),
-    ("kubeflow.org", "v2beta1", "mpijobs"): ("MPIJob", True),
-    ("kubeflow.org", "v1", "notebooks"): ("Notebook", True),
-    ("batch", "v1", "jobs"): ("Job", True),
-    ("apps", "v1", "statefulsets"): ("StatefulSet", True),
-    ("apps", "v1", "replicasets"): ("ReplicaSet", True),
-    ("apps", "v1", "deployments"): ("Deployment", True),
-    ("", "v1", "replicationcontrollers"): ("ReplicationController", True),
-    ("jobset.x-k8s.io", "v1alpha2", "jobsets"): ("JobSet", True),
-    ("ray.io", "v1", "rayjobs"): ("RayJob", True),
-    ("ray.io", "v1", "rayclusters"): ("RayCluster", True),
-    ("trainer.kubeflow.org", "v1alpha1", "trainjobs"): ("TrainJob", True),
-    ("nvidia.com", "v1", "clusterpolicies"): ("ClusterPolicy", False),
-    # Dynamic Resource Allocation, at each version a server may serve (`FakeCluster.dra_versions`)
-    **{
-        ("resource.k8s.io", version, plural): kind
-        for version in ("v1", "v1beta2", "v1beta1")
-        for plural, kind in (
-            ("resourceclaims", ("ResourceClaim", True)),
-            ("resourceclaimtemplates", ("ResourceClaimTemplate", True)),
-            ("resourceslices", ("ResourceSlice", False)),
-            ("deviceclasses", ("DeviceClass", False)),
-        )
-    },
-    **{
-        (kueue.GROUP, version, plural): (kind, namespaced)
-        for version in ("v1beta2", "v1beta1")
-        for plural, kind, namespaced in (
-            ("workloads", "Workload", True),
-            ("localqueues", "LocalQueue", True),
-            ("clusterqueues", "ClusterQueue", False),
-        )
-    },
-}
-PDBS = ("policy", "v1", "poddisruptionbudgets")
-CRD_GROUPS = frozenset(
-    {
-        "scheduling.volcano.sh",
-        "batch.volcano.sh",
-        "bus.volcano.sh",
-        "kubeflow.org",
-        "nvidia.com",
-        "jobset.x-k8s.io",
-        "ray.io",
-        "trainer.kubeflow.org",
-        kueue.GROUP,
-    }
-)
+__all__ = ["CRD_GROUPS", "KNOWN", "NEVER_S", "PDBS", "FakeCluster", "Fault", "Recorded"]
 
 
 @dataclass
-class Recorded:
-    """One request as it came, and (once answered by the store) how: the stored object it
-    named before (`old`, for PUT/PATCH/DELETE), the HTTP code and, for a write, the answer."""
-
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    body: Any
-    content_type: str
-    old: Any = None
-    code: int = 0
-    answer: Any = None
-
-    @property
-    def dry_run(self) -> bool:
-        in_body = isinstance(self.body, dict) and "All" in (
-            (self.body.get("deleteOptions") or {}).get("dryRun") or self.body.get("dryRun") or []
-        )
-        return "All" in self.query.get("dryRun", []) or in_body
-
-
-NEVER_S = 3600.0  # a delay no test outlasts: the answer comes only when the server stops
-
-
-@dataclass
-class Fault:
-    """The next `times` requests matching method and path regex answer `status` (after `delay`).
-
-    `status=None` answers what the store would. `trickle` > 0 sends the answer's body one byte
-    every `trickle` seconds after the status line and headers: a stalled answer whose bytes keep
-    coming, which a client's per-read socket timeout never ends (an API server or proxy under
-    load, a half-dead connection through a load balancer).
-    With `retry_after`, the answer is kube-apiserver's throttling one instead (see server.py).
-    `store` (with a `status`): the request is carried out first (stored), then answered
-    `status` anyway, as a kube-apiserver answers 504 when etcd commits after the request's
-    deadline, or as a client that timed out (a `delay`) never hears the 201. `before`: called
-    first (a test kills the client process there, to stop it at exactly this request).
-    A `delay` of `NEVER_S` holds the answer until the server stops: a test that wants the
-    client to time out uses it, so that a busy machine cannot deliver the answer in time.
-    """
-
-    method: str | None
-    path: str
-    status: int | None = 500
-    delay: float = 0.0
-    times: int = 1
-    trickle: float = 0.0
-    retry_after: str | None = None
-    store: bool = False
-    before: Callable[[], object] | None = None
-
-    def matches(self, method: str, path: str) -> bool:
-        return (self.method is None or self.method == method) and re.search(
-            self.path, path
-        ) is not None
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
-
-
-@dataclass
-class FakeCluster(PodLifecycle):
+class FakeCluster(PodLifecycle, RequestFaults):
     """Stored objects plus the request log and pending faults."""
 
     crd_groups: frozenset[str] = CRD_GROUPS
@@ -214,33 +79,6 @@ class FakeCluster(PodLifecycle):
     def all(self, group: str, version: str, plural: str) -> list[Obj]:
         return list(self.objects.get((group, version, plural), {}).values())
 
-    def inject(
-        self,
-        method: str | None,
-        path: str,
-        status: int | None = 500,
-        *,
-        delay: float = 0.0,
-        times: int = 1,
-        trickle: float = 0.0,
-        retry_after: str | None = None,
-        store: bool = False,
-        before: Callable[[], object] | None = None,
-    ) -> None:
-        self.faults.append(
-            Fault(method, path, status, delay, times, trickle, retry_after, store, before)
-        )
-
-    def writes(self) -> list[Recorded]:
-        return [r for r in self.requests if r.method in ("POST", "PUT", "PATCH", "DELETE")]
-
-    def take_fault(self, method: str, path: str) -> Fault | None:
-        for fault in self.faults:
-            if fault.times > 0 and fault.matches(method, path):
-                fault.times -= 1
-                return fault
-        return None
-
     # --- semantics -----------------------------------------------------------------------
     def resource_of(self, obj: Obj) -> tuple[str, str, str]:
         api = obj["apiVersion"]
@@ -251,13 +89,12 @@ class FakeCluster(PodLifecycle):
         raise ValueError(f"unknown kind {api} {obj['kind']}")
 
     def check_served(self, group: str, version: str, plural: str) -> tuple[str, bool]:
-        known = KNOWN.get((group, version, plural))
-        unserved = (group == "resource.k8s.io" and version not in self.dra_versions) or (
-            group == kueue.GROUP and version not in self.kueue_versions
+        return served.kind_served(
+            (group, version, plural),
+            crd_groups=self.crd_groups,
+            dra_versions=self.dra_versions,
+            kueue_versions=self.kueue_versions,
         )
-        if known is None or unserved or (group in CRD_GROUPS and group not in self.crd_groups):
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        return known
 
     def _store(self, res: tuple[str, str, str], obj: Obj) -> Obj:
         self.version += 1
