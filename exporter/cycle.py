@@ -2,11 +2,12 @@
 
 An asyncio task runs `collect_once` in a daemon worker thread every `interval` seconds on a fixed
 grid (an overrun skips ticks instead of piling up). A cycle reads the devices, then the
-attribution inputs (kubelet allocations, the node's pods, each process's cgroup), computes
-per-pod usage (`attribution.attribute`, pure), freezes everything into a `NodeSnapshot`, renders
-it once and publishes the result with one reference assignment; scrapes read that reference and
-nothing else. The thread is a daemon so that a call stuck in the driver cannot keep the process
-from exiting; the loop waits on it, and `/healthz` (`exporter.health`) reports the wait.
+attribution inputs (`exporter.inputs`: kubelet allocations, the node's pods, each process's
+cgroup), computes per-pod usage (`attribution.attribute`, pure), freezes everything into a
+`NodeSnapshot`, renders it once and publishes the result with one reference assignment; scrapes
+read that reference and nothing else. The thread is a daemon so that a call stuck in the driver
+cannot keep the process from exiting; the loop waits on it, and `/healthz` (`exporter.health`)
+reports the wait.
 
 Failures are contained: a failing attribution input marks its collector failed (self-metric
 `gpu_exporter_collector_success{collector}` 0, `gpu_exporter_errors_total{call}` +1) and the cycle
@@ -23,30 +24,19 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-from exporter import claims, health, render
-from exporter.attribution import attribute
+from exporter import health, render
 from exporter.daemon_thread import in_daemon_thread
+from exporter.inputs import AttributionInputs, AttributionSources, Cycle
 from exporter.model import DeviceReading, NodeSnapshot, PodUsage
-from exporter.node.cgroup import parse_cgroup, read_cgroup
-from exporter.node.podresources import AllocationSource, PodResourcesError
-from exporter.node.pods import PodSource
-from exporter.node.resourceslices import SliceSource
-from exporter.sources import Allocation, CgroupRef, DeviceSource, DeviceSweep, PodIndex
+from exporter.sources import DeviceSource, DeviceSweep
 
 log = logging.getLogger(__name__)
 
-PODRESOURCES = "podresources"
-KUBERNETES = "kubernetes"
-RESOURCESLICES = "resourceslices"
-PROC = "proc"
-CALL_PODRESOURCES = "podresources_list"
-CALL_PODS = "kubernetes_list_pods"
-CALL_SLICES = "kubernetes_list_resourceslices"
-CALL_CGROUP = "proc_cgroup_read"
+__all__ = ["AttributionSources", "CollectLoop", "Published"]
+
 CALL_DEVICES = "device_read"
 CALL_CYCLE = "collect_cycle"
 CYCLE = "cycle"
@@ -54,32 +44,9 @@ STOP_WAIT_S = 5.0  # how long a stop waits for the cycle in flight before abando
 
 
 @dataclass(frozen=True)
-class AttributionSources:
-    """Where per-pod attribution reads from; the same for every backend."""
-
-    allocations: AllocationSource
-    pods: PodSource | None  # None: no API; fall back to single-holder devices
-    proc_root: Path
-    slices: SliceSource | None = None  # None: no API; DRA devices cannot be named
-
-
-@dataclass(frozen=True)
 class Published:
     snapshot: NodeSnapshot
     exposition: render.Exposition
-
-
-@dataclass
-class _Cycle:
-    """Mutable scratch of one cycle (thread-local to the worker)."""
-
-    success: dict[str, bool] = field(default_factory=dict)
-    errors: dict[str, int] = field(default_factory=dict)
-
-    def fail(self, collector: str | None, call: str, n: int = 1) -> None:
-        if collector is not None:
-            self.success[collector] = False
-        self.errors[call] = self.errors.get(call, 0) + n
 
 
 class CollectLoop:
@@ -106,8 +73,7 @@ class CollectLoop:
         self._clock = clock  # when (snapshot times, liveness and readiness ages)
         self._timer = timer  # how long a cycle took (`health` widens its bounds by that)
         self._errors: dict[str, int] = {}
-        self._degraded: set[str] = set()
-        self._owner_cache: dict[int, CgroupRef | None] = {}
+        self._inputs = AttributionInputs()
         self.published: Published | None = None  # swapped whole; read by the server
         self.started_at = clock()
         self.last_completed_at: float | None = None  # a cycle ended, successfully or not
@@ -156,7 +122,7 @@ class CollectLoop:
         self.published = Published(snapshot, render.exposition(snapshot, self._families))
 
     def _collect(self, started: float) -> Published:
-        cycle = _Cycle(success={CYCLE: True})
+        cycle = Cycle(success={CYCLE: True})
         sweep = self._read_devices(cycle)
         cycle.success.update(sweep.collector_success)
         for call, n in sweep.errors.items():
@@ -177,7 +143,7 @@ class CollectLoop:
         self.published = published
         return published
 
-    def _read_devices(self, cycle: _Cycle) -> DeviceSweep:
+    def _read_devices(self, cycle: Cycle) -> DeviceSweep:
         try:
             return self._devices.read()
         except Exception:
@@ -185,103 +151,11 @@ class CollectLoop:
             cycle.fail("devices", CALL_DEVICES)
             return DeviceSweep(devices=())
 
-    def _attribute(self, devices: tuple[DeviceReading, ...], cycle: _Cycle) -> tuple[PodUsage, ...]:
+    def _attribute(self, devices: tuple[DeviceReading, ...], cycle: Cycle) -> tuple[PodUsage, ...]:
         src = self._attribution
         if src is None:
             return ()
-        allocations = self._allocations(src, cycle)
-        if allocations is None:
-            return ()  # without allocations nothing can be named: device metrics only
-        allocations = self._resolve_claims(src, allocations, cycle)
-        index = self._pod_index(src, cycle)
-        owners = self._owners(src.proc_root, devices, cycle)
-        known = {pid: ref for pid, ref in owners.items() if ref is not None}
-        if src.pods is not None:
-            src.pods.want(ref.pod_uid for ref in known.values())
-        return attribute(devices, allocations, known, index)
-
-    def _allocations(self, src: AttributionSources, cycle: _Cycle) -> tuple[Allocation, ...] | None:
-        try:
-            allocations = src.allocations.list()
-        except PodResourcesError as exc:
-            self._warn_once(PODRESOURCES, f"no pod attribution, device metrics only: {exc}")
-            cycle.fail(PODRESOURCES, CALL_PODRESOURCES)
-            return None
-        self._recovered(PODRESOURCES)
-        cycle.success[PODRESOURCES] = True
-        return allocations
-
-    def _resolve_claims(
-        self, src: AttributionSources, allocations: tuple[Allocation, ...], cycle: _Cycle
-    ) -> tuple[Allocation, ...]:
-        """DRA allocations named by UUID (`exporter.claims`); the slices are read only on a
-        node where the kubelet reports DRA devices, and fail their collector while a device
-        stays unknown (its pod then has no series for it: unknown, not idle)."""
-        keys = [a.claim.key for a in allocations if a.claim is not None]
-        if not keys:
-            return allocations
-        uuids = None
-        ok = src.slices is not None
-        if src.slices is not None:
-            src.slices.want(keys)
-            lookup = src.slices.lookup()
-            uuids, ok = lookup.uuids, lookup.ok
-            if lookup.new_errors:
-                cycle.fail(RESOURCESLICES, CALL_SLICES, lookup.new_errors)
-        resolved = claims.resolve(allocations, uuids)
-        cycle.success[RESOURCESLICES] = ok and not resolved.unknown
-        if resolved.unknown and (src.slices is None or uuids is not None):  # not just unlisted yet
-            where = "no API server" if src.slices is None else "not in the node's ResourceSlices"
-            self._warn_once(
-                RESOURCESLICES,
-                f"{len(resolved.unknown)} DRA devices cannot be attributed ({where}), "
-                f"e.g. {'/'.join(resolved.unknown[0])}",
-            )
-        elif not resolved.unknown:
-            self._recovered(RESOURCESLICES)
-        return resolved.allocations
-
-    def _pod_index(self, src: AttributionSources, cycle: _Cycle) -> PodIndex | None:
-        if src.pods is None:
-            return None
-        lookup = src.pods.lookup()
-        cycle.success[KUBERNETES] = lookup.ok
-        if lookup.new_errors:
-            cycle.fail(KUBERNETES, CALL_PODS, lookup.new_errors)
-        return lookup.index
-
-    def _owners(
-        self, proc_root: Path, devices: tuple[DeviceReading, ...], cycle: _Cycle
-    ) -> dict[int, CgroupRef | None]:
-        """Each process's pod, read from its cgroup the first cycle its PID shows up.
-
-        A PID stays cached while NVML keeps listing it and is forgotten the first cycle it is
-        absent, so a reused PID (which needs the old process gone first) is read afresh.
-        """
-        pids = {p.pid for d in devices for p in d.processes or ()}
-        cache = {pid: ref for pid, ref in self._owner_cache.items() if pid in pids}
-        cycle.success[PROC] = True
-        for pid in pids - cache.keys():
-            try:
-                text = read_cgroup(proc_root, pid)
-            except OSError as exc:
-                self._warn_once(PROC, f"cannot read {proc_root}/{pid}/cgroup: {exc}")
-                cycle.fail(PROC, CALL_CGROUP)
-                continue
-            if text is not None:  # a vanished process is not cached: it may be a race
-                cache[pid] = parse_cgroup(text)
-        self._owner_cache = cache
-        return cache
-
-    def _warn_once(self, what: str, message: str) -> None:
-        if what not in self._degraded:
-            self._degraded.add(what)
-            log.warning("%s", message)
-
-    def _recovered(self, what: str) -> None:
-        if what in self._degraded:
-            self._degraded.discard(what)
-            log.info("%s is back", what)
+        return self._inputs.read(src, devices, cycle)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Collect every `interval` until `stop` is set. Never raises for a failed cycle."""
