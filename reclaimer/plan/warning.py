@@ -36,7 +36,7 @@ from reclaimer.plan.capacity import pod_shape
 from reclaimer.plan.ledger import Ledger, grant, release
 from reclaimer.plan.limits import Budget
 from reclaimer.plan.preempt import _queue_refuses
-from reclaimer.plan.victims import Victim
+from reclaimer.plan.victims import Victim, measured_busy
 from reclaimer.policy.settings import Policy
 from reclaimer.policy.warning import WarningPolicy
 from reclaimer.units import format_duration
@@ -176,17 +176,8 @@ def _hold_group(
 def _busy_now(job: Job, usage: Sequence[PodGpuUsage], threshold: float) -> Action | None:
     """The cancel of a warned job whose pods use a GPU above the idle threshold now: a forecast
     over a day's history may still say idle minutes after a person came back to it."""
-    pods = set(job.pods)
-    busy = sorted(
-        (u.busy, u.pod)
-        for u in usage
-        if u.pod in pods and u.busy is not None and u.busy > threshold
-    )
-    if not busy:
-        return None
-    level, pod = busy[-1]
-    why = f"{pod} is {level:.0%} busy now (idle threshold {threshold:.0%})"
-    return cancel(job, Reason.BUSY_AGAIN, why)
+    why = measured_busy(job, usage, threshold)
+    return cancel(job, Reason.BUSY_AGAIN, why) if why else None
 
 
 def _no_longer_idle(job: Job, v: Victim | None, screened: Skip | None) -> Action | None:
