@@ -15,7 +15,7 @@ does not say idle with enough confidence is a `Skip` too, unless the policy sets
 `reclaimBusyAfter`: then it is a *busy* candidate (its `busy_note` says why), which the preemption
 planner offers only to pending jobs that have waited that long, and only when the idle candidates
 cannot make room. The forecast reads a day of history; the cycle's per-pod readings
-(`Snapshot.pod_gpus`) say what each pod does now, and a pod above the idle threshold now makes
+(`Snapshot.pod_gpus`) say what each pod does now, and a pod at or above the threshold now makes
 its job busy whatever the forecast says (its note names the pod and its reading), so no job is
 stopped as idle minutes after someone came back to it. Candidates are ranked idle first, then
 by confidence, then by the least work a preemption would lose, then by lowest priority, then by
@@ -184,8 +184,8 @@ def screen(
 
     `unknown` says why the job's recent utilization cannot be known: it is then never a victim,
     whatever its forecast says (a GPU the exporter cannot read looks idle, and is not).
-    `busy_now` (`measured_busy`) says which of its pods is above the threshold now: it is then
-    busy, whatever its forecast says.
+    `busy_now` (`measured_busy`) says which of its pods is at or above the threshold now: it is
+    then busy, whatever its forecast says.
     """
     unsafe = safety_skip(job, queue, placement, policy=policy, now=now, last_action=last_action)
     if unsafe is not None:
@@ -206,13 +206,14 @@ def screen(
 
 
 def measured_busy(job: Job, usage: Sequence[PodGpuUsage], threshold: float) -> str:
-    """Which of `job`'s pods uses a GPU above `threshold` in this cycle's readings, and how
-    much (the busiest); empty when none does or none was read."""
+    """Which of `job`'s pods uses a GPU at or above `threshold` in this cycle's readings (busy
+    as the forecast counts a sample), and how much (the busiest); empty when none does or none
+    was read."""
     pods = set(job.pods)
     busy = sorted(
         (u.busy, u.pod)
         for u in usage
-        if u.pod in pods and u.busy is not None and u.busy > threshold
+        if u.pod in pods and u.busy is not None and u.busy >= threshold
     )
     if not busy:
         return ""

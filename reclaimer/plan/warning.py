@@ -9,7 +9,7 @@ decides, before any new victim is searched for:
 
 - the pending job it was warned for no longer waits, holds its queue's share, or fits free slots
   by now: the warning is withdrawn (`cancel`, `DemandGone`);
-- the job is no longer an idle candidate: one of its pods is busier than the idle threshold in
+- the job is no longer an idle candidate: one of its pods is at or above the idle threshold in
   this cycle's measurements (a forecast over a day may still say idle minutes after a person
   came back), or the forecast, a safety rule or unknown usage now rule it out: withdrawn
   (`cancel`, `BusyAgainDuringWarning` or `NoLongerACandidate`);
@@ -174,7 +174,7 @@ def _hold_group(
 
 
 def _busy_now(job: Job, usage: Sequence[PodGpuUsage], threshold: float) -> Action | None:
-    """The cancel of a warned job whose pods use a GPU above the idle threshold now: a forecast
+    """The cancel of a warned job whose pods use a GPU at or above the threshold now: a forecast
     over a day's history may still say idle minutes after a person came back to it."""
     why = measured_busy(job, usage, threshold)
     return cancel(job, Reason.BUSY_AGAIN, why) if why else None

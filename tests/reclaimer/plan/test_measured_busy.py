@@ -1,9 +1,10 @@
 """A job measured busy now is not stopped as idle, whatever its forecast says.
 
 The forecast reads a day of history; the cycle's per-pod readings (`Snapshot.pod_gpus`) say what
-each pod does now. A pod above the idle threshold now makes its job a `NotForecastIdle` skip
-that names the pod and its reading (or, under `reclaimBusyAfter`, a busy candidate stopped only
-by that rule), for an unwarned stop as for a warned one (`test_warning.py`).
+each pod does now. A pod at or above the idle threshold now (busy, as the forecast counts a
+sample) makes its job a `NotForecastIdle` skip that names the pod and its reading (or, under
+`reclaimBusyAfter`, a busy candidate stopped only by that rule), for an unwarned stop as for a
+warned one (`test_warning.py`).
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ def test_a_quiet_or_unread_pod_leaves_the_forecast_to_decide(reading: float | No
     assert _stops(_world(reading).plan(Policy())) == [("be/idle", Reason.IDLE_FOR_STARVED_QUEUE)]
 
 
-def test_a_reading_at_the_threshold_is_not_busy() -> None:
-    at_threshold = Policy().threshold
-    assert _stops(_world(at_threshold).plan(Policy()))[0][0] == "be/idle"
+def test_a_reading_at_the_threshold_is_busy_as_the_forecast_counts_it() -> None:
+    threshold = Policy().threshold
+    assert _stops(_world(threshold).plan(Policy())) == [("be/other", Reason.IDLE_FOR_STARVED_QUEUE)]
 
 
 def test_under_reclaim_busy_after_it_is_a_busy_candidate_taken_last() -> None:
