@@ -14,8 +14,12 @@ threshold. Each failing job becomes a `Skip` naming the first rule it failed. A 
 does not say idle with enough confidence is a `Skip` too, unless the policy sets
 `reclaimBusyAfter`: then it is a *busy* candidate (its `busy_note` says why), which the preemption
 planner offers only to pending jobs that have waited that long, and only when the idle candidates
-cannot make room. Candidates are ranked idle first, then by confidence, then by the least work a
-preemption would lose, then by lowest priority, then by key.
+cannot make room. The forecast reads a day of history; the cycle's per-pod readings
+(`Snapshot.pod_gpus`) say what each pod does now, and a pod at or above the threshold now makes
+its job busy whatever the forecast says (its note names the pod and its reading), so no job is
+stopped as idle minutes after someone came back to it. Candidates are ranked idle first, then
+by confidence, then by the least work a preemption would lose, then by lowest priority, then by
+key.
 
 With `costAwareStops`, `minConfidence` is not the cut: a forecast at or above `costAwareFloor` makes
 an idle candidate carrying the policy's `CostRule`, and the victim search stops it for a pending
@@ -34,13 +38,13 @@ it on by default.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 from reclaimer.decisions import Reason, Skip
 from reclaimer.forecast import wording
-from reclaimer.model import Forecast, Job, Queue, Snapshot, spares_a_retry
+from reclaimer.model import Forecast, Job, PodGpuUsage, Queue, Snapshot, spares_a_retry
 from reclaimer.plan.capacity import Placement, is_opted_out
 from reclaimer.plan.stop_cost import CostRule, StopCost, stop_cost
 from reclaimer.policy.settings import VOLCANO_COOLDOWN, Policy
@@ -174,11 +178,14 @@ def screen(
     now: float,
     last_action: float | None,
     unknown: str | None = None,
+    busy_now: str = "",
 ) -> Victim | Skip:
     """One running job: a `Victim`, or the `Skip` for the first safety rule it fails.
 
     `unknown` says why the job's recent utilization cannot be known: it is then never a victim,
     whatever its forecast says (a GPU the exporter cannot read looks idle, and is not).
+    `busy_now` (`measured_busy`) says which of its pods is at or above the threshold now: it is
+    then busy, whatever its forecast says.
     """
     unsafe = safety_skip(job, queue, placement, policy=policy, now=now, last_action=last_action)
     if unsafe is not None:
@@ -191,11 +198,27 @@ def screen(
     if problem:
         return Skip(job.key, Reason.NOT_IDLE, problem)
     lost = work_lost_seconds(job, policy, now)
-    busy = _busy_note(forecast, policy)
+    busy = busy_now or _busy_note(forecast, policy)
     if busy and policy.reclaim_busy_after_seconds is None:
         return Skip(job.key, Reason.NOT_IDLE, busy)
     rule = cost_rule(policy)
     return Victim(job, forecast, placement, lost, policy.confidence_tie_band, busy, rule)
+
+
+def measured_busy(job: Job, usage: Sequence[PodGpuUsage], threshold: float) -> str:
+    """Which of `job`'s pods uses a GPU at or above `threshold` in this cycle's readings (busy
+    as the forecast counts a sample), and how much (the busiest); empty when none does or none
+    was read."""
+    pods = set(job.pods)
+    busy = sorted(
+        (u.busy, u.pod)
+        for u in usage
+        if u.pod in pods and u.busy is not None and u.busy >= threshold
+    )
+    if not busy:
+        return ""
+    level, pod = busy[-1]
+    return f"{pod} is {level:.0%} busy now (idle threshold {threshold:.0%})"
 
 
 def cost_rule(policy: Policy) -> CostRule | None:
@@ -252,6 +275,7 @@ def candidates(
             now=now,
             last_action=snapshot.last_actions.get(job.key),
             unknown=snapshot.unknown_usage.get(job.key),
+            busy_now=measured_busy(job, snapshot.pod_gpus, policy.threshold),
         )
         if isinstance(verdict, Victim):
             victims.append(verdict)

@@ -9,7 +9,7 @@ decides, before any new victim is searched for:
 
 - the pending job it was warned for no longer waits, holds its queue's share, or fits free slots
   by now: the warning is withdrawn (`cancel`, `DemandGone`);
-- the job is no longer an idle candidate: one of its pods is busier than the idle threshold in
+- the job is no longer an idle candidate: one of its pods is at or above the idle threshold in
   this cycle's measurements (a forecast over a day may still say idle minutes after a person
   came back), or the forecast, a safety rule or unknown usage now rule it out: withdrawn
   (`cancel`, `BusyAgainDuringWarning` or `NoLongerACandidate`);
@@ -36,7 +36,7 @@ from reclaimer.plan.capacity import pod_shape
 from reclaimer.plan.ledger import Ledger, grant, release
 from reclaimer.plan.limits import Budget
 from reclaimer.plan.preempt import _queue_refuses
-from reclaimer.plan.victims import Victim
+from reclaimer.plan.victims import Victim, measured_busy
 from reclaimer.policy.settings import Policy
 from reclaimer.policy.warning import WarningPolicy
 from reclaimer.units import format_duration
@@ -174,19 +174,10 @@ def _hold_group(
 
 
 def _busy_now(job: Job, usage: Sequence[PodGpuUsage], threshold: float) -> Action | None:
-    """The cancel of a warned job whose pods use a GPU above the idle threshold now: a forecast
+    """The cancel of a warned job whose pods use a GPU at or above the threshold now: a forecast
     over a day's history may still say idle minutes after a person came back to it."""
-    pods = set(job.pods)
-    busy = sorted(
-        (u.busy, u.pod)
-        for u in usage
-        if u.pod in pods and u.busy is not None and u.busy > threshold
-    )
-    if not busy:
-        return None
-    level, pod = busy[-1]
-    why = f"{pod} is {level:.0%} busy now (idle threshold {threshold:.0%})"
-    return cancel(job, Reason.BUSY_AGAIN, why)
+    why = measured_busy(job, usage, threshold)
+    return cancel(job, Reason.BUSY_AGAIN, why) if why else None
 
 
 def _no_longer_idle(job: Job, v: Victim | None, screened: Skip | None) -> Action | None:

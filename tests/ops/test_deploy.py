@@ -136,6 +136,27 @@ def test_reclaimer_is_dry_run_unless_enforcing(overlay: str, applies: bool) -> N
     assert c["resources"]["limits"]["memory"] == "768Mi"
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_reclaimer_mounts_the_optional_webhook_secret_read_only(overlay: str) -> None:
+    """The warning webhooks' URLs come from a Secret volume the kubelet mounts (so no RBAC on
+    Secrets, which test_rbac_grants_exactly_what_is_needed holds): optional, so a cluster
+    without webhooks starts unchanged, and readable by the reclaimer's uid through its group."""
+    pod = one(overlay, "Deployment", "gpu-reclaimer")["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert "--webhook-secret-dir=/etc/gpu-reclaim-webhooks" in c["args"]
+    mounts = [m for m in c["volumeMounts"] if m["mountPath"] == "/etc/gpu-reclaim-webhooks"]
+    assert mounts == [
+        {"name": "webhooks", "mountPath": "/etc/gpu-reclaim-webhooks", "readOnly": True}
+    ]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "webhooks"]
+    assert volume["secret"]["secretName"] == "gpu-reclaim-webhooks"
+    assert volume["secret"]["optional"] is True
+    assert volume["secret"]["defaultMode"] == 0o440
+    assert pod["securityContext"]["fsGroup"] == c.get("securityContext", {}).get(
+        "runAsGroup", pod["securityContext"]["runAsGroup"]
+    )
+
+
 READ = ("get", "list", "watch")
 RECLAIMER_DRY_RUN = {
     *(("cluster", "", "pods", v) for v in (*READ, "patch")),
