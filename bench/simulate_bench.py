@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 from types import MappingProxyType
 
-from reclaimer.commands.simulate import DEFAULT_CAPACITY_SCALE, DEFAULT_POOL_SHARE, DEFAULT_REPLICAS
+from reclaimer.commands.sharing_flags import DEFAULT_POOL_SHARE, DEFAULT_REPLICAS
+from reclaimer.commands.simulate import DEFAULT_CAPACITY_SCALE
 from reclaimer.policy.settings import load_policy
 from reclaimer.simulate.jobs import Event
 from reclaimer.simulate.planning import planner_for
