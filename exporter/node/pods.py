@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from exporter.node.apiserver import ApiEndpoint, ApiServerError, list_pod_pages
+from exporter.node.apiserver import ApiEndpoint, list_pod_pages
+from exporter.node.refresh import NodeListRefresher
 from exporter.sources import PodIdentity, PodIndex
 
 log = logging.getLogger(__name__)
@@ -116,8 +115,8 @@ class PodsFile:
         pass
 
 
-class KubernetesPods:
-    """The node's pods from the API server, refreshed by a daemon thread.
+class KubernetesPods(NodeListRefresher[PodIndex]):
+    """The node's pods from the API server, refreshed by a daemon thread (`node.refresh`).
 
     `endpoint` None means no API server is known (not in a cluster, no `--kubernetes.api-url`):
     every refresh then fails and is counted like any other failed list.
@@ -134,74 +133,31 @@ class KubernetesPods:
         page_limit: int = 500,
         start: bool = True,
     ) -> None:
-        self._node = node_name
-        self._endpoint = endpoint
-        self._refresh = refresh_seconds
-        self._min_gap = min_gap_seconds
-        self._timeout = request_timeout
         self._page_limit = page_limit
-        self._lock = threading.Lock()
-        self._index: PodIndex | None = None
-        self._ok = False
-        self._errors = 0
-        self._errors_seen = 0
-        self._last_attempt = float("-inf")
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pods-refresh", daemon=True)
-        if start:
-            self._thread.start()
+        super().__init__(
+            node_name,
+            endpoint,
+            what="pods",
+            log=log,
+            refresh_seconds=refresh_seconds,
+            min_gap_seconds=min_gap_seconds,
+            request_timeout=request_timeout,
+            start=start,
+        )
 
     def lookup(self) -> PodLookup:
-        with self._lock:
-            errors, self._errors = self._errors, 0
-            return PodLookup(self._index, self._ok, errors)
+        return PodLookup(*self.health())
 
     def want(self, uids: Iterable[str]) -> None:
-        index = self._index
-        known = index.by_uid if index is not None else {}
-        if any(uid not in known for uid in uids) and (
-            time.monotonic() - self._last_attempt >= self._min_gap
-        ):
-            self._wake.set()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=self._timeout + 1)
+        known = self.value.by_uid if self.value is not None else {}
+        self.wake(any(uid not in known for uid in uids))
 
     def refresh(self) -> None:
         """One blocking list (all pages); public so tests can drive it synchronously."""
-        self._last_attempt = time.monotonic()
-        try:
-            index = self._list()
-        except Exception as exc:  # HTTP, TLS, token, odd JSON: degrade, never kill the thread
-            # Warn when it starts failing, not on every retry; the self-metric keeps counting.
-            level = logging.WARNING if self._ok or self._errors_seen == 0 else logging.DEBUG
-            log.log(level, "listing pods of node %s failed: %s", self._node, exc)
-            with self._lock:
-                self._ok = False
-                self._errors += 1
-                self._errors_seen += 1
-            return
-        if not self._ok and self._errors_seen:
-            log.info("listing pods of node %s works again", self._node)
-        with self._lock:
-            self._index, self._ok = index, True
+        self.refresh_with(self._list)
 
-    def _list(self) -> PodIndex:
-        if self._endpoint is None:
-            raise ApiServerError(
-                "no API server: KUBERNETES_SERVICE_HOST/PORT unset and no --kubernetes.api-url"
-            )
+    def _list(self, endpoint: ApiEndpoint) -> PodIndex:
         pages = list_pod_pages(
-            self._endpoint, self._node, timeout=self._timeout, page_limit=self._page_limit
+            endpoint, self._node, timeout=self._timeout, page_limit=self._page_limit
         )
         return parse_pod_pages(pages)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.refresh()
-            self._wake.wait(self._refresh)
-            self._wake.clear()

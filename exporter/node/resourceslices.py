@@ -22,14 +22,13 @@ newest `generation` count, as the scheduler reads them (an older one is on its w
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Protocol
 
 from exporter.node.apiserver import ApiEndpoint, ApiServerError, list_node_pages
+from exporter.node.refresh import NodeListRefresher
 from exporter.sources import DeviceKey, DeviceUuids
 
 log = logging.getLogger(__name__)
@@ -104,8 +103,9 @@ def parse_slice_pages(pages: Iterable[Mapping[str, Any]]) -> DeviceUuids:
     return MappingProxyType({k: v for devices in found.values() for k, v in devices.items()})
 
 
-class KubernetesResourceSlices:
-    """The node's ResourceSlices from the API server, listed by a daemon thread once wanted.
+class KubernetesResourceSlices(NodeListRefresher[DeviceUuids]):
+    """The node's ResourceSlices from the API server, listed by a daemon thread once wanted
+    (`node.refresh`).
 
     `endpoint` None means no API server is known: every list then fails and is counted."""
 
@@ -120,73 +120,37 @@ class KubernetesResourceSlices:
         page_limit: int = 500,
         start: bool = True,
     ) -> None:
-        self._node = node_name
-        self._endpoint = endpoint
-        self._refresh = refresh_seconds
-        self._min_gap = min_gap_seconds
-        self._timeout = request_timeout
         self._page_limit = page_limit
         self._versions: tuple[str, ...] = VERSIONS
-        self._lock = threading.Lock()
-        self._uuids: DeviceUuids | None = None
-        self._ok = False
-        self._errors = 0
-        self._failing = False
-        self._last_attempt = float("-inf")
-        self._wanted = threading.Event()  # set by the first DRA device attribution meets
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="slices-refresh", daemon=True)
-        if start:
-            self._thread.start()
+        super().__init__(
+            node_name,
+            endpoint,
+            what="ResourceSlices",
+            log=log,
+            refresh_seconds=refresh_seconds,
+            min_gap_seconds=min_gap_seconds,
+            request_timeout=request_timeout,
+            start=start,
+            wanted=False,  # set by the first DRA device attribution meets
+        )
 
     def lookup(self) -> SliceLookup:
-        with self._lock:
-            errors, self._errors = self._errors, 0
-            return SliceLookup(self._uuids, self._ok, errors)
+        return SliceLookup(*self.health())
 
     def want(self, keys: Iterable[DeviceKey]) -> None:
         """Attribution met these DRA devices: list now if one is not known yet."""
-        self._wanted.set()
-        known = self._uuids or {}
-        if any(k not in known for k in keys) and (
-            time.monotonic() - self._last_attempt >= self._min_gap
-        ):
-            self._wake.set()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._wanted.set()
-        self._wake.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=self._timeout + 1)
+        known = self.value or {}
+        self.wake(any(k not in known for k in keys))
 
     def refresh(self) -> None:
         """One blocking list (all pages); public so tests can drive it synchronously."""
-        self._last_attempt = time.monotonic()
-        try:
-            uuids = self._list()
-        except Exception as exc:  # HTTP, TLS, token, odd JSON: degrade, never kill the thread
-            level = logging.DEBUG if self._failing else logging.WARNING
-            log.log(level, "listing ResourceSlices of node %s failed: %s", self._node, exc)
-            with self._lock:
-                self._ok, self._failing = False, True
-                self._errors += 1
-            return
-        if self._failing:
-            log.info("listing ResourceSlices of node %s works again", self._node)
-        with self._lock:
-            self._uuids, self._ok, self._failing = uuids, True, False
+        self.refresh_with(self._list)
 
-    def _list(self) -> DeviceUuids:
-        if self._endpoint is None:
-            raise ApiServerError(
-                "no API server: KUBERNETES_SERVICE_HOST/PORT unset and no --kubernetes.api-url"
-            )
+    def _list(self, endpoint: ApiEndpoint) -> DeviceUuids:
         for i, version in enumerate(self._versions):
             try:
                 pages = list_node_pages(
-                    self._endpoint,
+                    endpoint,
                     slices_path(version),
                     self._node,
                     timeout=self._timeout,
@@ -200,10 +164,3 @@ class KubernetesResourceSlices:
             self._versions = self._versions[i:]  # remember the newest the server serves
             return uuids
         raise AssertionError("unreachable: the last version raises")
-
-    def _run(self) -> None:
-        self._wanted.wait()
-        while not self._stop.is_set():
-            self._wake.clear()  # a want that came before this list is answered by it
-            self.refresh()
-            self._wake.wait(self._refresh)
