@@ -60,9 +60,11 @@ def _node(name: str) -> dict[str, Any]:
     }
 
 
-def _pod(key: str, now: float) -> dict[str, Any]:
+def gpu_pod(key: str, node: str, now: float, gpus: int = 1) -> dict[str, Any]:
+    """A running bare pod of `key`'s namespace (its Volcano queue) on `node`, holding `gpus`
+    `nvidia.com/gpu`, created 2 h and started 1 h before `now`."""
     ns, name = key.split("/")
-    container = {"name": "main", "image": "m:1", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    container = {"name": "main", "image": "m:1", "resources": {"limits": {"nvidia.com/gpu": gpus}}}
     status = {
         "name": "main",
         "ready": True,
@@ -79,7 +81,7 @@ def _pod(key: str, now: float) -> dict[str, Any]:
             "creationTimestamp": ts(now - 7200),
             "annotations": {"scheduling.volcano.sh/queue-name": ns},
         },
-        "spec": {"nodeName": PODS[key], "containers": [container]},
+        "spec": {"nodeName": node, "containers": [container]},
         "status": {"phase": "Running", "startTime": ts(now - 7200), "containerStatuses": [status]},
     }
 
@@ -101,7 +103,8 @@ def cluster_objects(now: float) -> list[dict[str, Any]]:
         "metadata": {"name": "time-slicing-config", "namespace": "gpu-operator"},
         "data": {"ts-2": TS2},
     }
-    return [*queues, config, _node(SMALL), _node(LARGE), *(_pod(k, now) for k in PODS)]
+    pods = [gpu_pod(key, node, now) for key, node in PODS.items()]
+    return [*queues, config, _node(SMALL), _node(LARGE), *pods]
 
 
 def _device(node: str) -> dict[str, str]:

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+from budget_world import gpu_pod
 from promserver import openmetrics
 
 import gpu_contract as gc
@@ -62,28 +63,14 @@ def _node(name: str, gpus: int, key: str | None) -> dict[str, Any]:
 
 
 def _pod(key: str, now: float) -> dict[str, Any]:
-    ns, name = key.split("/")
     node, gpus, _ = PODS[key]
-    container = {"name": "main", "image": "m:1", "resources": {"limits": {"nvidia.com/gpu": gpus}}}
-    status: dict[str, Any] = {"name": "main", "ready": True, "restartCount": 0}
-    status["state"] = {"running": {"startedAt": ts(now - 3600)}}
+    pod = gpu_pod(key, node, now, gpus)
     if key == CRASHED:
         ended = {"exitCode": 137, "reason": "OOMKilled", "finishedAt": ts(now - 300)}
+        (status,) = pod["status"]["containerStatuses"]
         status |= {"restartCount": 3, "lastState": {"terminated": ended}}
         status["state"] = {"running": {"startedAt": ts(now - 290)}}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "uid": f"uid-{name}",
-            "creationTimestamp": ts(now - 7200),
-            "annotations": {"scheduling.volcano.sh/queue-name": ns},
-        },
-        "spec": {"nodeName": node, "containers": [container]},
-        "status": {"phase": "Running", "startTime": ts(now - 7200), "containerStatuses": [status]},
-    }
+    return pod
 
 
 def cluster_objects(now: float) -> list[dict[str, Any]]:

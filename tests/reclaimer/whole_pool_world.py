@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from budget_world import DAY, MIB, VOLCANO, ts
+from budget_world import DAY, MIB, VOLCANO, gpu_pod
 from promserver import openmetrics
 
 import gpu_contract as gc
@@ -36,26 +36,6 @@ def _node() -> dict[str, Any]:
     }
 
 
-def _pod(now: float) -> dict[str, Any]:
-    ns, name = POD.split("/")
-    container = {"name": "main", "image": "m:1", "resources": {"limits": {"nvidia.com/gpu": 1}}}
-    running = {"running": {"startedAt": ts(now - 3600)}}
-    status = {"name": "main", "ready": True, "restartCount": 0, "state": running}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "uid": f"uid-{name}",
-            "creationTimestamp": ts(now - 7200),
-            "annotations": {"scheduling.volcano.sh/queue-name": ns},
-        },
-        "spec": {"nodeName": NODE, "containers": [container]},
-        "status": {"phase": "Running", "startTime": ts(now - 7200), "containerStatuses": [status]},
-    }
-
-
 def cluster_objects(now: float) -> list[dict[str, Any]]:
     queue = {
         "apiVersion": VOLCANO,
@@ -70,7 +50,7 @@ def cluster_objects(now: float) -> list[dict[str, Any]]:
         "metadata": {"name": "time-slicing-config", "namespace": "gpu-operator"},
         "data": {},
     }
-    return [queue, config, _node(), _pod(now)]
+    return [queue, config, _node(), gpu_pod(POD, NODE, now)]
 
 
 def history(now: float) -> str:

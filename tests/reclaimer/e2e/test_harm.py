@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from budget_world import node_events, reshapes
 from fakeapi import FakeCluster
 from harm_world import CRASH_NODE, CRASHED, PENDING, POOL_NODE, cluster_objects, history, ts
 from promserver import PromServer
@@ -26,16 +27,6 @@ KEY_AT = "gpu-reclaim.io/reshape-key-written-at"
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 world_history = history
 world_objects = cluster_objects
-
-
-def _reshapes(report: dict[str, Any]) -> dict[str, tuple[int, int, str, str]]:
-    """Node -> (from, to, reason, outcome) of each reshape the cycle planned and applied."""
-    outcomes = {o["action"]["target"]: o["outcome"] for o in report["outcomes"]}
-    return {
-        a["target"]: (a["from_replicas"], a["to_replicas"], a["reason"], outcomes[a["target"]])
-        for a in report["plan"]["actions"]
-        if a["kind"] == "reshape"
-    }
 
 
 def _two_cycles(
@@ -59,16 +50,12 @@ def _whole(cluster: FakeCluster, node: str) -> dict[str, str]:
     return dict(obj["metadata"]["annotations"])
 
 
-def _events(cluster: FakeCluster, node: str) -> list[dict[str, Any]]:
-    return [e for e in cluster.all("", "v1", "events") if e["involvedObject"]["name"] == node]
-
-
 def test_crashed_pods_lower_their_node_to_one_replica(
     prom: PromServer, kubeconfig: Path, cluster: FakeCluster
 ) -> None:
     first, second = _two_cycles(prom, kubeconfig, cluster, CRASH_NODE)
     for report in (first, second):
-        assert _reshapes(report)[CRASH_NODE] == (2, 1, "SharedPodsCrashed", "applied")
+        assert reshapes(report)[CRASH_NODE] == (2, 1, "SharedPodsCrashed", "applied")
     action = next(a for a in first["plan"]["actions"] if a["target"] == CRASH_NODE)
     detail = action["evidence"]["detail"]
     assert "2 -> 1 replicas: 1 container crash(es) of pods sharing its GPUs" in detail
@@ -78,7 +65,7 @@ def test_crashed_pods_lower_their_node_to_one_replica(
         "1",
         "SharedPodsCrashed",
     )
-    events = _events(cluster, CRASH_NODE)
+    events = node_events(cluster, CRASH_NODE)
     assert [e["reason"] for e in events] == ["GpuReclaimReshaped"] * 2
     assert all("SharedPodsCrashed" in e["message"] and CRASHED in e["message"] for e in events), (
         events
@@ -90,10 +77,10 @@ def test_a_waiting_multi_gpu_job_gets_a_pool_node_back_whole(
 ) -> None:
     first, second = _two_cycles(prom, kubeconfig, cluster, POOL_NODE)
     for report in (first, second):
-        assert _reshapes(report)[POOL_NODE] == (2, 1, "WholeGpusForPendingJob", "applied")
+        assert reshapes(report)[POOL_NODE] == (2, 1, "WholeGpusForPendingJob", "applied")
     notes = _whole(cluster, POOL_NODE)
     assert notes["gpu-reclaim.io/reshape-reason"] == "WholeGpusForPendingJob"
-    (event, _) = _events(cluster, POOL_NODE)
+    (event, _) = node_events(cluster, POOL_NODE)
     assert event["reason"] == "GpuReclaimReshaped" and event["type"] == "Normal"
     assert f"for pending {PENDING}; queue prod" in event["message"]
     assert "3 of 4 GPUs here hold no pod" in event["message"]
