@@ -25,17 +25,11 @@ from reclaimer.model import Job, JobKind
 Obj = dict[str, Any]
 
 
-def _resource(job: Job) -> r.Resource:
-    if job.kind is JobKind.POD:
-        return r.PODS
-    return kinds.BY_JOB_KIND[job.kind].resource
-
-
 def _read(w: KubeWriter, job: Job) -> Obj:
     if job.kind is JobKind.POD:
         obj = w.get_pod(job.namespace, job.name)
     else:
-        obj = w.get_custom(_resource(job), job.namespace, job.name)
+        obj = w.get_custom(kinds.resource_of(job.kind), job.namespace, job.name)
     uid = str(f.meta(obj).get("uid", ""))
     if job.uid and uid and uid != job.uid:
         raise Precondition(f"{job.key} was replaced since the snapshot (uid {uid})")
@@ -48,7 +42,7 @@ def _patch(w: KubeWriter, job: Job, obj: Obj, notes: Mapping[str, str | None]) -
     if job.kind is JobKind.POD:
         w.patch_pod(job.namespace, job.name, body)
     else:
-        w.patch_custom(_resource(job), job.namespace, job.name, body)
+        w.patch_custom(kinds.resource_of(job.kind), job.namespace, job.name, body)
 
 
 def schedule_stop(
@@ -66,7 +60,7 @@ def schedule_stop(
         r.WARN_REASON: reason,
     }
     _patch(w, job, obj, record)
-    return involved(obj, _resource(job))
+    return involved(obj, kinds.resource_of(job.kind))
 
 
 def withdraw(w: KubeWriter, job: Job) -> dict[str, str]:
@@ -76,16 +70,4 @@ def withdraw(w: KubeWriter, job: Job) -> dict[str, str]:
     if not any(k in notes for k in r.WARNING_RECORD):
         raise Precondition(f"{job.key} carries no scheduled stop any more")
     _patch(w, job, obj, dict.fromkeys(r.WARNING_RECORD))
-    return involved(obj, _resource(job))
-
-
-def job_involved(job: Job) -> dict[str, str]:
-    """The involved object of an Event about `job`, from the snapshot (no read)."""
-    res = _resource(job)
-    return {
-        "apiVersion": res.api_version,
-        "kind": res.kind,
-        "name": job.name,
-        "namespace": job.namespace,
-        "uid": job.uid,
-    }
+    return involved(obj, kinds.resource_of(job.kind))

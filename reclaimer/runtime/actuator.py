@@ -47,7 +47,7 @@ from reclaimer.runtime.events import (
 )
 from reclaimer.runtime.forewarn import Forewarner
 from reclaimer.runtime.notify import Notifier
-from reclaimer.runtime.settle import Recorder, Settler, involved_job
+from reclaimer.runtime.settle import Recorder, Settler
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ class Actuator:
         if job.kueue is not None:  # Kueue owns the job's suspend: its Workload is the door
             deactivation.set_active(w, job, not preempt, record, pods)
             done = f"Workload {job.kueue.name} spec.active={str(not preempt).lower()}"
-            return involved_job(job), done
+            return kinds.involved_object(job), done
         wk = kinds.BY_JOB_KIND.get(job.kind)
         if wk is not None and wk.stop in (kinds.Stop.SUSPEND, kinds.Stop.NOTEBOOK):
             obj = ops.set_suspended(w, job, preempt, record, pods)

@@ -24,6 +24,7 @@ from dataclasses import replace
 from reclaimer.decisions import Action, ActionKind, ActionResult, Outcome, Reason, Skip
 from reclaimer.kube import forewarn
 from reclaimer.kube.client import KubeError
+from reclaimer.kube.objects import kinds
 from reclaimer.kube.write import KubeWriter, NotLeader, rfc3339
 from reclaimer.model import ClusterView, Job
 from reclaimer.policy.warning import Webhook
@@ -115,7 +116,7 @@ class Forewarner:
             capped = w.reason is Reason.KEEP_CAPPED
             try:
                 self.events.record(
-                    forewarn.job_involved(job), KEPT, w.detail, self.clock(), capped, name=name
+                    kinds.involved_object(job), KEPT, w.detail, self.clock(), capped, name=name
                 )
             except KubeError as exc:
                 if exc.status != 409:  # 409: an earlier process wrote it

@@ -19,9 +19,8 @@ from reclaimer.kube import operations as ops
 from reclaimer.kube import stops
 from reclaimer.kube.client import KubeError
 from reclaimer.kube.objects import kinds
-from reclaimer.kube.objects import resources as r
 from reclaimer.kube.write import KubeWriter, NotLeader
-from reclaimer.model import ClusterView, Job, JobKind
+from reclaimer.model import ClusterView, Job
 
 log = logging.getLogger(__name__)
 
@@ -40,24 +39,6 @@ class Recorder(Protocol):
         *,
         name: str | None = None,
     ) -> None: ...
-
-
-def job_resource(kind: JobKind) -> r.Resource:
-    wk = kinds.BY_JOB_KIND.get(kind)
-    if wk is not None:
-        return wk.resource
-    return r.VOLCANO_JOBS if kind is JobKind.VOLCANO_JOB else r.PODS
-
-
-def involved_job(job: Job) -> dict[str, str]:
-    res = job_resource(job.kind)
-    return {
-        "apiVersion": res.api_version,
-        "kind": res.kind,
-        "name": job.name,
-        "namespace": job.namespace,
-        "uid": job.uid,
-    }
 
 
 class Settler:
@@ -95,7 +76,7 @@ class Settler:
         what = f"{'[dry-run] ' if self.writer.dry_run else ''}stop record of {job.key} cleared"
         why = f"{what}: it is {job.unfinished_stop}; the room it claimed is not counted"
         log.warning("%s", why)
-        involved = ops.involved(obj, job_resource(job.kind))
+        involved = ops.involved(obj, kinds.resource_of(job.kind))
         try:
             self.events.record(involved, CLEARED_REASON, why, self.clock(), True)
         except (KubeError, NotLeader) as exc:
@@ -108,8 +89,9 @@ class Settler:
         if name in self.recorded:
             return []
         try:
+            involved = kinds.involved_object(job)
             self.events.record(
-                involved_job(job), PREEMPTED_REASON, stops.found_message(job), job.stopped_at,
+                involved, PREEMPTED_REASON, stops.found_message(job), job.stopped_at,
                 False, name=name,
             )  # fmt: skip
         except KubeError as exc:

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from reclaimer.kube.objects.resources import TRAINING_OPERATOR, VOLCANO_JOBS, Resource
-from reclaimer.model import JobKind
+from reclaimer.kube.objects.resources import PODS, TRAINING_OPERATOR, VOLCANO_JOBS, Resource
+from reclaimer.model import Job, JobKind
 
 
 class Stop(StrEnum):
@@ -140,3 +140,22 @@ def of_owner(api_version: str, kind: str) -> WorkloadKind | None:
     it; versions are not compared (one served version per group here)."""
     group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
     return BY_KEY.get((group, kind))
+
+
+def resource_of(kind: JobKind) -> Resource:
+    """The API resource a job of `kind` is stored as (a bare pod's, or any kind the reclaimer
+    stops no other way: pods)."""
+    wk = BY_JOB_KIND.get(kind)
+    return wk.resource if wk is not None else PODS
+
+
+def involved_object(job: Job) -> dict[str, str]:
+    """The involved object of an Event about `job`, from the snapshot (no read)."""
+    res = resource_of(job.kind)
+    return {
+        "apiVersion": res.api_version,
+        "kind": res.kind,
+        "name": job.name,
+        "namespace": job.namespace,
+        "uid": job.uid,
+    }
