@@ -36,8 +36,9 @@ shown to the planner as opted into the managed pool (`Node.pool`), so it shares 
 the budget is known and the raise gates pass; with `--forecast-start replicas` it starts at
 `--replicas`, and pods the scheduler puts together before the budget is known can crash. No
 pending demand is shown, so no pool node is handed back whole
-(`plan.handback`): the replay's pool stays the pool, and its multi-GPU pods run off it
-(`sim_scheduler`).
+(`plan.handback`): the replay's pool stays the pool, and its multi-GPU pods run off it, or on
+the whole GPUs of a pool node at 1 replica (`sim_scheduler`), which is then not raised while
+they run (`wide_pods`, `plan.whole_pool`).
 """
 
 from __future__ import annotations
