@@ -32,6 +32,7 @@ from reclaimer.plan import cluster_queues
 from reclaimer.plan.capacity import (
     FreePool,
     Placement,
+    Releasing,
     free_slots,
     placements,
     queue_allocation,
@@ -44,7 +45,7 @@ from reclaimer.plan.ledger import Ledger, standings
 from reclaimer.plan.limits import Budget
 from reclaimer.plan.preempt import plan_preemptions
 from reclaimer.plan.reshape import Pressure, plan_reshapes
-from reclaimer.plan.resume import plan_resumes
+from reclaimer.plan.resume import any_resumable, plan_resumes
 from reclaimer.plan.shares import deserved_shares
 from reclaimer.plan.victims import Victim, candidates
 from reclaimer.plan.warning import hold_warned, schedule
@@ -152,6 +153,20 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
     return Plan(now, tuple(actions), tuple(skips), tuple(warnings), queues)
 
 
+def may_resume(snapshot: Snapshot, policy: Policy, now: float) -> bool:
+    """Whether `plan` could resume a job now: false when no job the reclaimer holds, out of
+    its cool-down and not still releasing, fits the free slots the cycle starts from. Nothing a
+    cycle plans before its resumes frees slots (grants, rooms in flight and earlier resumes
+    only take them), so then the plan resumes nothing. Cheap; the replay asks it before
+    planning resumes among hundreds of pending jobs."""
+    if not policy.actions.resume:
+        return False
+    snap = cluster_queues.with_policy(snapshot, policy.kueue)
+    released = releasing(snap)
+    free = future_free(snap, released)
+    return any_resumable(snap.jobs, free, released, policy, now=now, last_actions=snap.last_actions)
+
+
 def _ledger(
     snap: Snapshot, where: Mapping[str, Placement], demands: list[PendingDemand], policy: Policy
 ) -> Ledger:
@@ -160,20 +175,26 @@ def _ledger(
     for d in demands:
         requests[d.queue] = requests.get(d.queue, 0.0) + d.gpus
     released = releasing(snap)
-    free = free_slots(snap)
-    for resource, by_node in released.by_resource.items():
-        mine = free.get(resource, {})
-        for node, slots in by_node.items():
-            if node in mine:
-                mine[node] += slots
     return Ledger(
-        free=FreePool(free),
+        free=future_free(snap, released),
         releasing=released,
         allocated=dict(allocated),
         running=dict(allocated),
         deserved=deserved_shares(snap.queues, total_slots(snap.nodes), policy, requests),
         queues={q.name: q for q in snap.queues},
     )
+
+
+def future_free(snap: Snapshot, released: Releasing) -> FreePool:
+    """The ledger's free slots at the start of a cycle: free now, plus what is being released
+    on nodes that offer the resource."""
+    free = free_slots(snap)
+    for resource, by_node in released.by_resource.items():
+        mine = free.get(resource, {})
+        for node, slots in by_node.items():
+            if node in mine:
+                mine[node] += slots
+    return FreePool(free)
 
 
 def _demands(snap: Snapshot) -> list[PendingDemand]:

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from reclaimer.decisions import Action, ActionKind, Evidence, Reason, Skip
 from reclaimer.devices import amount, resource_key, slots_by_resource
 from reclaimer.model import Job, Node
-from reclaimer.plan.capacity import FreePool, node_capacity, pod_shape
+from reclaimer.plan.capacity import FreePool, Releasing, node_capacity, pod_shape
 from reclaimer.plan.ledger import Ledger
 from reclaimer.policy.settings import Policy
 from reclaimer.units import format_duration
@@ -72,6 +72,30 @@ def plan_resumes(
             )
         )
     return actions, skips
+
+
+def any_resumable(
+    jobs: Sequence[Job],
+    free: FreePool,
+    released: Releasing,
+    policy: Policy,
+    *,
+    now: float,
+    last_actions: Mapping[str, float],
+) -> bool:
+    """Whether some job the reclaimer holds, not still releasing and out of its cool-down,
+    fits `free` whole: what `_hold` asks of a job before any other rule, on the cycle's
+    starting slots (`planner.may_resume`)."""
+    for job in jobs:
+        if not (job.suspended and job.suspended_by_reclaimer) or released.by_job.get(job.key):
+            continue
+        last = last_actions.get(job.key)
+        if last is not None and now - last < policy.job_cooldown_seconds:
+            continue
+        shapes = _shapes(job).items()
+        if all(free.of(r).fit_count(pod_gpus) >= pods for r, (pod_gpus, pods) in shapes):
+            return True
+    return False
 
 
 def _contention_hold(job: Job, ledger: Ledger, contended: frozenset[str]) -> Skip | None:

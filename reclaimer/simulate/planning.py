@@ -24,7 +24,7 @@ from reclaimer.decisions import Plan
 from reclaimer.forecast.forecaster import DEFAULT_METHOD, forecast
 from reclaimer.forecast.params import ForecastParams, for_policy
 from reclaimer.model import Forecast, Snapshot
-from reclaimer.plan.planner import plan
+from reclaimer.plan.planner import may_resume, plan
 from reclaimer.policy.settings import Actions, Policy
 from reclaimer.simulate.strategies import SLOTS_PER_GPU, ReplayPlanner
 
@@ -75,6 +75,9 @@ def planner_for(
     def run_plan_resumes(snapshot: Snapshot, forecasts: Mapping[str, Forecast], now: float) -> Plan:
         return plan(snapshot, forecasts, resuming, now)
 
+    def resumes_possible(snapshot: Snapshot, now: float) -> bool:
+        return may_resume(snapshot, resuming, now)
+
     def run_plan_reshapes(
         snapshot: Snapshot, forecasts: Mapping[str, Forecast], now: float
     ) -> Plan:
@@ -95,4 +98,5 @@ def planner_for(
         plan_reshapes=run_plan_reshapes,
         node_cooldown_seconds=policy.time_slicing.node_cooldown_seconds,
         contention_busy_above=policy.time_slicing.contention_busy_above,
+        may_resume=resumes_possible,
     )

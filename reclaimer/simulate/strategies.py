@@ -57,6 +57,7 @@ from reclaimer.simulate.sharing.usage import Usage
 
 ForecastFn = Callable[[pd.DataFrame, float], Mapping[str, Forecast]]
 PlanFn = Callable[[Snapshot, Mapping[str, Forecast], float], Plan]
+GateFn = Callable[[Snapshot, float], bool]
 
 
 SLOTS_PER_GPU = 10
@@ -99,6 +100,7 @@ class ReplayPlanner:
     plan_reshapes: PlanFn  # on the time-sliced pool's nodes, reshapes only (`sim_pool.reshaping`)
     node_cooldown_seconds: float  # the planner reshapes a node at most this often
     contention_busy_above: float = 0.3  # `timeSlicing.contentionBusyAbove`
+    may_resume: GateFn | None = None  # false: `plan_resumes` would resume nothing (`plan.planner`)
 
 
 @dataclass(frozen=True)
