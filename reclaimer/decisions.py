@@ -76,6 +76,9 @@ class Reason(StrEnum):
     PODS_CRASHED = "SharedPodsCrashed"  # action: containers there crashed (OOMKilled, exit != 0)
     PODS_DO_NOT_FIT = "PodsDoNotFit"  # action: a GPU's pods at their peaks pass its memory
     RAISE_HELD = "RaiseHeldAfterHarm"  # skip: a raise within harmRaiseHold of crashes / lowering
+    # guaranteed pods' busy time with a busy neighbour on their GPU (`reclaimer.plan.contend`)
+    PODS_CONTEND = "GuaranteedPodsContend"  # action: measured share past maxCobusyShare
+    WOULD_CONTEND = "NeighboursWouldContend"  # skip: a raise would pass maxCobusyShare
     WHOLE_GPUS_FOR_PENDING = "WholeGpusForPendingJob"  # action: to 1 replica for multi-GPU pods
     # action: more replicas than the raise gate's memory budget lets fit (`plan.budget`)
     MEMORY_BUDGET_EXCEEDED = "MemoryBudgetExceeded"

@@ -196,6 +196,26 @@ class MemoryPeaks:
 
 
 @dataclass(frozen=True)
+class PodBusy:
+    """One pod's time over a window, in seconds: present (sampled), busy (utilization above
+    0) and co-busy (busy while another pod on the same GPU was busy too)."""
+
+    present: float
+    busy: float
+    cobusy: float
+
+
+@dataclass(frozen=True)
+class Contention:
+    """Each pod's busy and co-busy time over the last `window` seconds, from the exporter's
+    per-pod utilization (the contention rule, `plan.contend`); `error` says why it is unread."""
+
+    window: float  # seconds looked back
+    pods: Mapping[str, PodBusy] = field(default_factory=lambda: MappingProxyType({}))  # pod key
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class LoadHistory:
     """A node's mean GPU utilization over time, evenly spaced, oldest first (the seasonal
     raise gate's input). `values[i]` covers [start + i*step, start + (i+1)*step); NaN: none."""
@@ -306,6 +326,8 @@ class Snapshot(ClusterView):
     """Per (pod, physical GPU) busy fraction and memory, this cycle (contention relief)."""
     memory_peaks: MemoryPeaks | None = None
     """Pods' device-memory peaks over days (the raise gate); None: not read."""
+    contention: Contention | None = None
+    """Pods' busy and co-busy time over a day (the contention rule); None: not read."""
 
 
 @dataclass(frozen=True)

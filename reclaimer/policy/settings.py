@@ -112,6 +112,10 @@ class TimeSlicing:
     # keeps `memoryHeadroom` free for pods not yet seen; lowering needs evidence that they do not
     # fit, so a node the raise gate merely refuses is not lowered.
     pods_do_not_fit_above: float = setting(1.0, as_positive_ratio, "podsDoNotFitAbove")
+    # Guaranteed pods' busy time during which a neighbour on their GPU is busy too (a request
+    # then waits for the neighbour's slice): a node above this share is lowered, and a raise
+    # that would put it above is refused (`plan.contend`). 1 turns the rule off.
+    max_cobusy_share: float = setting(0.05, as_ratio, "maxCobusyShare")
 
     def workload(self, name: str) -> WorkloadClass | None:
         return next((w for w in self.workloads if w.name == name), None)
