@@ -205,6 +205,9 @@ class PodBusy:
     cobusy: float
 
 
+CONTENTION_WINDOW = 86400.0  # seconds the contention reading looks back (a day)
+
+
 @dataclass(frozen=True)
 class Contention:
     """Each pod's busy and co-busy time over the last `window` seconds, from the exporter's

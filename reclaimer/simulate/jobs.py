@@ -47,6 +47,7 @@ from reclaimer.simulate.scheduler import Cluster, Placement, Queues
 from reclaimer.simulate.settings import SimSettings, default_shares
 from reclaimer.simulate.sharing.cobusy import LATENCY_SENSITIVE, CobusyLog
 from reclaimer.simulate.sharing.contention import node_gib
+from reclaimer.simulate.sharing.contentionlog import ContentionLog, RunningBusy
 from reclaimer.simulate.sharing.loadlog import LoadLog
 from reclaimer.simulate.sharing.peaklog import PeakLog
 from reclaimer.simulate.sharing.restarts import CrashLoop
@@ -129,6 +130,7 @@ class Replay:
         self.crashes: list[tuple[float, int, int]] = []  # OOM kills on the pool: (at, node, job)
         self.load_log = LoadLog()  # pool nodes' load, as Prometheus would hold it
         self.peak_log = PeakLog()  # pods' memory peaks, as Prometheus would hold them
+        self.contention_log = ContentionLog()  # pods' busy and co-busy time, read hourly
         self.device_gib: dict[int, float] = {}  # node: GiB per GPU (`sim_pool.timeslice`, cached)
         self.reclaimable_running = 0
         self.last_actions: dict[str, float] = {}
@@ -251,6 +253,8 @@ class Replay:
         busy = self.usage.busy_seconds(job, run.base, progress)
         self.tally.segment(float(self.jobs.gpus[job]), now - run.started, busy)
         self.cobusy.ended(job, run.base, progress)
+        ran = RunningBusy(self.keys[job], job, run.base, progress)
+        self.contention_log.ended(ran, now, self.usage.nonzero_seconds, self.cobusy.so_far)
         return progress
 
     def finish(self, job: int, now: float) -> None:

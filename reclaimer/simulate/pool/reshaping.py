@@ -60,6 +60,7 @@ from reclaimer.model import (
 )
 from reclaimer.policy.fields import MAX_DURATION_SECONDS
 from reclaimer.simulate.jobs import Replay
+from reclaimer.simulate.pool.busy import contention
 from reclaimer.simulate.pool.timeslice import PoolReadings, gpu_uuid, pool_readings
 from reclaimer.simulate.sharing.peaklog import RunningPeak
 from reclaimer.simulate.strategies import SLOTS_PER_GPU, ReplayPlanner, device_name
@@ -220,11 +221,12 @@ def reshape_snapshot(replay: Replay, now: float, readings: PoolReadings | None =
                 pool=True,
             )
         )
+    reading, shared, jobs = contention(replay, now)
     return Snapshot(
         taken_at=now,
         queues=replay.queue_objects,
-        jobs=(),
-        pods=wide_pods(replay),
+        jobs=jobs,
+        pods=wide_pods(replay) + shared,
         nodes=tuple(nodes),
         pending=(),
         quality=DataQuality(metrics_at=now, complete=True),
@@ -232,6 +234,7 @@ def reshape_snapshot(replay: Replay, now: float, readings: PoolReadings | None =
         pod_gpus=node_rows(replay, readings),
         memory_peaks=memory_peaks(replay, now),
         crashes=pool_crashes(replay, now),
+        contention=reading,
     )
 
 

@@ -94,7 +94,8 @@ def cobusy_fractions(demand: FloatArray) -> FloatArray:
 
 
 class CobusyLog:
-    """Busy and co-busy seconds of the counted jobs over a replay (module doc)."""
+    """Busy and co-busy seconds of the counted jobs over a replay (module doc), and every
+    job's co-busy seconds so far (`so_far`, the controller's contention reading)."""
 
     def __init__(self, usage: Usage, counted: Sequence[bool]) -> None:
         self.usage = usage
@@ -102,20 +103,29 @@ class CobusyLog:
         self.busy_seconds = 0.0
         self.cobusy_seconds = 0.0
         self._priced: dict[int, tuple[float, float]] = {}  # job: (progress then, fraction since)
+        self._settled: dict[int, float] = {}  # job: co-busy seconds up to its last pricing
 
     def priced(self, job: int, progress: float, fraction: float) -> None:
         """The job's GPU was priced at `progress`: `fraction` holds from there on."""
-        if self.counted[job]:
-            self._settle(job, progress)
-            self._priced[job] = (progress, fraction)
+        self._settle(job, progress)
+        self._priced[job] = (progress, fraction)
 
     def ended(self, job: int, base: float, progress: float) -> None:
         """A run segment from `base` to `progress` ended (finished, preempted or killed)."""
+        self._settle(job, progress)
+        self._priced.pop(job, None)
         if self.counted[job]:
-            self._settle(job, progress)
-            self._priced.pop(job, None)
             self.busy_seconds += self.usage.nonzero_seconds(job, base, progress)
+
+    def so_far(self, job: int, progress: float) -> float:
+        """The job's co-busy seconds over the replay, up to `progress` of its current run."""
+        since, fraction = self._priced.get(job, (progress, 0.0))
+        return self._settled.get(job, 0.0) + fraction * max(progress - since, 0.0)
 
     def _settle(self, job: int, progress: float) -> None:
         since, fraction = self._priced.get(job, (progress, 0.0))
-        self.cobusy_seconds += fraction * max(progress - since, 0.0)
+        seconds = fraction * max(progress - since, 0.0)
+        if seconds:
+            self._settled[job] = self._settled.get(job, 0.0) + seconds
+            if self.counted[job]:
+                self.cobusy_seconds += seconds
