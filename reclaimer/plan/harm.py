@@ -31,7 +31,9 @@ from reclaimer.policy.settings import TimeSlicing
 from reclaimer.units import format_duration
 
 GIB = 1024.0**3
-LOWERED_FOR_HARM = frozenset({Reason.PODS_CRASHED.value, Reason.PODS_DO_NOT_FIT.value})
+LOWERED_FOR_HARM = frozenset(
+    {Reason.PODS_CRASHED.value, Reason.PODS_DO_NOT_FIT.value, Reason.PODS_CONTEND.value}
+)
 
 
 def by_node(crashes: Sequence[ContainerCrash]) -> dict[str, list[ContainerCrash]]:
@@ -141,3 +143,11 @@ def _crashes_text(crashes: Sequence[ContainerCrash], now: float) -> str:
     )
     more = f" and {len(newest) - 3} more" if len(newest) > 3 else ""
     return f"{len(newest)} container crash(es) of pods sharing its GPUs: {named}{more}"
+
+
+def lowest(
+    *lowerings: tuple[int, Reason, str] | None,
+) -> tuple[int, Reason, str] | None:
+    """The lowest of the harm rules' lowerings (the first on a tie), or None."""
+    found = [low for low in lowerings if low is not None]
+    return min(found, key=lambda low: low[0]) if found else None

@@ -39,6 +39,7 @@ from reclaimer.plan.capacity import (
     releasing,
     total_slots,
 )
+from reclaimer.plan.contend import contend
 from reclaimer.plan.contention import contended_nodes, plan_contention_relief
 from reclaimer.plan.inflight import hold_rooms, rooms_in_flight
 from reclaimer.plan.ledger import Ledger, standings
@@ -134,7 +135,8 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
         skips.append(Skip(CLUSTER, Reason.DISABLED, "actions.resume is false"))
     if policy.actions.reshape:
         ts, cap = policy.time_slicing, policy.limits.max_reshapes_per_cycle
-        pressure = Pressure(snap.crashes, demands, policy.reclaim_after_seconds)
+        found = contend(snap.contention, snap.pods, snap.jobs, snap.queues)
+        pressure = Pressure(snap.crashes, demands, policy.reclaim_after_seconds, found)
         acts, more = plan_reshapes(
             snap.nodes,
             snap.pods,
@@ -155,12 +157,15 @@ def plan(snapshot: Snapshot, forecasts: Mapping[str, Forecast], policy: Policy, 
 
 def may_resume(snapshot: Snapshot, policy: Policy, now: float) -> bool:
     """Whether `plan` could resume a job now: false when no job the reclaimer holds, out of
-    its cool-down and not still releasing, fits the free slots the cycle starts from. Nothing a
-    cycle plans before its resumes frees slots (grants, rooms in flight and earlier resumes
-    only take them), so then the plan resumes nothing. Cheap; the replay asks it before
-    planning resumes among hundreds of pending jobs."""
+    its cool-down and not still releasing, fits the free slots the cycle starts from. Without
+    preemption nothing a cycle plans before its resumes frees slots (grants, rooms in flight and
+    earlier resumes only take them), so then the plan resumes nothing; with it, a stop may free
+    them, and the answer is always yes. Cheap; the replay asks it before its resume-only plans
+    among hundreds of pending jobs."""
     if not policy.actions.resume:
         return False
+    if policy.actions.preempt:
+        return True
     snap = cluster_queues.with_policy(snapshot, policy.kueue)
     released = releasing(snap)
     free = future_free(snap, released)

@@ -53,6 +53,7 @@ from reclaimer.model import (
     PodGpuUsage,
 )
 from reclaimer.plan import budget, harm, whole_pool
+from reclaimer.plan.contend import Contend
 from reclaimer.plan.handback import Handback, handbacks
 from reclaimer.plan.raises import load_gate, memory_gate
 from reclaimer.policy.settings import TimeSlicing
@@ -70,6 +71,7 @@ class Pressure:
     crashes: Sequence[ContainerCrash] = ()
     pending: Sequence[PendingDemand] = ()
     wait: float = 0.0
+    contend: Contend | None = None  # guaranteed pods' contention (`contend`)
 
 
 def plan_reshapes(
@@ -124,6 +126,7 @@ def plan_reshapes(
             crashed=crashed.get(node.name, ()),
             handback=handed.get(node.name),
             slot=slot,
+            contend=found.contend,
         )
         if isinstance(verdict, Action) and len(actions) >= max_per_cycle:
             verdict = Skip(node.name, Reason.LIMIT_REACHED, f"maxReshapesPerCycle={max_per_cycle}")
@@ -144,12 +147,15 @@ def _gate(
     ts: TimeSlicing,
     now: float,
     capped: budget.Cap | str,
+    contend: Contend | None = None,
 ) -> int | Skip:
-    """The raise's target once memory headroom (and the budget's cap) and then the load
-    outlook allow it."""
+    """The raise's target once memory headroom (and the budget's cap), the guaranteed pods'
+    contention and then the load outlook allow it."""
     allowed = memory_gate(node, target, usage, ts, peaks)
     if not isinstance(allowed, Skip):
         allowed = budget.raise_cap(node, allowed, capped)
+    if not isinstance(allowed, Skip) and contend is not None:
+        allowed = contend.gate(node, allowed, ts)
     if isinstance(allowed, Skip):
         return allowed
     return load_gate(node, allowed, util, ts, now=now)
@@ -211,6 +217,7 @@ def _decide(
     crashed: Sequence[ContainerCrash] = (),
     handback: Handback | None = None,
     slot: float | str,
+    contend: Contend | None = None,
 ) -> Action | Skip:
     cooling = _cooling(node, ts, now, last_action)
     if cooling is not None:
@@ -221,7 +228,11 @@ def _decide(
         why = f"new config key written; the node is relabelled once it is projected ({left} left)"
         return Skip(node.name, Reason.CONFIG_PROJECTING, why)
     capped = budget.cap(node, slot, peaks, ts)
-    lower = budget.lowest(node, harm.lowering(node, crashed, usage, peaks, ts, now=now), capped)
+    harmed = harm.lowest(
+        harm.lowering(node, crashed, usage, peaks, ts, now=now),
+        contend.lowering(node, ts) if contend is not None else None,
+    )
+    lower = budget.lowest(node, harmed, capped)
     if lower is not None:
         return _action(node, lower[0], lower[1], Evidence(detail=lower[2]))
     if handback is not None:
@@ -230,7 +241,15 @@ def _decide(
     if not node.gpu_stats:
         return Skip(node.name, Reason.NO_METRICS, "no per-GPU stats for this node")
     verdict = _by_load(
-        node, classes, ts, now=now, usage=usage, peaks=peaks, crashed=crashed, capped=capped
+        node,
+        classes,
+        ts,
+        now=now,
+        usage=usage,
+        peaks=peaks,
+        crashed=crashed,
+        capped=capped,
+        contend=contend,
     )
     if isinstance(capped, str) and isinstance(verdict, Skip) and verdict.reason is Reason.NO_CHANGE:
         return Skip(node.name, Reason.NO_CHANGE, f"{verdict.detail}; {capped}")
@@ -258,6 +277,7 @@ def _by_load(
     peaks: MemoryPeaks | None,
     crashed: Sequence[ContainerCrash],
     capped: budget.Cap | str,
+    contend: Contend | None = None,
 ) -> Action | Skip:
     """The load rules (module doc), each raise through the hold and the gates."""
     ceiling, mem_limit, why = bounds(classes, ts)
@@ -276,7 +296,9 @@ def _by_load(
         held = harm.raise_hold(node, crashed, ts, now=now)
         if held is not None:
             return Skip(node.name, Reason.RAISE_HELD, f"would raise {r} -> {target}: {held}")
-        gated = _gate(node, target, util, usage, peaks, ts=ts, now=now, capped=capped)
+        gated = _gate(
+            node, target, util, usage, peaks, ts=ts, now=now, capped=capped, contend=contend
+        )
         if isinstance(gated, Skip):
             return gated
         target = gated

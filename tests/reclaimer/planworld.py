@@ -6,13 +6,14 @@ idle=0.99).pend("ls/x", "ls", 8)` reads as the cluster it builds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
 from reclaimer.decisions import Plan
 from reclaimer.model import (
+    Contention,
     DataQuality,
     Forecast,
     GpuStats,
@@ -23,6 +24,7 @@ from reclaimer.model import (
     Node,
     PendingDemand,
     Pod,
+    PodBusy,
     PodGpuUsage,
     PodPhase,
     Queue,
@@ -42,6 +44,16 @@ def fleet_peaks(*gib: float, error: str = "") -> MemoryPeaks:
     """The pods' memory peaks over the week: pod `fleet/p-K` peaked at `gib[K]` GiB."""
     pods = {f"fleet/p-{k}": g * 1024.0**3 for k, g in enumerate(gib)}
     return MemoryPeaks(PEAK_WINDOW, MappingProxyType(pods), error)
+
+
+def fleet_contention(
+    busy: float, pods: int = 20, rows: Mapping[str, PodBusy] | None = None
+) -> Contention:
+    """A day of `pods` pods `fleet/p-K`, each busy `busy` of it and never beside a busy
+    neighbour, plus `rows` (pod key -> its reading)."""
+    day = 86400.0
+    fleet = {f"fleet/p-{k}": PodBusy(day, busy * day, 0.0) for k in range(pods)}
+    return Contention(day, MappingProxyType(fleet | dict(rows or {})))
 
 
 def forecast(job: str, *, idle: bool, confidence: float, horizon: float = 900.0) -> Forecast:
@@ -73,6 +85,7 @@ class World:
     pod_gpus: list[PodGpuUsage] = field(default_factory=list)
     # a week of 20 pods that peaked at 1 GiB: the raise gate's memory budget lets raises pass
     memory_peaks: MemoryPeaks | None = field(default_factory=lambda: fleet_peaks(*[1.0] * 20))
+    contention: Contention | None = None  # none read: the contention rule is not applied
 
     def node(self, name: str, gpus: int = 8, **kw: Any) -> World:
         self.nodes.append(Node(name=name, gpus=gpus, **kw))
@@ -233,6 +246,7 @@ class World:
             unknown_usage=MappingProxyType(dict(self.unknown)),
             pod_gpus=tuple(self.pod_gpus),
             memory_peaks=self.memory_peaks,
+            contention=self.contention,
         )
 
     def plan(self, policy: Policy | None = None) -> Plan:

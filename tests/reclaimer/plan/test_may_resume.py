@@ -1,7 +1,8 @@
 """`may_resume`: the cheap check that a cycle's plan could resume a job at all.
 
-The replay asks it before planning resumes among hundreds of pending jobs, and skips the plan
-when it says no; so it must never say no where `plan` would resume. The property test holds it
+The replay asks it before its resume-only plans among hundreds of pending jobs, and skips the
+plan when it says no; so it must never say no where `plan` would resume (with preemption on, a
+stop may free slots, and it always says yes). The property test holds it
 to that on any cluster the planner's property tests draw, in the replay's resume-only policy and
 in the full one.
 """
@@ -77,6 +78,8 @@ def test_no_means_the_plan_resumes_nothing(
 )
 def test_answers(build: Callable[[], World], expected: bool) -> None:
     snapshot = build().snapshot()
-    assert may_resume(snapshot, Policy(), NOW) is expected
-    assert bool(_resumes(snapshot, {}, Policy())) is expected  # the plan agrees here
+    resume_only = replace(Policy(), actions=RESUME_ONLY)
+    assert may_resume(snapshot, resume_only, NOW) is expected
+    assert bool(_resumes(snapshot, {}, resume_only)) is expected  # the plan agrees here
+    assert may_resume(snapshot, Policy(), NOW) is True  # a stop may free slots: cannot tell
     assert may_resume(snapshot, replace(Policy(), actions=Actions(resume=False)), NOW) is False
