@@ -29,7 +29,8 @@ matches"; `and` matches many-to-many). `count_over_time` counts a range's sample
 (functions.md, "`<aggregation>_over_time()`").
 
 dcgm-exporter copies a device's utilization onto every pod there and has no per-pod share,
-so under the DCGM source these queries are not sent (`Contention` unread).
+so under the DCGM source these queries are not sent: the reading is `DCGM_UNREAD`, unknown to
+the contention rule (raises refused, nothing lowered), and not a failure to read again.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ CONTENTION_WINDOW = 86400.0  # seconds looked back: a day takes in the daily cyc
 CONTENTION_STEP = 60.0  # seconds between the subquery's steps: one step is this much time
 _DEVICE = "Hostname, UUID, GPU_I_ID"
 KINDS = ("present", "busy", "cobusy")
+DCGM_UNREAD = Contention(
+    CONTENTION_WINDOW,
+    error="not read: the DCGM source has no per-pod utilization (dcgm-exporter copies the "
+    "device's value onto each pod there)",
+)
 
 
 def contention_queries() -> dict[str, str]:

@@ -42,6 +42,7 @@ import pandas as pd
 from reclaimer.forecast.history import History
 from reclaimer.model import ClusterView, Contention, GpuStats, LoadHistory, MemoryPeaks, PodGpuUsage
 from reclaimer.prometheus.client import PromClient, PromError
+from reclaimer.prometheus.contention import DCGM_UNREAD
 from reclaimer.prometheus.contention_read import read_contention
 from reclaimer.prometheus.coverage import Recent
 from reclaimer.prometheus.fold import (
@@ -104,8 +105,8 @@ class LoadRead:
     @property
     def fresh(self) -> bool:
         """Read without error: kept until the hour turns (a failed read is tried again)."""
-        unread = [r.error for r in (self.peaks, self.contention) if r is not None and r.error]
-        return not self.error and not unread
+        failed = [r for r in (self.peaks, self.contention) if r is not None and r.error]
+        return not self.error and all(r is DCGM_UNREAD for r in failed)
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,7 @@ async def _read_load(
 ) -> LoadRead:
     """Node load histories, pods' memory peaks and contention, re-read only when the hour has
     turned since `previous` (or it failed). Under dcgm-exporter's source there are no per-pod
-    series: no peaks (raises are then refused) and no contention (None: not read)."""
+    series: no peaks (raises are then refused) and contention `DCGM_UNREAD` (unknown)."""
     first, last = load_range(now)
     if previous is not None and previous.last == last and previous.fresh:
         return previous
@@ -221,13 +222,14 @@ async def _read_load(
         if source is MetricsSource.GPU_RECLAIM
         else None
     )
+    result, error = None, ""
     try:
         result = await client.query_range(load_query(), first, last, LOAD_STEP)
     except PromError as err:
-        if per_pod is not None:
-            await per_pod
-        return LoadRead(last, {}, f"node load history unavailable: {err}")
-    peaks, contention = (None, None) if per_pod is None else await per_pod
+        error = f"node load history unavailable: {err}"
+    peaks, contention = (None, DCGM_UNREAD) if per_pod is None else await per_pod
+    if result is None:  # the per-pod reads stand on their own (the harm rules lower by them)
+        return LoadRead(last, {}, error, peaks=peaks, contention=contention)
     nodes = load_histories(result, first, last)
     return LoadRead(last, nodes, peaks=peaks, contention=contention)
 

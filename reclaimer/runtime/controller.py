@@ -43,6 +43,7 @@ from reclaimer.plan.planner import data_gate
 from reclaimer.plan.raises import REFUSALS
 from reclaimer.policy.settings import Policy
 from reclaimer.prometheus.client import PromClient
+from reclaimer.prometheus.contention import DCGM_UNREAD
 from reclaimer.prometheus.history import HistoryParams, MetricsSource
 from reclaimer.prometheus.reads import (
     LoadRead,
@@ -253,7 +254,7 @@ class Controller:
         if read.load is not None and read.load.peaks is not None and read.load.peaks.error:
             log.warning("raises refused this hour: pods' memory peaks %s", read.load.peaks.error)
         contention = read.load.contention if read.load is not None else None
-        if contention is not None and contention.error:
+        if contention is not None and contention.error and contention is not DCGM_UNREAD:
             log.warning("pods' contention unknown this hour: %s", contention.error)
         return view, read
 

@@ -9,8 +9,8 @@ burst 25 hours before it, out of the window):
 - n3 GPU-m, a MIG GPU: `b/m1` (instance 1) and `b/m2` (instance 2) busy all hour, each on a
   device of its own; `b/m3` beside `b/m1` on instance 1, busy the last 15 minutes.
 - n1 GPU-d and GPU-e: `c/two` on both, busy all hour (its time sums over them).
-A proxy in front of Prometheus can fail the co-busy query alone: the read then holds no pods
-and says why, and the next read asks again.
+A proxy in front of Prometheus can fail one query: a failed co-busy query leaves the read with
+no pods, saying why, and the next read asks again; a failed node load query leaves it whole.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from reclaimer.prometheus.contention import contention_queries
 from reclaimer.prometheus.contention_read import read_contention
 from reclaimer.prometheus.history import HistoryParams, MetricsSource
 from reclaimer.prometheus.reads import read_metrics
+from reclaimer.prometheus.sharing import load_query
 from reclaimer.runtime.controller import build_snapshot
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
@@ -110,15 +111,15 @@ async def test_busy_and_cobusy_time_per_pod_over_the_day(prom: PromServer, at: f
     assert {k: _minutes_of(v) for k, v in read.pods.items()} == EXPECTED
 
 
-class FailCobusy:
-    """A loopback proxy that answers the co-busy query 503 while `failing`, else passes on."""
+class FailQuery:
+    """A loopback proxy that answers `query` 503 while `failing`, else passes on."""
 
-    def __init__(self, target: str) -> None:
-        self.target, self.failing, self.asked = target, True, 0
+    def __init__(self, target: str, query: str) -> None:
+        self.target, self.query, self.failing, self.asked = target, query, True, 0
 
     async def handle(self, request: web.Request) -> web.Response:
         form = {k: str(v) for k, v in (await request.post()).items()}
-        if form.get("query") == contention_queries()["cobusy"]:
+        if form.get("query") == self.query:
             self.asked += 1
             if self.failing:
                 return web.Response(status=503, text="unavailable")
@@ -126,8 +127,8 @@ class FailCobusy:
 
 
 @pytest.fixture
-async def proxy(prom: PromServer) -> AsyncIterator[tuple[FailCobusy, str]]:
-    fail = FailCobusy(prom.url)
+async def proxy(prom: PromServer) -> AsyncIterator[tuple[FailQuery, str]]:
+    fail = FailQuery(prom.url, contention_queries()["cobusy"])
     async with serve(fail.handle) as url:
         yield fail, url
 
@@ -135,7 +136,7 @@ async def proxy(prom: PromServer) -> AsyncIterator[tuple[FailCobusy, str]]:
 PARAMS = HistoryParams(window=3600.0, step=60.0)
 
 
-async def test_the_hourly_read_holds_contention_for_the_snapshot_and_dcgm_reads_none(
+async def test_the_hourly_read_holds_contention_for_the_snapshot_and_dcgm_reads_unknown(
     prom: PromServer, at: float
 ) -> None:
     async with PromClient(prom.url) as client:
@@ -144,12 +145,15 @@ async def test_the_hourly_read_holds_contention_for_the_snapshot_and_dcgm_reads_
     assert ours.load is not None and ours.load.contention is not None
     assert {k: _minutes_of(v) for k, v in ours.load.contention.pods.items()} == EXPECTED
     assert build_snapshot(view([]), ours).contention is ours.load.contention
-    assert dcgm.load is not None and dcgm.load.contention is None  # no per-pod share there
-    assert build_snapshot(view([]), dcgm).contention is None
+    assert dcgm.load is not None and dcgm.load.contention is not None
+    assert dcgm.load.contention.pods == {}  # no per-pod share there: unknown, not read
+    assert "the DCGM source has no per-pod utilization" in dcgm.load.contention.error
+    assert dcgm.load.fresh  # not a failure: kept for the hour like a read
+    assert build_snapshot(view([]), dcgm).contention is dcgm.load.contention
 
 
 async def test_a_failed_query_gives_no_pods_says_why_and_is_asked_again(
-    proxy: tuple[FailCobusy, str], at: float
+    proxy: tuple[FailQuery, str], at: float
 ) -> None:
     fail, url = proxy
     args = (view([]), at, PARAMS, MetricsSource.GPU_RECLAIM)
@@ -165,3 +169,14 @@ async def test_a_failed_query_gives_no_pods_says_why_and_is_asked_again(
     assert not second.load.contention.error and len(second.load.contention.pods) == 8
     assert third.load is second.load  # kept for the hour once read
     assert fail.asked == 3 + 1  # the client's three tries on 503, then one that answered
+
+
+async def test_a_failed_load_read_keeps_the_contention_read_beside_it(
+    prom: PromServer, at: float
+) -> None:
+    fail = FailQuery(prom.url, load_query())
+    async with serve(fail.handle) as url, PromClient(url) as client:
+        read = await read_metrics(client, view([]), at, PARAMS, MetricsSource.GPU_RECLAIM)
+    assert read.load is not None and "503" in read.load.error and not read.load.fresh
+    assert read.load.contention is not None and not read.load.contention.error
+    assert {k: _minutes_of(v) for k, v in read.load.contention.pods.items()} == EXPECTED
