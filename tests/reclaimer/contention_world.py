@@ -82,3 +82,28 @@ def history(now: float) -> str:
         series.append((gc.POD_ALLOCATED, lab, [(t, 1.0) for t in recent]))
         series.append((gc.POD_MEMORY, lab, [(t, 3 * 1024 * MIB) for t in recent]))
     return openmetrics(series)
+
+
+def idle_pods(now: float, count: int, hours: float) -> list[SeriesSpec]:
+    """`count` pods of the `batch` namespace, each on a GPU of a node the cluster no longer
+    has, present at utilization 0 for `hours` until half an hour ago (a sample every 4
+    minutes, within Prometheus' 5-minute lookback): the idle time of the fleet, whose busy share
+    b lets a raise to R replicas through the contention rule while 1 - (1 - b)^(R - 1) stays
+    within `maxCobusyShare`. They end before the per-pod readings' 10-minute window, so no GPU
+    of the world holds them."""
+    end = now - 1800.0
+    times = [float(t) for t in np.arange(end - hours * 3600.0, end, 240.0)]
+    return [
+        (
+            gc.POD_UTILIZATION,
+            {
+                "namespace": "batch",
+                "pod": f"idle-{k}",
+                "container": "main",
+                "UUID": f"GPU-gone-{k}",
+                "Hostname": "gpu-gone",
+            },
+            [(t, 0.0) for t in times],
+        )
+        for k in range(count)
+    ]
