@@ -91,8 +91,9 @@ class MetricsUnavailable(Exception):
 @dataclass(frozen=True)
 class LoadRead:
     """One hourly read of node load histories (`sharing.load_query`) and, from our exporter's
-    per-pod series, the pods' memory peaks, and when it was read up to; a failed load read holds
-    none and says why (raises are then refused `NoLoadHistory`), a failed peaks read says why in
+    per-pod series, the pods' memory peaks and contention, and when it was read up to; a failed
+    load read holds no node and says why (raises are then refused `NoLoadHistory`; the per-pod
+    reads beside it are kept), a failed peaks read says why in
     `peaks.error` (raises are then refused `NoMemoryHeadroom`), a failed contention read in
     `contention.error` (the contention rule then knows nothing of contention)."""
 
