@@ -229,7 +229,7 @@ async def _read_load(
     except PromError as err:
         error = f"node load history unavailable: {err}"
     peaks, contention = (None, DCGM_UNREAD) if per_pod is None else await per_pod
-    if result is None:  # the per-pod reads stand on their own (the harm rules lower by them)
+    if result is None:  # the per-pod reads stand alone (memory and contention rules lower by them)
         return LoadRead(last, {}, error, peaks=peaks, contention=contention)
     nodes = load_histories(result, first, last)
     return LoadRead(last, nodes, peaks=peaks, contention=contention)
