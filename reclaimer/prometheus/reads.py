@@ -6,7 +6,8 @@ controller probes at start, then hourly until the rules cover the window), one f
 future), the history's `query_range`s, and three instant
 queries for node GPU stats, three for the per (pod, device) readings of `sharing` (our
 exporter's source only), and the hourly node load `query_range` and pods' memory peaks (our
-exporter's source only) when the hour has turned since the caller's last `LoadRead` (a failed
+exporter's source only), and the pods' contention (`contention_read`: three instant queries,
+our exporter's source only) when the hour has turned since the caller's last `LoadRead` (a failed
 one refuses raises, never the cycle). The history is
 fetched per (pod shard x time chunk): shards of at most `pods_per_request` of the view's GPU pods
 (`fold.pod_shards`, named by a pod-name regex), time chunks of the window to fetch (the first
@@ -39,8 +40,10 @@ from functools import partial
 import pandas as pd
 
 from reclaimer.forecast.history import History
-from reclaimer.model import ClusterView, GpuStats, LoadHistory, MemoryPeaks, PodGpuUsage
+from reclaimer.model import ClusterView, Contention, GpuStats, LoadHistory, MemoryPeaks, PodGpuUsage
 from reclaimer.prometheus.client import PromClient, PromError
+from reclaimer.prometheus.contention import DCGM_UNREAD
+from reclaimer.prometheus.contention_read import read_contention
 from reclaimer.prometheus.coverage import Recent
 from reclaimer.prometheus.fold import (
     fold,
@@ -88,19 +91,23 @@ class MetricsUnavailable(Exception):
 @dataclass(frozen=True)
 class LoadRead:
     """One hourly read of node load histories (`sharing.load_query`) and, from our exporter's
-    per-pod series, the pods' memory peaks, and when it was read up to; a failed load read holds
-    none and says why (raises are then refused `NoLoadHistory`), a failed peaks read says why in
-    `peaks.error` (raises are then refused `NoMemoryHeadroom`)."""
+    per-pod series, the pods' memory peaks and contention, and when it was read up to; a failed
+    load read holds no node and says why (raises are then refused `NoLoadHistory`; the per-pod
+    reads beside it are kept), a failed peaks read says why in
+    `peaks.error` (raises are then refused `NoMemoryHeadroom`), a failed contention read in
+    `contention.error` (the contention rule then knows nothing of contention)."""
 
     last: float  # last hourly evaluation time
     nodes: Mapping[str, LoadHistory]
     error: str = ""
     peaks: MemoryPeaks | None = None  # the pods' memory peaks (`sharing.peaks_query`), same hour
+    contention: Contention | None = None  # pods' busy and co-busy time (`contention`), same hour
 
     @property
     def fresh(self) -> bool:
         """Read without error: kept until the hour turns (a failed read is tried again)."""
-        return not self.error and (self.peaks is None or not self.peaks.error)
+        failed = [r for r in (self.peaks, self.contention) if r is not None and r.error]
+        return not self.error and all(r is DCGM_UNREAD for r in failed)
 
 
 @dataclass(frozen=True)
@@ -205,25 +212,27 @@ async def read_metrics(
 async def _read_load(
     client: PromClient, now: float, previous: LoadRead | None, source: MetricsSource
 ) -> LoadRead:
-    """Node load histories and pods' memory peaks, re-read only when the hour has turned since
-    `previous` (or it failed). Under dcgm-exporter's source there are no per-pod series: no
-    peaks (raises are then refused)."""
+    """Node load histories, pods' memory peaks and contention, re-read only when the hour has
+    turned since `previous` (or it failed). Under dcgm-exporter's source there are no per-pod
+    series: no peaks (raises are then refused) and contention `DCGM_UNREAD` (unknown)."""
     first, last = load_range(now)
     if previous is not None and previous.last == last and previous.fresh:
         return previous
-    peaks_task = (
-        asyncio.ensure_future(_read_peaks(client, now))
+    per_pod = (
+        asyncio.gather(_read_peaks(client, now), read_contention(client, now))
         if source is MetricsSource.GPU_RECLAIM
         else None
     )
+    result, error = None, ""
     try:
         result = await client.query_range(load_query(), first, last, LOAD_STEP)
     except PromError as err:
-        if peaks_task is not None:
-            await peaks_task
-        return LoadRead(last, {}, f"node load history unavailable: {err}")
-    peaks = None if peaks_task is None else await peaks_task
-    return LoadRead(last, load_histories(result, first, last), peaks=peaks)
+        error = f"node load history unavailable: {err}"
+    peaks, contention = (None, DCGM_UNREAD) if per_pod is None else await per_pod
+    if result is None:  # the per-pod reads stand alone (memory and contention rules lower by them)
+        return LoadRead(last, {}, error, peaks=peaks, contention=contention)
+    nodes = load_histories(result, first, last)
+    return LoadRead(last, nodes, peaks=peaks, contention=contention)
 
 
 async def _read_peaks(client: PromClient, at: float) -> MemoryPeaks:

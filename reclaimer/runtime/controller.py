@@ -43,6 +43,7 @@ from reclaimer.plan.planner import data_gate
 from reclaimer.plan.raises import REFUSALS
 from reclaimer.policy.settings import Policy
 from reclaimer.prometheus.client import PromClient
+from reclaimer.prometheus.contention import DCGM_UNREAD
 from reclaimer.prometheus.history import HistoryParams, MetricsSource
 from reclaimer.prometheus.reads import (
     LoadRead,
@@ -100,6 +101,7 @@ def build_snapshot(view: ClusterView, read: MetricsRead) -> Snapshot:
         unknown_usage=MappingProxyType(dict(read.unknown)),
         pod_gpus=read.pod_gpus,
         memory_peaks=read.load.peaks if read.load is not None else None,
+        contention=read.load.contention if read.load is not None else None,
     )
 
 
@@ -251,6 +253,9 @@ class Controller:
             log.warning("raises refused this hour: %s", read.load.error)
         if read.load is not None and read.load.peaks is not None and read.load.peaks.error:
             log.warning("raises refused this hour: pods' memory peaks %s", read.load.peaks.error)
+        contention = read.load.contention if read.load is not None else None
+        if contention is not None and contention.error and contention is not DCGM_UNREAD:
+            log.warning("pods' contention unknown this hour: %s", contention.error)
         return view, read
 
     async def _cycle(self, now: float) -> CycleReport:

@@ -11,6 +11,10 @@ Every node has one physical GPU at 2 time-slice replicas (GPU feature discovery'
   free (budgeting by what it holds now, or the fill ratio alone, would raise).
 - gpu-ts-new: idle, with one day of load history only.
 - gpu-ts-peak: idle now, but every day from 3 to 6 hours after now's time of day it runs at 60%.
+- The day's fleet: besides the pods above, 150 `batch` pods idle for most of the day elsewhere
+  (`contention_world.idle_pods`): the fleet is busy about 1.4% of its time, so a raise to 4
+  passes the contention rule (a new pod would meet a busy neighbour about 4% of its busy time);
+  `prod/train` itself is busy beside `research/tune` all its busy time.
 Per-pod series for a day (60 s), device utilization for 15 days (5 min), device memory and
 `research/big-0`'s readings for 20 minutes (and the peaks above).
 """
@@ -21,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+from contention_world import idle_pods
 from promserver import openmetrics
 
 import gpu_contract as gc
@@ -158,7 +163,7 @@ def history(now: float) -> str:
     series.append((gc.POD_MEMORY, big, [*peak, *((t, 2 * 1024 * MIB) for t in recent)]))
     series.append((gc.POD_ALLOCATED, big, [(t, 1.0) for t in recent]))
     series.append((gc.POD_UTILIZATION, big, [(t, 0.1) for t in recent]))
-    return openmetrics([*series, *_ended_pods(now)])
+    return openmetrics([*series, *_ended_pods(now), *idle_pods(now, 150, 23.5)])
 
 
 def _ended_pods(now: float) -> list[tuple[str, dict[str, str], list[tuple[float, float]]]]:

@@ -8,6 +8,9 @@ pods' week peaks say four fit it, and 15 days of quiet load, for the end-to-end 
   budgeted at 3 GiB, and four (12 GiB) stay within the raise's 90% headroom (14.4 GiB).
 - The GPU's utilization: 10% for 15 days (every 10 minutes; every 30 s over the last 20
   minutes), which the load outlook (`LOAD_DAYS`) reads hourly: underused, and staying so.
+- The day's per-pod utilization: infer-0's 20 minutes, and 12 `batch` pods idle for 3 hours
+  elsewhere (`contention_world.idle_pods`): the fleet is busy under 1% of its time, so pods let
+  in beside infer-0 would rarely meet it busy, and the contention rule lets the raise to 4 by.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from budget_world import DAY, MIB, VOLCANO, gpu_pod
+from contention_world import idle_pods
 from promserver import openmetrics
 
 import gpu_contract as gc
@@ -73,4 +77,4 @@ def history(now: float) -> str:
     for k in range(ENDED):
         lab = {"namespace": "batch", "pod": f"done-{k}", "container": "main", **dev}
         series.append((gc.POD_MEMORY, lab, [(t, 3 * 1024 * MIB) for t in ran]))
-    return openmetrics(series)
+    return openmetrics([*series, *idle_pods(now, 12, 3.0)])

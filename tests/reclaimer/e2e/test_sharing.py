@@ -11,7 +11,8 @@ device load and a day of per-pod readings (`share_world`).
 - Raise gates: of four idle time-sliced nodes only the one with memory headroom (by the week's
   pods' memory peaks, read from Prometheus) and a quiet outlook is raised; the others are
   refused `NoMemoryHeadroom`, `NoLoadHistory` and
-  `LoadForecastHigh`, each with a Normal Event on its node.
+  `LoadForecastHigh`, each with a Normal Event on its node. The contended node, whose guaranteed
+  pod was busy beside its neighbour all day, is lowered `GuaranteedPodsContend` in that cycle.
 """
 
 from __future__ import annotations
@@ -87,12 +88,15 @@ def test_only_a_node_with_headroom_and_a_quiet_outlook_is_raised(
     prom: PromServer, kubeconfig: Path, cluster: FakeCluster
 ) -> None:
     report = cycle(prom.url, kubeconfig)
-    raised = [
-        (a["target"], a["from_replicas"], a["to_replicas"])
+    reshaped = {
+        a["target"]: (a["from_replicas"], a["to_replicas"], a["reason"])
         for a in report["plan"]["actions"]
         if a["kind"] == "reshape"
-    ]
-    assert raised == [("gpu-ts-ok", 2, 4)]
+    }
+    assert reshaped == {
+        "gpu-ts-ok": (2, 4, "NodeUnderused"),
+        CONTENDED: (2, 1, "GuaranteedPodsContend"),
+    }
     skipped = {s["target"]: s for s in report["plan"]["skipped"]}
     assert skipped["gpu-ts-mem"]["reason"] == "NoMemoryHeadroom"
     mem = skipped["gpu-ts-mem"]["detail"]  # the week's peaks, read from Prometheus

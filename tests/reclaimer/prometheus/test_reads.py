@@ -184,11 +184,11 @@ async def test_request_count_is_fixed_whatever_the_pod_count(
             load=read.load,
         )
     # 43 jobs, 44 pods: probe + freshness + chunks + 3 node-stat + 3 per-pod device queries
-    # + the hourly node load and pods' memory peaks, then no probe, no load and no peaks (the
-    # hour has not turned)
+    # + the hourly node load, pods' memory peaks and 3 contention queries, then no probe, no
+    # load, no peaks and no contention (the hour has not turned)
     assert rec.paths.count("/api/v1/query_range") == 2 * chunks + 1
-    assert len(rec.paths) == (1 + 1 + chunks + 3 + 3 + 2) + (1 + chunks + 3 + 3)
-    assert read.requests == 10 + chunks and again.requests == 7 + chunks
+    assert len(rec.paths) == (1 + 1 + chunks + 3 + 3 + 2 + 3) + (1 + chunks + 3 + 3)
+    assert read.requests == 13 + chunks and again.requests == 7 + chunks
     assert len(set(read.history["job"])) == 42 and set(read.unknown) == {"team-b/idle-b"}
     assert len(read.history) == len(again.history) == 42 * 61
 
