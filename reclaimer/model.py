@@ -205,7 +205,7 @@ class PodBusy:
     cobusy: float
 
 
-CONTENTION_WINDOW = 86400.0  # seconds the contention reading looks back (a day)
+CONTENTION_WINDOW = 86400.0  # seconds the contention reading looks back: a day's cycle
 
 
 @dataclass(frozen=True)

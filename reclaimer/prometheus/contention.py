@@ -40,10 +40,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 import gpu_contract as gc
-from reclaimer.model import Contention, PodBusy
+from reclaimer.model import CONTENTION_WINDOW, Contention, PodBusy
 from reclaimer.prometheus.series import QueryResult
 
-CONTENTION_WINDOW = 86400.0  # seconds looked back: a day takes in the daily cycle
 CONTENTION_STEP = 60.0  # seconds between the subquery's steps: one step is this much time
 _DEVICE = "Hostname, UUID, GPU_I_ID"
 KINDS = ("present", "busy", "cobusy")

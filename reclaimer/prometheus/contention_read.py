@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 
-from reclaimer.model import Contention
+from reclaimer.model import CONTENTION_WINDOW, Contention
 from reclaimer.prometheus.client import PromClient, PromError
-from reclaimer.prometheus.contention import CONTENTION_WINDOW, contention, contention_queries
+from reclaimer.prometheus.contention import contention, contention_queries
 from reclaimer.prometheus.series import QueryResult
 
 
