@@ -13,7 +13,7 @@ from simworld import HOUR, STEP, P, nodes_frame, pods_frame, profile_frame
 
 from reclaimer.decisions import Plan, Reason
 from reclaimer.model import Forecast, Snapshot
-from reclaimer.policy.settings import Policy
+from reclaimer.policy.settings import Policy, TimeSlicing
 from reclaimer.simulate import sweep
 from reclaimer.simulate.jobs import Event, EventKind
 from reclaimer.simulate.planning import planner_for
@@ -340,7 +340,9 @@ def test_forecast_raises_an_underused_pool_in_two_cycles_once_its_load_history_a
         SimSettings(Strategy.FORECAST), pool_share=0.5, replicas=2, forecast_start_whole=whole
     )
     pooled = int(np.flatnonzero(pool_nodes(nodes, 0.5))[0])
-    ctl = planner_for(Policy())
+    # the contention rule off: after the first day one pod runs, too few for the fleet's busy
+    # share (`plan.contend`), and this world measures the other gates
+    ctl = planner_for(Policy(time_slicing=TimeSlicing(max_cobusy_share=1.0)))
     seen: list[tuple[float, Plan]] = []
 
     def observed(snapshot: Snapshot, forecasts: Mapping[str, Forecast], now: float) -> Plan:
