@@ -108,6 +108,7 @@ class Replay:
         self.epoch = [0] * n
         self.pending_since: dict[int, float] = {}  # queued or suspended, since
         self.demand: dict[int, PendingDemand] = {}
+        self.served: dict[int, PendingDemand] = {}  # of `demand`, in queues deserving GPUs
         self.suspended: dict[int, float] = {}  # held by the reclaimer, since
         self.stop_reasons: dict[int, str] = {}  # held by the reclaimer: the plan's reason
         self.warned: dict[int, StopWarning] = {}  # running, a stop scheduled (its record)
@@ -179,12 +180,15 @@ class Replay:
             min_member=count,
             since=now,
         )
+        if self.queues.deserved.get(queue, 0.0) > 0.0:
+            self.served[job] = self.demand[job]
         self.queues.enqueue(job)
         self.dirty = True
 
     def start(self, job: int, placement: Placement, now: float) -> None:
         self.waited[job] += now - self.pending_since.pop(job)
         del self.demand[job]
+        self.served.pop(job, None)
         queue = self.jobs.queues[job]
         node = self.nodes.names[placement.node]
         devices = tuple(device_name(node, d) for d in placement.devices)

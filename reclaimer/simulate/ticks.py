@@ -151,8 +151,8 @@ def worth_planning(replay: Replay, ctl: ReplayPlanner, now: float) -> bool:
     forecast idle, and only when what they free fits a starved job.
     """
     after = ctl.reclaim_after_seconds
-    guaranteed = [d for d in replay.demand.values() if d.queue in replay.guaranteed]
-    if not any(now - d.since >= after for d in guaranteed):
+    pending = replay.demand.values()
+    if not any(now - d.since >= after for d in pending if d.queue in replay.guaranteed):
         return False
     min_age = ctl.min_runtime_seconds
     if replay.settings.strategy is Strategy.FORECAST:
@@ -171,17 +171,13 @@ def worth_planning(replay: Replay, ctl: ReplayPlanner, now: float) -> bool:
 
 
 def served_demand(replay: Replay) -> tuple[PendingDemand, ...]:
-    """The pending demand the planner may serve: a queue whose deserved share is 0 (the
-    best-effort queue) is refused job by job (`QueueAtShare`, `plan.preempt`) whatever else
-    holds, takes no victim, fits nothing and never holds a resume back, so leaving its demand
+    """The pending demand the planner may serve (`Replay.served`): a queue whose deserved share
+    is 0 (the best-effort queue) is refused job by job (`QueueAtShare`, `plan.preempt`) whatever
+    else holds, takes no victim, fits nothing and never holds a resume back, so leaving its demand
     out changes no action (the replay's event digest, `bench/simulate_bench.py --digest`, is
-    the same) and spares hundreds of refusals a tick where many jobs wait."""
-    refused = {
-        q.name
-        for q in replay.queue_objects
-        if q.deserved_gpus is not None and q.deserved_gpus <= 0.0
-    }
-    return tuple(d for d in replay.demand.values() if d.queue not in refused)
+    the same) and spares hundreds of refusals a tick where many jobs wait. The replay keeps that
+    demand as it queues and starts jobs, rather than filtering every pending job each tick."""
+    return tuple(replay.served.values())
 
 
 def view(replay: Replay, now: float, pod_gpus: tuple[PodGpuUsage, ...] = ()) -> TickView:

@@ -2,9 +2,9 @@
 over the last day (`sim_sharing.contentionlog`), and the guaranteed pods on the pool's
 time-sliced nodes, whose co-busy share it measures.
 
-Only pods on nodes at 2 replicas or more are shown, with their jobs: the rule measures no other
-node (a whole node has no neighbours to wait for), and building them every cycle for every pod
-would cost the replay more than the rule reads.
+Only pods with work on the GPUs of nodes at 2 replicas or more (`Replay.on_device`) are shown,
+with their jobs: the rule measures no other node (a whole node has no neighbours to wait for),
+and building every running pod every cycle would cost the replay more than the rule reads.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ def contention(replay: Replay, now: float) -> tuple[Contention, tuple[Pod, ...],
     sliced = replay.cluster.replicas >= 2
     pods: list[Pod] = []
     jobs: list[Job] = []
-    for job, run in replay.runs.items():
-        node = run.placement.node
-        if not run.placement.replica or not sliced[node]:
+    for (node, _), holders in replay.on_device.items():  # the pool's GPUs and their pods
+        if not sliced[node]:
             continue
-        if replay.jobs.queues[job] not in replay.guaranteed:
-            continue
-        key = replay.keys[job]
-        namespace, name = key.split("/", 1)
-        pods.append(Pod(key, namespace, name, names[node], 1, PodPhase.RUNNING, job=key))
-        jobs.append(run.job)
+        for job in holders:
+            if replay.jobs.queues[job] not in replay.guaranteed:
+                continue
+            key = replay.keys[job]
+            namespace, name = key.split("/", 1)
+            pods.append(Pod(key, namespace, name, names[node], 1, PodPhase.RUNNING, job=key))
+            jobs.append(replay.runs[job].job)
     return reading, tuple(pods), tuple(jobs)
