@@ -54,6 +54,8 @@ def lowering(
 ) -> tuple[int, Reason, str] | None:
     """(replicas, reason, evidence) when the node's pods do not fit it; None when no evidence."""
     r = node.replicas
+    if r <= 1:
+        return None  # whole GPUs: nothing left to lower
     fit = peak_fit(node, usage, peaks, ts)
     recent = [
         c
@@ -61,8 +63,6 @@ def lowering(
         if now - c.at < ts.harm_raise_hold_seconds
         and (node.last_reshape is None or c.at > node.last_reshape)
     ]
-    if r <= 1:
-        return None  # whole GPUs: nothing left to lower
     if recent:
         target = r - 1 if fit is None else min(r - 1, fit[0])
         why = _crashes_text(recent, now) + ("" if fit is None else f"; {fit[1]}")

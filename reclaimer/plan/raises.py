@@ -53,14 +53,17 @@ def memory_gate(
     usage: Sequence[PodGpuUsage],
     ts: TimeSlicing,
     peaks: MemoryPeaks | None,
+    *,
+    budgeted: float | str | None = None,
 ) -> int | Skip:
-    """The most replicas up to `target` whose pods leave the memory headroom, or the skip."""
+    """The most replicas up to `target` whose pods leave the memory headroom, or the skip
+    (`budgeted`: the cycle's `slot_budget` of `peaks`, when already known)."""
     r = node.replicas
     stats = node.gpu_stats
     if any(s.memory_used_bytes is None or not s.memory_total_bytes for s in stats):
         why = f"would raise {r} -> {target}, but device memory (FB_USED/FB_FREE) is not read"
         return Skip(node.name, Reason.NO_MEMORY_HEADROOM, why)
-    slot = slot_budget(peaks, ts.memory_peak_quantile)
+    slot = slot_budget(peaks, ts.memory_peak_quantile) if budgeted is None else budgeted
     if isinstance(slot, str):
         why = f"would raise {r} -> {target}, but {slot}"
         return Skip(node.name, Reason.NO_MEMORY_HEADROOM, why)

@@ -148,10 +148,11 @@ def _gate(
     now: float,
     capped: budget.Cap | str,
     contend: Contend | None = None,
+    slot: float | str | None = None,
 ) -> int | Skip:
     """The raise's target once memory headroom (and the budget's cap), the guaranteed pods'
     contention and then the load outlook allow it."""
-    allowed = memory_gate(node, target, usage, ts, peaks)
+    allowed = memory_gate(node, target, usage, ts, peaks, budgeted=slot)
     if not isinstance(allowed, Skip):
         allowed = budget.raise_cap(node, allowed, capped)
     if not isinstance(allowed, Skip) and contend is not None:
@@ -250,6 +251,7 @@ def _decide(
         crashed=crashed,
         capped=capped,
         contend=contend,
+        slot=slot,
     )
     if isinstance(capped, str) and isinstance(verdict, Skip) and verdict.reason is Reason.NO_CHANGE:
         return Skip(node.name, Reason.NO_CHANGE, f"{verdict.detail}; {capped}")
@@ -278,6 +280,7 @@ def _by_load(
     crashed: Sequence[ContainerCrash],
     capped: budget.Cap | str,
     contend: Contend | None = None,
+    slot: float | str | None = None,
 ) -> Action | Skip:
     """The load rules (module doc), each raise through the hold and the gates."""
     ceiling, mem_limit, why = bounds(classes, ts)
@@ -297,7 +300,16 @@ def _by_load(
         if held is not None:
             return Skip(node.name, Reason.RAISE_HELD, f"would raise {r} -> {target}: {held}")
         gated = _gate(
-            node, target, util, usage, peaks, ts=ts, now=now, capped=capped, contend=contend
+            node,
+            target,
+            util,
+            usage,
+            peaks,
+            ts=ts,
+            now=now,
+            capped=capped,
+            contend=contend,
+            slot=slot,
         )
         if isinstance(gated, Skip):
             return gated

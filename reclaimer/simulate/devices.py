@@ -286,9 +286,6 @@ def planned_resumes(view: TickView, planner: ReplayPlanner) -> list[int]:
     This plan sees every pending job (multi-GPU ones as gangs of whole-device pods), so a
     starved job of any shape that finds no room holds the resumes back, as in the controller.
     """
-    snapshot = snapshot_of(view)
-    if planner.may_resume is not None and not planner.may_resume(snapshot, view.now):
-        return []  # no held job fits the free slots: the plan would resume none
     by_key = {h.job.key: h.index for h in view.suspended}
-    plan = planner.plan_resumes(snapshot, {}, view.now)
+    plan = planner.plan_resumes(snapshot_of(view), {}, view.now)
     return [by_key[a.target] for a in plan.actions if a.kind is ActionKind.RESUME]

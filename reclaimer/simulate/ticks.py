@@ -30,7 +30,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from reclaimer.decisions import Action, ActionKind, Reason
-from reclaimer.model import PendingDemand, PodGpuUsage, StopWarning
+from reclaimer.model import DataQuality, PendingDemand, PodGpuUsage, Snapshot, StopWarning
 from reclaimer.simulate.devices import planned_resumes, planned_victims
 from reclaimer.simulate.jobs import Replay
 from reclaimer.simulate.pool.reshaping import (
@@ -102,7 +102,8 @@ def tick(replay: Replay, now: float) -> None:
     for victim, reason in victims.items():
         replay.preempt(victim, now, suspend=True, reason=reason)
     resumed = []
-    if not victims and any(now - t >= ctl.cooldown_seconds for t in replay.suspended.values()):
+    cooled = any(now - t >= ctl.cooldown_seconds for t in replay.suspended.values())
+    if not victims and cooled and _may_resume(replay, ctl, now):
         resumed = planned_resumes(view(replay, now, rows()), ctl)
         for job in resumed:
             replay.resume(job, now)
@@ -180,6 +181,45 @@ def served_demand(replay: Replay) -> tuple[PendingDemand, ...]:
     return tuple(replay.served.values())
 
 
+def _may_resume(replay: Replay, ctl: ReplayPlanner, now: float) -> bool:
+    """The controller's `may_resume` on what it reads of free slots and held jobs (the device
+    view's nodes and pods, the jobs the reclaimer holds): when it says no, the resume plan would
+    resume nothing, so neither the full view nor the plan is built (most cycles of a crowded
+    replay hold jobs that fit nowhere)."""
+    if ctl.may_resume is None:
+        return True
+    nodes, shown = pool_view(replay)
+    pods = tuple(p for j, run in replay.runs.items() for p in shown_pods(run.pods, shown.get(j)))
+    snapshot = Snapshot(
+        taken_at=now,
+        queues=replay.queue_objects,
+        jobs=tuple(h.job for h in _held(replay)),
+        pods=pods,
+        nodes=nodes,
+        pending=(),
+        quality=DataQuality(metrics_at=now, complete=True),
+        last_actions=MappingProxyType(dict(replay.last_actions)),
+    )
+    return ctl.may_resume(snapshot, now)
+
+
+def _held(replay: Replay) -> tuple[HeldJob, ...]:
+    return tuple(
+        HeldJob(
+            j,
+            suspended_job(
+                replay.keys[j],
+                replay.jobs.queues[j],
+                replay.slots[j],
+                int(replay.jobs.num_gpu[j]),
+                since,
+                stop_reason=replay.stop_reasons.get(j, ""),
+            ),
+        )
+        for j, since in replay.suspended.items()
+    )
+
+
 def view(replay: Replay, now: float, pod_gpus: tuple[PodGpuUsage, ...] = ()) -> TickView:
     """What the controller would see of the replay at `now` (`pod_gpus`: the pool's readings)."""
     nodes, shown = pool_view(replay)
@@ -194,20 +234,7 @@ def view(replay: Replay, now: float, pod_gpus: tuple[PodGpuUsage, ...] = ()) -> 
         )
         for j, run in replay.runs.items()
     )
-    held = tuple(
-        HeldJob(
-            j,
-            suspended_job(
-                replay.keys[j],
-                replay.jobs.queues[j],
-                replay.slots[j],
-                int(replay.jobs.num_gpu[j]),
-                since,
-                stop_reason=replay.stop_reasons.get(j, ""),
-            ),
-        )
-        for j, since in replay.suspended.items()
-    )
+    held = _held(replay)
     return TickView(
         now=now,
         running=running,
