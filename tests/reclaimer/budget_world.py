@@ -45,18 +45,39 @@ def ts(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _node(name: str) -> dict[str, Any]:
-    labels = {
-        "nvidia.com/gpu.count": "1",
-        "nvidia.com/gpu.replicas": "2",
-        "nvidia.com/device-plugin.config": "ts-2",
-    }
-    offered = {"nvidia.com/gpu": "2"}
+def gpu_node(name: str, replicas: int = 2, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A node of one GPU the device plugin offers as `replicas` (config `ts-2` at 2), with
+    `labels` besides."""
+    own = {"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": str(replicas)}
+    if replicas == 2:
+        own["nvidia.com/device-plugin.config"] = "ts-2"
+    own |= labels or {}
+    offered = {"nvidia.com/gpu": str(replicas)}
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
+        "metadata": {"name": name, "labels": own},
         "status": {"capacity": offered, "allocatable": offered},
+    }
+
+
+def volcano_queue(name: str, deserved: int, *, reclaimable: bool) -> dict[str, Any]:
+    return {
+        "apiVersion": VOLCANO,
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"deserved": {"nvidia.com/gpu": str(deserved)}, "reclaimable": reclaimable},
+        "status": {"state": "Open"},
+    }
+
+
+def ts_config(data: dict[str, str]) -> dict[str, Any]:
+    """The device plugin's time-slicing ConfigMap holding `data` (config name -> YAML)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "time-slicing-config", "namespace": "gpu-operator"},
+        "data": data,
     }
 
 
@@ -88,23 +109,11 @@ def gpu_pod(key: str, node: str, now: float, gpus: int = 1) -> dict[str, Any]:
 
 def cluster_objects(now: float) -> list[dict[str, Any]]:
     queues = [
-        {
-            "apiVersion": VOLCANO,
-            "kind": "Queue",
-            "metadata": {"name": name},
-            "spec": {"deserved": {"nvidia.com/gpu": "2"}, "reclaimable": reclaimable},
-            "status": {"state": "Open"},
-        }
-        for name, reclaimable in (("batch", True), ("prod", False))
+        volcano_queue("batch", 2, reclaimable=True),
+        volcano_queue("prod", 2, reclaimable=False),
     ]
-    config = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "time-slicing-config", "namespace": "gpu-operator"},
-        "data": {"ts-2": TS2},
-    }
     pods = [gpu_pod(key, node, now) for key, node in PODS.items()]
-    return [*queues, config, _node(SMALL), _node(LARGE), *pods]
+    return [*queues, ts_config({"ts-2": TS2}), gpu_node(SMALL), gpu_node(LARGE), *pods]
 
 
 def _device(node: str) -> dict[str, str]:

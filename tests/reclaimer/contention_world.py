@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from budget_world import DAY, MIB, TS2, VOLCANO, gpu_pod
+from budget_world import DAY, MIB, TS2, gpu_node, gpu_pod, ts_config, volcano_queue
 from promserver import SeriesSpec, openmetrics
 
 import gpu_contract as gc
@@ -29,36 +29,10 @@ PODS = ("prod/serve-a", "prod/serve-b")
 BUSY = 0.4
 
 
-def _node() -> dict[str, Any]:
-    labels = {
-        "nvidia.com/gpu.count": "1",
-        "nvidia.com/gpu.replicas": "2",
-        "nvidia.com/device-plugin.config": "ts-2",
-    }
-    offered = {"nvidia.com/gpu": "2"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": NODE, "labels": labels},
-        "status": {"capacity": offered, "allocatable": offered},
-    }
-
-
 def cluster_objects(now: float) -> list[dict[str, Any]]:
-    queue = {
-        "apiVersion": VOLCANO,
-        "kind": "Queue",
-        "metadata": {"name": "prod"},
-        "spec": {"deserved": {"nvidia.com/gpu": "2"}, "reclaimable": False},
-        "status": {"state": "Open"},
-    }
-    config = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "time-slicing-config", "namespace": "gpu-operator"},
-        "data": {"ts-2": TS2},
-    }
-    return [queue, config, _node(), *(gpu_pod(key, NODE, now) for key in PODS)]
+    queue = volcano_queue("prod", 2, reclaimable=False)
+    pods = (gpu_pod(key, NODE, now) for key in PODS)
+    return [queue, ts_config({"ts-2": TS2}), gpu_node(NODE), *pods]
 
 
 def _busy(t: float, late: float) -> float:

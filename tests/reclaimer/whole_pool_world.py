@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from budget_world import DAY, MIB, VOLCANO, gpu_pod
+from budget_world import DAY, MIB, gpu_node, gpu_pod, ts_config, volcano_queue
 from contention_world import idle_pods
 from promserver import openmetrics
 
@@ -29,32 +29,10 @@ ENDED = 12
 POOL_LABEL = "gpu-reclaim.io/time-slicing-pool"
 
 
-def _node() -> dict[str, Any]:
-    labels = {"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "1", POOL_LABEL: "true"}
-    offered = {"nvidia.com/gpu": "1"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": NODE, "labels": labels},
-        "status": {"capacity": offered, "allocatable": offered},
-    }
-
-
 def cluster_objects(now: float) -> list[dict[str, Any]]:
-    queue = {
-        "apiVersion": VOLCANO,
-        "kind": "Queue",
-        "metadata": {"name": "prod"},
-        "spec": {"deserved": {"nvidia.com/gpu": "1"}, "reclaimable": False},
-        "status": {"state": "Open"},
-    }
-    config = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "time-slicing-config", "namespace": "gpu-operator"},
-        "data": {},
-    }
-    return [queue, config, _node(), gpu_pod(POD, NODE, now)]
+    queue = volcano_queue("prod", 1, reclaimable=False)
+    node = gpu_node(NODE, replicas=1, labels={POOL_LABEL: "true"})
+    return [queue, ts_config({}), node, gpu_pod(POD, NODE, now)]
 
 
 def history(now: float) -> str:
