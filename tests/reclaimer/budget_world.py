@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+import yaml
 from fakeapi import FakeCluster
 from promserver import openmetrics
 
@@ -153,3 +154,22 @@ def reshapes(report: dict[str, Any]) -> dict[str, tuple[int, int, str, str]]:
 
 def node_events(cluster: FakeCluster, node: str) -> list[dict[str, Any]]:
     return [e for e in cluster.all("", "v1", "events") if e["involvedObject"]["name"] == node]
+
+
+def lowered_to_whole(cluster: FakeCluster, node: str, reason: str) -> list[dict[str, Any]]:
+    """Check that `node` was relabelled to a config of 1 replica (no time-slicing) for
+    `reason`, with the reshape Event at each of its two cycles; returns those Events."""
+    obj = cluster.get("", "v1", "nodes", node)
+    key = obj["metadata"]["labels"]["nvidia.com/device-plugin.config"]
+    data = cluster.get("", "v1", "configmaps", "time-slicing-config", "gpu-operator")["data"]
+    assert key.startswith("gpu-reclaim-r1-"), key
+    assert "timeSlicing" not in (yaml.safe_load(data[key]).get("sharing") or {})
+    notes = obj["metadata"]["annotations"]
+    assert (notes["gpu-reclaim.io/reshape-to"], notes["gpu-reclaim.io/reshape-reason"]) == (
+        "1",
+        reason,
+    )
+    events = node_events(cluster, node)
+    assert [(e["reason"], e["type"]) for e in events] == [("GpuReclaimReshaped", "Normal")] * 2
+    assert all(f"{reason}; replicas 2 -> 1" in e["message"] for e in events), events
+    return events

@@ -16,8 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from budget_world import LARGE, SMALL, cluster_objects, history, node_events, reshapes, ts
+from budget_world import (
+    LARGE,
+    SMALL,
+    cluster_objects,
+    history,
+    lowered_to_whole,
+    node_events,
+    reshapes,
+    ts,
+)
 from fakeapi import FakeCluster
 from promserver import PromServer
 from runonce import applied_once
@@ -48,19 +56,6 @@ def test_a_node_whose_gpu_cannot_hold_two_pods_at_the_budget_goes_to_one_replica
     assert "2 -> 1 replicas: each pod may come to hold 10.0 GiB" in detail
     assert "the 99% memory peak of 14 pods over 7d" in detail
     assert f"GPU GPU-{SMALL} has 16.0 GiB" in detail and "room for 1 pod(s)" in detail
-    node = cluster.get(*NODES, SMALL)
-    key = node["metadata"]["labels"]["nvidia.com/device-plugin.config"]
-    data = cluster.get("", "v1", "configmaps", "time-slicing-config", "gpu-operator")["data"]
-    assert key.startswith("gpu-reclaim-r1-"), key
-    assert "timeSlicing" not in (yaml.safe_load(data[key]).get("sharing") or {})
-    notes = node["metadata"]["annotations"]
-    assert (notes["gpu-reclaim.io/reshape-to"], notes["gpu-reclaim.io/reshape-reason"]) == (
-        "1",
-        "MemoryBudgetExceeded",
-    )
-    events = node_events(cluster, SMALL)
-    assert [(e["reason"], e["type"]) for e in events] == [("GpuReclaimReshaped", "Normal")] * 2
-    assert all("MemoryBudgetExceeded" in e["message"] for e in events), events
-    assert all("replicas 2 -> 1" in e["message"] for e in events), events
+    lowered_to_whole(cluster, SMALL, "MemoryBudgetExceeded")
     large = cluster.get(*NODES, LARGE)["metadata"]["labels"]["nvidia.com/device-plugin.config"]
     assert (large, node_events(cluster, LARGE)) == ("ts-2", [])

@@ -16,8 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
-from budget_world import node_events, reshapes, ts
+from budget_world import lowered_to_whole, reshapes, ts
 from contention_world import NODE, cluster_objects, history
 from fakeapi import FakeCluster
 from promserver import PromServer
@@ -45,17 +44,5 @@ def test_guaranteed_pods_busy_together_lower_their_node_to_one_replica(
     cluster.get(*NODES, NODE)["metadata"]["annotations"][KEY_AT] = ts(time.time() - 120)
     second = applied_once(prom.url, kubeconfig, timeout=180)
     assert reshapes(second) == {NODE: (2, 1, "GuaranteedPodsContend", "applied")}, second["plan"]
-    node = cluster.get(*NODES, NODE)
-    key = node["metadata"]["labels"]["nvidia.com/device-plugin.config"]
-    data = cluster.get("", "v1", "configmaps", "time-slicing-config", "gpu-operator")["data"]
-    assert key.startswith("gpu-reclaim-r1-"), key
-    assert "timeSlicing" not in (yaml.safe_load(data[key]).get("sharing") or {})
-    notes = node["metadata"]["annotations"]
-    assert (notes["gpu-reclaim.io/reshape-to"], notes["gpu-reclaim.io/reshape-reason"]) == (
-        "1",
-        "GuaranteedPodsContend",
-    )
-    events = node_events(cluster, NODE)
-    assert [(e["reason"], e["type"]) for e in events] == [("GpuReclaimReshaped", "Normal")] * 2
-    assert all("GuaranteedPodsContend; replicas 2 -> 1" in e["message"] for e in events), events
+    events = lowered_to_whole(cluster, NODE, "GuaranteedPodsContend")
     assert all(measured in e["message"] for e in events), events
