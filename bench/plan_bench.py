@@ -11,8 +11,9 @@ default it first runs `reclaimer.forecast.forecaster.forecast` on 7 days of 5-mi
 job (2,016 samples x 10,000 jobs, from `forecast_bench.synthetic_history`: the float32 `History`
 the controller keeps, 77 MiB; `--frame` passes the same points as the long frame the forecaster
 once took) and plans on its answers; `--synthetic-forecasts` skips that and draws forecasts at
-random (plan alone). Reports wall and CPU seconds for each step, the plan's size, the history's
-bytes, and the peak RSS of the whole process (`ru_maxrss`: run one scale per process).
+random (plan alone). Every pod has a day of contention (busy and co-busy time, the contention
+rule's input). Reports wall and CPU seconds for each step, the plan's size, the history's bytes,
+and the peak RSS of the whole process (`ru_maxrss`: run one scale per process).
 `--cost-aware-stops` plans under the policy's `costAwareStops` (`reclaimer.plan.stop_cost`).
 Budget (issue 16): forecast + plan < 30 s and peak RSS <= 400 MiB on 2 cores.
 """
@@ -33,6 +34,7 @@ from forecast_bench import job_names, synthetic_history  # bench/ is on sys.path
 from reclaimer.forecast.forecaster import ForecastParams, forecast
 from reclaimer.forecast.history import History
 from reclaimer.model import (
+    Contention,
     DataQuality,
     Forecast,
     GpuStats,
@@ -41,6 +43,7 @@ from reclaimer.model import (
     Node,
     PendingDemand,
     Pod,
+    PodBusy,
     PodPhase,
     Queue,
     Snapshot,
@@ -165,7 +168,19 @@ def build_snapshot(jobs: int, nodes: int, pending: int, seed: int) -> Snapshot:
         pending=demands,
         quality=DataQuality(metrics_at=NOW - 30),
         last_actions=MappingProxyType({}),
+        contention=day_of_contention(builder.pods, rng),
     )
+
+
+def day_of_contention(pods: list[Pod], rng: random.Random) -> Contention:
+    """Every pod's day as the controller reads it hourly (the contention rule's input): busy
+    up to half of it, up to a tenth of that beside a busy neighbour."""
+    day = 86400.0
+    rows = {}
+    for p in pods:
+        busy = rng.uniform(0.0, 0.5) * day
+        rows[p.key] = PodBusy(day, busy, rng.uniform(0.0, 0.1) * busy)
+    return Contention(day, MappingProxyType(rows))
 
 
 def synthetic_forecasts(keys: list[str], seed: int) -> dict[str, Forecast]:
