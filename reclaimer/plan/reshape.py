@@ -17,14 +17,16 @@ lower to it; memory at or over its limit -> lower until the projected fill (fill
 replicas, as each replica holds its own memory) is under the limit; utilization at or over
 `saturatedAbove` -> one replica less; utilization at or under `underusedBelow` -> raise to the most
 replicas whose projected utilization stays at the middle of the band and projected memory under the
-limit. A raise then passes the gates of `raises` (memory headroom for the new pods, budgeted from
-the pods' memory peaks over days, and the node's load outlook over `raiseHorizon`), which lower it
-or refuse it with their reason. A node changes at most once per node cool-down, and only when the
-count actually changes.
+limit (`load_rules`). A raise then passes the gates of `raises` (memory headroom for the new pods,
+budgeted from the pods' memory peaks over days), of `contend` (a guaranteed pod beside neighbours
+as busy as the fleet's must seldom wait for them) and of `raises` again (the node's load outlook
+over `raiseHorizon`), which lower it or refuse it with their reason. A node changes at most once
+per node cool-down, and only when the count actually changes.
 
 Before any of that, evidence that the node's pods do not fit it (`harm`: crashes, or a GPU's
-pods at their peaks past its memory) lowers it, down to 1 replica (whole GPUs), and holds its
-raises for `harmRaiseHold`; a count above what the raise gate's memory budget lets fit lowers
+pods at their peaks past its memory), or that its guaranteed pods wait for busy neighbours
+(`contend`), lowers it, down to 1 replica (whole GPUs), and holds its raises for
+`harmRaiseHold`; a count above what the raise gate's memory budget lets fit lowers
 it too, down to 1 (`budget`; the lower count wins), and caps every raise; and a multi-GPU job
 that waits for whole GPUs the pool holds gets a pool node lowered to 1 (`handback`). Only these
 go below 2. A pool node at 1 replica is only ever raised (by the underused rule, through the
@@ -55,12 +57,10 @@ from reclaimer.model import (
 from reclaimer.plan import budget, harm, whole_pool
 from reclaimer.plan.contend import Contend
 from reclaimer.plan.handback import Handback, handbacks
+from reclaimer.plan.load_rules import MIN_REPLICAS, bounds, classes_by_node, load_target
 from reclaimer.plan.raises import load_gate, memory_gate
 from reclaimer.policy.settings import TimeSlicing
 from reclaimer.units import format_duration
-
-MIN_REPLICAS = 2
-NO = Reason.NO_CHANGE
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def plan_reshapes(
     a node to 1)."""
     found = pressure or Pressure()
     slot = budget.slot(peaks, ts)  # one budget for every node of the cycle
-    classes = _classes_by_node(pods, ts.class_label)
+    classes = classes_by_node(pods, ts.class_label)
     wide = whole_pool.wide_pods(pods)
     crashed = harm.by_node(found.crashes)
     idle = [n for n in nodes if _cooling(n, ts, now, last_actions.get(n.name)) is None]
@@ -174,28 +174,6 @@ def _dra_skip(node: Node) -> Skip:
         " to reshape (sharing under DRA is set per claim)"
     )
     return Skip(node.name, Reason.DRA_DEVICES, why)
-
-
-def _classes_by_node(pods: Sequence[Pod], label: str) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for pod in pods:
-        name = pod.labels.get(label)
-        if name and pod.node is not None:
-            out.setdefault(pod.node, set()).add(name)
-    return out
-
-
-def bounds(classes: Sequence[str], ts: TimeSlicing) -> tuple[int, float, str]:
-    """(replica ceiling, memory limit, what set them) for a node running `classes`."""
-    ceiling, memory, why = ts.max_replicas, ts.memory_pressure_above, "policy"
-    for name in classes:
-        w = ts.workload(name)
-        if w is None:
-            continue
-        if max(MIN_REPLICAS, w.max_replicas) < ceiling:
-            ceiling, why = max(MIN_REPLICAS, w.max_replicas), f"class {name}"
-        memory = min(memory, w.max_memory)
-    return ceiling, memory, why
 
 
 def _cooling(node: Node, ts: TimeSlicing, now: float, last_action: float | None) -> Skip | None:
@@ -288,7 +266,7 @@ def _by_load(
     mem = max(s.memory_used_ratio for s in node.gpu_stats)
     r = node.replicas
     load = f"util {util:.0%}, memory {mem:.0%} (limit {mem_limit:.0%}), ceiling {ceiling} ({why})"
-    target, reason = _load_target(node, util, mem, (ceiling, mem_limit), ts)
+    target, reason = load_target(node, util, mem, (ceiling, mem_limit), ts)
     if target > r and len(node.gpu_stats) < node.gpus:  # an unreadable GPU is not underused
         seen = len(node.gpu_stats)
         why = (
@@ -320,33 +298,3 @@ def _by_load(
         return Skip(node.name, Reason.NO_CHANGE, f"{r} replicas{held}; {load}")
     detail = f"{r} -> {target} replicas; {load}; {count(len(node.gpu_stats), 'GPUs')}"
     return _action(node, target, reason, Evidence(detail=detail))
-
-
-def _load_target(
-    node: Node, util: float, mem: float, limits: tuple[int, float], ts: TimeSlicing
-) -> tuple[int, Reason]:
-    """The count the load rules want, and why (`NoChangeNeeded` when they want none)."""
-    ceiling, mem_limit = limits
-    r = node.replicas
-    if r < MIN_REPLICAS:  # a whole pool node is only ever raised
-        return _underused(r, util, mem, limits, ts) if util <= ts.underused_below else (r, NO)
-    if r > ceiling:
-        return ceiling, Reason.CLASS_LIMIT
-    if mem >= mem_limit:
-        fits = [t for t in range(MIN_REPLICAS, r) if mem * t / r < mem_limit]
-        return max(fits, default=MIN_REPLICAS), Reason.NODE_MEMORY_PRESSURE
-    if util >= ts.saturated_above:
-        return max(MIN_REPLICAS, r - 1), Reason.NODE_SATURATED
-    if util <= ts.underused_below:
-        return _underused(r, util, mem, limits, ts)
-    return r, NO
-
-
-def _underused(
-    r: int, util: float, mem: float, limits: tuple[int, float], ts: TimeSlicing
-) -> tuple[int, Reason]:
-    """The most replicas whose projected load stays at the middle of the band."""
-    ceiling, mem_limit = limits
-    aim = (ts.underused_below + ts.saturated_above) / 2
-    ok = [t for t in range(r + 1, ceiling + 1) if util * t / r <= aim and mem * t / r < mem_limit]
-    return max(ok, default=r), Reason.NODE_UNDERUSED
