@@ -83,17 +83,6 @@ def lowering(node: Node, capped: Cap | str) -> tuple[int, Reason, str] | None:
     )
 
 
-def lowest(
-    node: Node, harmed: tuple[int, Reason, str] | None, capped: Cap | str
-) -> tuple[int, Reason, str] | None:
-    """The lower of the harm rules' lowering (`harm.lowering`) and the cap's; a tie is harm's,
-    whose reason holds the node's raises (`harm.raise_hold`)."""
-    over = lowering(node, capped)
-    if over is None or (harmed is not None and harmed[0] <= over[0]):
-        return harmed
-    return over
-
-
 def raise_cap(node: Node, target: int, capped: Cap | str) -> int | Skip:
     """A raise's target held to the cap (the raise gate keeps its own headroom below it)."""
     if isinstance(capped, str) or target <= capped.replicas:

@@ -148,6 +148,7 @@ def _crashes_text(crashes: Sequence[ContainerCrash], now: float) -> str:
 def lowest(
     *lowerings: tuple[int, Reason, str] | None,
 ) -> tuple[int, Reason, str] | None:
-    """The lowest of the harm rules' lowerings (the first on a tie), or None."""
+    """The lowest of the lowerings that hold evidence, or None; a tie is the first's (give the
+    harm rules first: their reasons hold the node's raises, `raise_hold`)."""
     found = [low for low in lowerings if low is not None]
     return min(found, key=lambda low: low[0]) if found else None

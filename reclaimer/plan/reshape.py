@@ -207,11 +207,11 @@ def _decide(
         why = f"new config key written; the node is relabelled once it is projected ({left} left)"
         return Skip(node.name, Reason.CONFIG_PROJECTING, why)
     capped = budget.cap(node, slot, peaks, ts)
-    harmed = harm.lowest(
+    lower = harm.lowest(
         harm.lowering(node, crashed, usage, peaks, ts, now=now),
         contend.lowering(node, ts) if contend is not None else None,
+        budget.lowering(node, capped),
     )
-    lower = budget.lowest(node, harmed, capped)
     if lower is not None:
         return _action(node, lower[0], lower[1], Evidence(detail=lower[2]))
     if handback is not None:
