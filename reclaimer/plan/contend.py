@@ -19,10 +19,11 @@ Two rules hold it under `timeSlicing.maxCobusyShare` (default 0.05; 1 turns them
   share `b` (busy over present time of every pod read, at least `MIN_PODS` pods), and a
   guaranteed pod's co-busy share at R as 1 - (1 - b)^(R - 1), the share if neighbours are busy
   independently of it. Pods of one service are loaded together, so the real share is higher
-  (the shared trace: 0.50 measured against 0.28 at independent offsets); the prediction is a
-  floor, and a raise it already refuses is surely one to refuse. A raise is held to the most
-  replicas whose prediction stays within the limit, and refused below R + 1. Unknown (the reading
-  failed, or too few pods) refuses a raise and lowers nothing: unknown is no reason to act.
+  (the shared trace: 0.50 measured against 0.28 at independent offsets, `bench/cobusy.py`);
+  the prediction is a floor, and a raise it already refuses is surely one to refuse. A raise is
+  held to the most replicas whose prediction stays within the limit, and refused below R + 1.
+  Unknown (the reading failed, or too few pods) refuses a raise and lowers nothing: unknown is
+  no reason to act.
 
 A snapshot with no reading at all (`contention` None: a planner input built without one)
 applies neither rule.
@@ -48,6 +49,7 @@ class Contend:
 
     reading: Contention
     guaranteed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # node -> pod keys
+    fleet_busy: float | None = None  # `fleet_busy_share` of the reading (None: too few pods)
 
     def lowering(self, node: Node, ts: TimeSlicing) -> tuple[int, Reason, str] | None:
         """(replicas, reason, evidence) when the node's guaranteed pods contend past the limit."""
@@ -75,7 +77,7 @@ class Contend:
         measured = self.measured(node)
         if r >= 2 and measured is not None and measured[0] > ts.max_cobusy_share:
             return _skip(node, f"{refused}; guaranteed pods here already contend {measured[0]:.0%}")
-        busy = fleet_busy_share(self.reading.pods.values())
+        busy = self.fleet_busy
         if busy is None:
             pods = len(self.reading.pods)
             return _skip(node, f"{refused}, but contention is unknown: {pods} pods read")
@@ -112,7 +114,8 @@ def contend(
         queue = queue_of.get(p.job or "")
         if p.node and queue is not None and queue not in reclaimable:
             guaranteed.setdefault(p.node, []).append(p.key)
-    return Contend(reading, {n: tuple(keys) for n, keys in guaranteed.items()})
+    by_node = {n: tuple(keys) for n, keys in guaranteed.items()}
+    return Contend(reading, by_node, fleet_busy_share(reading.pods.values()))
 
 
 def fleet_busy_share(pods: Iterable[PodBusy]) -> float | None:
